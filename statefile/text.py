@@ -1,0 +1,60 @@
+"""Small pure helpers on raw text: line splitting that keeps every byte, newline style, heading keys."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Markdown (and markdown-it) treats \r\n, \r and \n as line ends; nothing else.  str.splitlines() would also split
+# on \x0b, \x1c, \u2028 …, which would make our line numbers disagree with markdown-it's token maps.
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_NEWLINE_RE = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Split ``text`` into lines, each keeping its own line ending; ``"".join(result) == text``."""
+    return _LINE_RE.findall(text)
+
+
+def line_body(line: str) -> str:
+    """The line without its line ending."""
+    return line.rstrip("\r\n")
+
+
+def line_ending(line: str) -> str:
+    """The line ending of ``line`` ("" for a last line without one)."""
+    return line[len(line.rstrip("\r\n")) :]
+
+
+def detect_newline(text: str) -> str:
+    """The first line ending used in ``text``, or "\\n" when there is none; new lines are written in it."""
+    match = _NEWLINE_RE.search(text)
+    return match.group(0) if match else "\n"
+
+
+def heading_key(title: str) -> str:
+    """Normalize a heading's text for identity: emoji, punctuation, case and spacing do not matter.
+
+    ``"⚙️ Machine State"``, ``"Machine State"`` and ``"\ufffd\ufffd Machine State"`` all give ``"machine state"``.
+    """
+    kept = []
+    for ch in unicodedata.normalize("NFKC", title).lower():
+        if ch.isalnum() and ch.isascii() or ch.isalpha():
+            kept.append(ch)
+        else:
+            kept.append(" ")
+    return " ".join("".join(kept).split())
+
+
+def encode(text: str) -> bytes:
+    """UTF-8 bytes of ``text``; lone surrogates from undecodable input (surrogateescape) become their bytes again."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        # A surrogate that did not come from surrogateescape (e.g. "\ud800" typed into a str): keep it visible.
+        return text.encode("utf-8", "surrogatepass")
+
+
+def utf8_size(text: str) -> int:
+    """Bytes ``text`` takes on disk as UTF-8."""
+    return len(text) if text.isascii() else len(encode(text))

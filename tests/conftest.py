@@ -1,0 +1,41 @@
+"""Shared fixtures: the real corpus, and a pinned git identity (CI has none)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "statefile tests",
+    "GIT_AUTHOR_EMAIL": "tests@statefile.invalid",
+    "GIT_COMMITTER_NAME": "statefile tests",
+    "GIT_COMMITTER_EMAIL": "tests@statefile.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def corpus_files() -> list[Path]:
+    """The real state files (empty when ../shared is not beside the checkout)."""
+    return sorted(CORPUS.glob("*.md")) if CORPUS.is_dir() else []
+
+
+def read_raw(path: Path) -> str:
+    """A file's text as statefile sees it, undecodable bytes kept as surrogates."""
+    return path.read_bytes().decode("utf-8", "surrogateescape")
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    monkeypatch.delenv("GIT_WORK_TREE", raising=False)
+    os.environ.pop("STATEFILE_REPO", None)
