@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from statefile.document import Anomaly, Section, StateDocument, parse
-    from statefile.errors import BudgetError, ConflictError, StatefileError
-    from statefile.history import Iteration, IterationRange, OpaqueEntry
-    from statefile.template import new_state_file
+if TYPE_CHECKING:  # pragma: no cover - names for type checkers; runtime goes through __getattr__
+    from statefile.document import Anomaly, Section, StateDocument, parse  # noqa: F401
+    from statefile.errors import BudgetError, ConflictError, StatefileError  # noqa: F401
+    from statefile.history import Iteration, IterationRange, OpaqueEntry  # noqa: F401
+    from statefile.template import new_state_file  # noqa: F401
 
 _EXPORTS = {
     "parse": "statefile.document",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from statefile.history import Iteration, IterationRange
@@ -55,7 +56,7 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     if overlap:
         yield Anomaly("range-overlaps-entry", f"detailed entries fall inside a range: {_numbers(sorted(overlap))}")
     ordered = sorted(ranges, key=lambda r: r.first)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in pairwise(ordered):
         if b.first <= a.last:
             yield Anomaly("overlapping-ranges", f"ranges {a.first}–{a.last} and {b.first}–{b.last} overlap")
     covered: set[int] = set(seen)
@@ -63,7 +64,7 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
         covered.update(range(rng.first, min(rng.last, rng.first + 1_000_000) + 1))
     highest = max(covered, default=0)
     if covered:
-        missing = [n for n in range(min(covered), highest + 1) if n not in covered]
+        missing = [n for n in range(1, highest + 1) if n not in covered]
         if missing:
             yield Anomaly("history-gap", f"no entry or range covers iterations {_numbers(missing)}")
     count = doc.machine_state.get("iteration_count")

@@ -50,9 +50,7 @@ def make_chunk(text: str, *, when: str, what: str) -> str:
     return f"\n## Archived {when} — {what}\n\n{body}"
 
 
-def plan_append(
-    program: str, last_part: tuple[str, str] | None, chunk: str, max_bytes: int
-) -> list[tuple[str, str]]:
+def plan_append(program: str, last_part: tuple[str, str] | None, chunk: str, max_bytes: int) -> list[tuple[str, str]]:
     """Where ``chunk`` goes: ``[(file name, full new content), …]`` for each part file written.
 
     ``last_part`` is the newest existing part (name, content) or ``None``.  The chunk is added to that part if it

@@ -37,7 +37,7 @@ def items(lines: list[str], code_lines: frozenset[int] = frozenset()) -> list[It
         body = line_body(lines[index])
         starts = index not in code_lines and bool(_ITEM_START.match(body))
         ends = not body.strip() or (index not in code_lines and (body.startswith("#") or body.strip() == "---"))
-        if start is not None and (starts or ends or not body[:1].isspace() and not _continues(body)):
+        if start is not None and (starts or ends or (not body[:1].isspace() and not _continues(body))):
             found.append(_item(lines, start, index))
             start = None
         if starts:
@@ -86,6 +86,5 @@ def add_item(lines: list[str], text: str, newline: str, code_lines: frozenset[in
         end -= 1
     if end >= 1 and not out[end - 1].endswith(("\n", "\r")):
         out[end - 1] += newline
-    insert = [newline, bullet] if end > 1 else [newline, bullet]
-    out[end:end] = insert
+    out[end:end] = [newline, bullet]
     return out

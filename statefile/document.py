@@ -103,7 +103,14 @@ class StateDocument:
         self._lines = split_lines(text)
         self._scan: BlockScan = scan_blocks(text)
         self._sections = self._split_sections()
-        for name in ("machine_state", "history", "warnings", "_history_layout", "_code_lines"):
+        for name in (
+            "machine_state",
+            "history",
+            "warnings",
+            "_history_layout",
+            "_code_lines",
+            "_heading_levels",
+        ):
             self.__dict__.pop(name, None)
 
     def _split_sections(self) -> tuple[Section, ...]:
@@ -180,11 +187,12 @@ class StateDocument:
         first = starts[0] if starts else len(section.lines)
         return HistoryLayout(index, first, spans, misplaced)
 
+    @cached_property
+    def _heading_levels(self) -> dict[int, int]:
+        return {head.line: head.level for head in self._scan.headings}
+
     def _heading_at(self, line: int) -> int:
-        for head in self._scan.headings:
-            if head.line == line:
-                return head.level
-        return 0
+        return self._heading_levels.get(line, 0)
 
     def _entry_starts(self, line: int, text: str, *, allow_bullets: bool) -> bool:
         if line in self._code_lines:
@@ -338,10 +346,10 @@ class StateDocument:
             # The template's "*(No iterations yet.)*" is not user text: the first entry replaces it.
             del lines[placeholder]
             at -= 1
-            if 0 < placeholder < len(lines) and not line_body(lines[placeholder]).strip():
-                if not line_body(lines[placeholder - 1]).strip():
-                    del lines[placeholder]
-                    at -= 1
+            blank_after = 0 < placeholder < len(lines) and not line_body(lines[placeholder]).strip()
+            if blank_after and not line_body(lines[placeholder - 1]).strip():
+                del lines[placeholder]
+                at -= 1
         if not layout.spans:
             # No entries yet: after the intro, before trailing blank lines, one blank line between.
             at = len(lines)

@@ -21,6 +21,7 @@ STATUS_GLYPHS: dict[str, str] = {
     "pending-ci": "⏳",
 }
 _GLYPH_STATUS = (("✅", "accepted"), ("❌", "rejected"), ("⚠", "error"), ("⏳", "pending"))
+_SPECIFIC_STATUS = re.compile(r"\b(ci[- ]fix[- ]exhausted|pending-ci)\b", re.I)
 _WORD_STATUS = re.compile(
     r"\b(accepted|rejected|error|ci-fix-exhausted|pending-ci|pending|phantom|local-only|not-pushed)\b", re.I
 )
@@ -29,9 +30,7 @@ _ARROW = r"(?:→|->|–>|=>)"
 # "Iters 50–100", "Iterations 53–165", "Iter 84-93", "Iters 1–426:" — a range.
 # An em dash with spaces is the field separator of a detailed heading ("Iteration 5 — 2026-01-02"), so it only
 # counts as a range dash when tight; a second "number" that is the start of a date never makes a range.
-_RANGE_HEAD = re.compile(
-    r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)(?:\s*(?:–|-{1,2}|to)\s*|—)#?(\d+)(?![\d-])", re.I
-)
+_RANGE_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)(?:\s*(?:–|-{1,2}|to)\s*|—)#?(\d+)(?![\d-])", re.I)
 # "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
 _PAIR_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+)(?!\d)", re.I)
 _SINGLE_HEAD = re.compile(r"^\s*Iter(?:ation)?\.?\s+#?(\d+)(?!\d)", re.I)
@@ -40,7 +39,9 @@ _PARTIAL = re.compile(r"\(partial\)", re.I)
 _WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?(?:\s*UTC)?)?")
 _RUN_LINK = re.compile(r"\[Run[^\]]*\]\(([^)\s]+)\)")
 _METRIC_BAND = re.compile(rf"~?(-?\d+(?:\.\d+)?)%?\s*{_ARROW}\s*~?(-?\d+(?:\.\d+)?)%?")
-_FIELD = re.compile(r"\*\*([^*\n]{1,40}?)\*\*\s*:?\s*(.*?)(?=\s*[|·;]\s*\*\*[^*\n]{1,40}?\*\*\s*:|\s*$)")
+# Several fields may share a line: "- **Status**: ✅ Accepted | **Metric**: 606 (…) | **Commit**: b8edf68".
+_FIELD_SPLIT = re.compile(r"\s*[|·;]\s*(?=\*\*[^*\n]{1,40}\*\*\s*:)")
+_FIELD = re.compile(r"\*\*([^*\n]{1,40}?)\*\*\s*:?\s*(.*)")
 _PREV_BEST = re.compile(r"previous best[^:]*:\s*([^,)]+)", re.I)
 _DELTA = re.compile(r"delta:\s*([+\-−]?\s*[\d.]+)", re.I)
 
@@ -114,6 +115,10 @@ Entry = Iteration | IterationRange | OpaqueEntry
 
 def status_of(text: str) -> str | None:
     """The status word a line expresses, from its glyph or its words (``None`` if it says none)."""
+    specific = _SPECIFIC_STATUS.search(text)
+    if specific:
+        # "⚠️ CI fix exhausted" and "⏳ pending-ci" say more than their glyph does.
+        return specific.group(1).lower().replace(" ", "-")
     for glyph, word in _GLYPH_STATUS:
         if glyph in text:
             return word
@@ -161,9 +166,9 @@ def parse_entry(raw: str) -> Entry:
         )
     pair = _PAIR_HEAD.match(title)
     single = _SINGLE_HEAD.match(title)
-    if not single:
+    if not single and not pair:
         return OpaqueEntry(raw=raw, heading=line_body(first))
-    number = int(single.group(1))
+    number = int(single.group(1)) if single else 0
     numbers: tuple[int, ...] = ()
     if pair:
         numbers = tuple(sorted({int(pair.group(1)), int(pair.group(2))}))
@@ -177,9 +182,11 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
         stripped = line.strip().lstrip("-*+").strip()
         if not stripped.startswith("**"):
             continue
-        for match in _FIELD.finditer(stripped):
-            label = match.group(1).strip().rstrip(":").strip().lower()
-            fields.setdefault(label, match.group(2).strip())
+        for part in _FIELD_SPLIT.split(stripped):
+            match = _FIELD.match(part)
+            if match:
+                label = match.group(1).strip().rstrip(":").strip().lower()
+                fields.setdefault(label, match.group(2).strip())
     when = _WHEN.search(title)
     run = _RUN_LINK.search(title)
     status_text = fields.get("status")
@@ -236,7 +243,7 @@ def render_iteration(
         heading += f" — [Run]({run_url})"
     word = status.lower()
     glyph = STATUS_GLYPHS.get(word, "•")
-    label = word.replace("-", " ").capitalize()
+    label = "CI fix exhausted" if word == "ci-fix-exhausted" else word.replace("-", " ").capitalize()
     lines = [heading, "", f"- **Status**: {glyph} {label}"]
     if change:
         lines.append(f"- **Change**: {_one_line(change)}")

@@ -117,6 +117,11 @@ def set_row(lines: list[str], label: str, value: str, newline: str) -> list[str]
     template = rows[-1] if rows else None
     new_line = _new_row(lines, template, label, value, newline)
     position = _insert_position(lines, rows, key)
+    if position > 0 and not line_ending(out[position - 1]):
+        # Inserting after a last line without a line ending: that line gets one, the new last line goes without,
+        # so a file that had no final newline still has none.
+        out[position - 1] += newline
+        new_line = line_body(new_line)
     out.insert(position, new_line)
     return out
 
@@ -131,8 +136,8 @@ def _new_row(lines: list[str], template: Row | None, label: str, value: str, new
     if template is not None:
         match = _ROW.match(line_body(lines[template.index]))
         if match:
-            tail = match.group(5).strip(" ")
-            return f"{match.group(1)}{label}{match.group(3)}{value} {tail}{line_ending(lines[template.index])}"
+            tail = _value_padding(match.group(5))
+            return f"{match.group(1)}{label}{match.group(3)}{value}{tail}{line_ending(lines[template.index])}"
     return f"| {label} | {value} |{newline}"
 
 

@@ -14,9 +14,7 @@ def describe(doc: StateDocument) -> dict[str, Any]:
     ranges = [e for e in entries if e.kind == "range"]
     return {
         "size_bytes": doc.size,
-        "sections": [
-            {"kind": s.kind, "title": s.title, "line": s.start + 1, "bytes": s.size} for s in doc.sections
-        ],
+        "sections": [{"kind": s.kind, "title": s.title, "line": s.start + 1, "bytes": s.size} for s in doc.sections],
         "machine_state": doc.machine_state,
         "history": {
             "iterations": len(iterations),

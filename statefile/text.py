@@ -39,7 +39,7 @@ def heading_key(title: str) -> str:
     """
     kept = []
     for ch in unicodedata.normalize("NFKC", title).lower():
-        if ch.isalnum() and ch.isascii() or ch.isalpha():
+        if (ch.isalnum() and ch.isascii()) or ch.isalpha():
             kept.append(ch)
         else:
             kept.append(" ")

@@ -1,0 +1,187 @@
+"""The document model on the real corpus and on hand-made oddities: round trip, structure, machine state, edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import corpus_files, read_raw
+from upstream import meaningful, upstream_machine_state
+
+import statefile
+from statefile.document import parse
+from statefile.history import Iteration, IterationRange, OpaqueEntry
+
+CORPUS = corpus_files()
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_corpus_round_trips_byte_for_byte(path: Path) -> None:
+    text = read_raw(path)
+    assert parse(text).render() == text
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_corpus_machine_state_agrees_with_upstream(path: Path) -> None:
+    text = read_raw(path)
+    upstream = meaningful(upstream_machine_state(text))
+    ours = parse(text).machine_state
+    assert upstream, "every corpus file has the exact heading"
+    assert ours == upstream
+
+
+def test_corpus_is_present() -> None:
+    assert len(CORPUS) == 27
+
+
+def test_machine_state_found_under_drifted_heading() -> None:
+    good = "# Autoloop: x\n\n## ⚙️ Machine State\n\n| Field | Value |\n|---|---|\n| Iteration Count | 4 |\n"
+    for heading in ("## Machine State", "## \ufffd\ufffd Machine State", "## ⚙ machine   state"):
+        doc = parse(good.replace("## ⚙️ Machine State", heading))
+        assert doc.machine_state["iteration_count"] == 4
+        assert any(w.code == "machine-state-heading" for w in doc.warnings)
+    assert not any(w.code == "machine-state-heading" for w in parse(good).warnings)
+
+
+def test_machine_state_conventions() -> None:
+    text = (
+        "## ⚙️ Machine State\n\n| Field | Value |\n|-------|-------|\n"
+        "| Iteration Count | seven |\n| Paused | True |\n| Completed | no |\n| PR | — |\n| Issue | - |\n"
+        "| Pause Reason |  |\n| Recent Statuses | Accepted,rejected , ERROR |\n| Branch | `autoloop/x` |\n"
+        "| Iteration Count | 9 |\n"
+    )
+    state = parse(text).machine_state
+    assert state["iteration_count"] == 9  # a later duplicate row wins
+    assert state["paused"] is True and state["completed"] is False
+    assert state["pr"] is None and state["issue"] is None and state["pause_reason"] is None
+    assert state["recent_statuses"] == ["accepted", "rejected", "error"]
+    assert state["branch"] == "`autoloop/x`"
+
+
+def test_heading_inside_code_fence_is_text() -> None:
+    text = "# T\n\n## 📚 Lessons Learned\n\n```\n## ⚙️ Machine State\n| Iteration Count | 3 |\n```\n"
+    doc = parse(text)
+    assert [s.kind for s in doc.sections] == ["title", "lessons"]
+    assert doc.machine_state == {}
+
+
+def test_history_entry_shapes() -> None:
+    text = (
+        "## 📊 Iteration History\n\n<!-- New entries are prepended below this line -->\n\n"
+        "### Iteration 263 — 2026-04-20T19:51 UTC — [Run](https://example.invalid/runs/1)\n\n"
+        "- **Status**: ✅ Accepted | **Metric**: 606 (previous best: 605, delta: +1) | **Commit**: b8edf68\n"
+        "- Added pairs.\n\n"
+        "### Iteration 261 (partial) — 2026-04-20T18:22 UTC — [Run](https://example.invalid/runs/2)\n\n"
+        "- **Status**: ⚠️ Error\n\n"
+        "### Iteration 200 -- 2026-04-01 10:00 UTC -- [Run](https://example.invalid/runs/3)\n"
+        "### Iterations 12 & 13 — 2026-03-01\n\n- **Status**: ❌ Rejected\n\n"
+        "### Iters 84-93 -- 2026-05-16 -- ✅ (metrics 551->578%): steady\n"
+        "### Iters 1–426: (0→191) Full pandas port\n"
+        "### Iterations 53–165 — Various features (condensed)\n"
+        "### c029 · island 3 · fitness pending CI · gen 29\n"
+    )
+    entries = parse(text).history
+    assert [e.kind for e in entries] == [
+        "iteration", "iteration", "iteration", "iteration", "range", "range", "range", "opaque",
+    ]  # fmt: skip
+    first = entries[0]
+    assert isinstance(first, Iteration)
+    assert (first.number, first.status, first.metric, first.previous_best, first.delta, first.commit) == (
+        263, "accepted", "606", "605", "+1", "b8edf68",
+    )  # fmt: skip
+    assert first.run_url == "https://example.invalid/runs/1"
+    assert first.when == "2026-04-20T19:51 UTC"
+    partial = entries[1]
+    assert isinstance(partial, Iteration) and partial.partial and partial.status == "error"
+    heading_only = entries[2]
+    assert isinstance(heading_only, Iteration) and heading_only.number == 200
+    pair = entries[3]
+    assert isinstance(pair, Iteration) and pair.covers == (12, 13)
+    r1, r2, r3 = entries[4], entries[5], entries[6]
+    assert isinstance(r1, IterationRange) and (r1.first, r1.last, r1.metric_from, r1.metric_to) == (
+        84,
+        93,
+        "551",
+        "578",
+    )
+    assert isinstance(r2, IterationRange) and (r2.first, r2.last, r2.metric_from, r2.metric_to) == (
+        1,
+        426,
+        "0",
+        "191",
+    )
+    assert isinstance(r3, IterationRange) and r3.metric_from is None and r3.summary.startswith("Various")
+    assert isinstance(entries[7], OpaqueEntry)
+    assert "".join(e.raw for e in entries) == text[text.index("### Iteration 263") :]
+
+
+def test_bullet_entries_without_headings() -> None:
+    text = "## 📊 Iteration History\n\n- Iter 2: ✅ fine\n- Iter 1: ❌ CI failed · commit 24bbe85\n"
+    entries = parse(text).history
+    assert [(e.kind, e.covers) for e in entries] == [("iteration", (2,)), ("iteration", (1,))]
+    assert [e.status for e in entries if isinstance(e, Iteration)] == ["accepted", "rejected"]
+
+
+def test_entries_under_another_section_when_history_heading_is_missing() -> None:
+    path = next(p for p in CORPUS if "24ec373" in p.name)
+    doc = parse(read_raw(path))
+    assert doc.history_misplaced
+    assert [e.kind for e in doc.history] == ["iteration", "iteration", "range"]
+    # The Population section's "### c029 …" headings are not history.
+    assert all("c029" not in e.heading for e in doc.history)
+    future = doc.section("future")
+    assert future is not None and "### Iteration 29" in future.text
+
+
+def test_warnings_on_corpus_oddities() -> None:
+    by_name = {p.name: parse(read_raw(p)) for p in CORPUS}
+    codes = {name: {w.code for w in doc.warnings} for name, doc in by_name.items()}
+    assert "duplicate-section" in codes[next(n for n in codes if "e45365e" in n)]
+    assert "duplicate-iteration" in codes[next(n for n in codes if "36c0d7f" in n)]
+    assert "missing-history-heading" in codes[next(n for n in codes if "d1b9067" in n)]
+    assert any("range-overlaps-entry" in c for c in codes.values())
+    assert any("history-gap" in c for c in codes.values())
+
+
+def test_warnings_for_missing_machine_state_and_count_mismatch() -> None:
+    doc = parse("# Autoloop: x\n\n## 📊 Iteration History\n\n### Iteration 3 — 2026-01-01\n")
+    assert {w.code for w in doc.warnings} >= {"missing-machine-state", "history-gap"}
+    doc = parse(statefile.new_state_file("x"))
+    doc.set_field("Iteration Count", 5)
+    doc.prepend_entry("### Iteration 1 — 2026-01-01 00:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+    assert "iteration-count-mismatch" in {w.code for w in doc.warnings}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n",
+        "no structure at all",
+        "\ufeff# T\r\n\r\n## Machine State\r\n",
+        "a\rb\r\nc\n",
+        "\x00\x00",
+        "\ud800x",
+    ],
+)
+def test_parse_is_total_and_lossless_on_odd_text(text: str) -> None:
+    doc = parse(text)
+    assert doc.render() == text
+    doc.warnings  # noqa: B018 - computing the views must not raise either
+    doc.history  # noqa: B018
+
+
+def test_new_state_file_reads_back_through_upstream() -> None:
+    text = statefile.new_state_file("perf", metric_direction="lower", target_metric=0.5, issue="#3")
+    state = meaningful(upstream_machine_state(text))
+    assert state["iteration_count"] == 0
+    assert state["metric_direction"] == "lower"
+    assert state["target_metric"] == "0.5"
+    assert state["issue"] == "#3"
+    assert state["branch"] == "`autoloop/perf`"
+    assert state["recent_statuses"] == []
+    assert parse(text).machine_state == state
+    assert [s.kind for s in parse(text).sections] == [
+        "title", "machine_state", "program_info", "priorities", "lessons", "foreclosed", "future", "history",
+    ]  # fmt: skip
+    assert parse(text).warnings == ()

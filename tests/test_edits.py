@@ -1,0 +1,170 @@
+"""Edits touch only their own lines: every other byte of the file stays identical."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+from conftest import corpus_files, read_raw
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from upstream import meaningful, upstream_machine_state
+
+import statefile
+from statefile.document import parse
+
+CORPUS = corpus_files()
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    """Lines removed or added between two texts (keepends)."""
+    diff = difflib.ndiff(before.splitlines(keepends=True), after.splitlines(keepends=True))
+    return [line for line in diff if line[:1] in "+-"]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_set_field_changes_one_row(path: Path) -> None:
+    text = read_raw(path)
+    doc = parse(text)
+    doc.set_field("Iteration Count", 999)
+    diff = changed_lines(text, doc.render())
+    assert len(diff) == 2, diff
+    assert "| 999" in diff[1] or "|999" in diff[1]
+    assert doc.machine_state["iteration_count"] == 999
+    assert meaningful(upstream_machine_state(doc.render()))["iteration_count"] == 999
+
+
+def test_missing_row_is_added_in_canonical_order_with_table_style() -> None:
+    text = "## ⚙️ Machine State\n\n|Field|Value|\n|---|---|\n|Last Run|—|\n|Branch|x|\n|Custom|keep|\n\n## Next\n"
+    doc = parse(text)
+    doc.set_fields({"metric_direction": "lower", "Paused": True})
+    out = doc.render()
+    assert out == (
+        "## ⚙️ Machine State\n\n|Field|Value|\n|---|---|\n|Last Run|—|\n|Metric Direction|lower|\n|Branch|x|\n"
+        "|Paused|true|\n|Custom|keep|\n\n## Next\n"
+    )
+
+
+def test_set_field_keeps_crlf_and_missing_final_newline() -> None:
+    text = "## ⚙️ Machine State\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Iteration Count | 1 |"
+    doc = parse(text)
+    doc.set_field("iteration_count", 2)
+    doc.set_field("Paused", False)
+    assert doc.render() == (
+        "## ⚙️ Machine State\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Iteration Count | 2 |\r\n| Paused | false |"
+    )
+
+
+def test_missing_machine_state_section_is_created_after_title() -> None:
+    doc = parse("# Autoloop: x\n\nbanner\n\n## 📚 Lessons Learned\n\n- one\n")
+    doc.set_field("Iteration Count", 1)
+    out = doc.render()
+    assert out.index("## ⚙️ Machine State") < out.index("## 📚 Lessons Learned")
+    assert out.endswith("## 📚 Lessons Learned\n\n- one\n")
+    assert upstream_machine_state(out)["iteration_count"] == 1
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_prepend_entry_inserts_only_the_entry(path: Path) -> None:
+    text = read_raw(path)
+    doc = parse(text)
+    before = doc.history
+    entry = "### Iteration 9999 — 2026-11-22 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n"
+    doc.prepend_entry(entry)
+    after = doc.history
+    assert after[0].kind == "iteration" and after[0].covers == (9999,)
+    assert [e.raw for e in after[1:]] == [e.raw for e in before] or before == ()
+    removed = [line for line in changed_lines(text, doc.render()) if line.startswith("-")]
+    assert removed == [] or all(not line[2:].strip() or "No iterations yet" in line for line in removed)
+
+
+def test_prepend_into_template_replaces_placeholder() -> None:
+    doc = parse(statefile.new_state_file("x"))
+    doc.prepend_entry("### Iteration 1 — 2026-11-22 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+    out = doc.render()
+    assert "No iterations yet" not in out
+    assert "<!-- New entries are prepended below this line -->\n\n### Iteration 1" in out
+    doc.prepend_entry("### Iteration 2 — 2026-11-22 11:00 UTC\n\n- **Status**: ❌ Rejected\n\n")
+    assert [e.covers for e in doc.history] == [(2,), (1,)]
+
+
+def test_prepend_when_history_heading_is_missing_adds_heading_above_stray_entries() -> None:
+    path = next(p for p in CORPUS if "24ec373" in p.name)
+    text = read_raw(path)
+    doc = parse(text)
+    doc.prepend_entry("### Iteration 30 — 2026-05-01 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+    out = doc.render()
+    assert not doc.history_misplaced
+    assert [e.covers for e in doc.history][:2] == [(30,), (29,)]
+    assert out.replace("## 📊 Iteration History\n\n### Iteration 30 — 2026-05-01 10:00 UTC\n\n"
+                       "- **Status**: ✅ Accepted\n\n", "") == text  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["lessons", "foreclosed", "future"])
+def test_add_item_replaces_placeholder_then_appends(kind: str) -> None:
+    doc = parse(statefile.new_state_file("x"))
+    add = {"lessons": doc.add_lesson, "foreclosed": doc.add_foreclosed, "future": doc.add_future_direction}[kind]
+    add("first")
+    add("second\nline")
+    section = doc.section(kind)
+    assert section is not None
+    assert "- *(none yet)*" not in section.text
+    assert section.text.count("\n- first\n- second line\n") == 1
+    assert [i.text.strip() for i in doc.list_items(kind)] == ["- first", "- second line"]
+
+
+def test_add_lesson_creates_missing_section_in_canonical_position() -> None:
+    doc = parse("# Autoloop: x\n\n## ⚙️ Machine State\n\n| Field | Value |\n\n## 📊 Iteration History\n\n")
+    doc.add_lesson("learned")
+    kinds = [s.kind for s in doc.sections]
+    assert kinds == ["title", "machine_state", "lessons", "history"]
+
+
+SECTION_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=200)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_round_trip_any_text(text: str) -> None:
+    assert parse(text).render() == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                ["## ⚙️ Machine State\n", "## 📊 Iteration History\n", "### Iteration 5 — x\n", "```\n", "\r\n",
+                 "| Iteration Count | 3 |\n", "- **Status**: ✅\n", "### Iters 1–4 — ✅\n", "<!--\n", "\ufeff", "\r"]
+            ),
+            st.text(max_size=30),
+        ),
+        max_size=40,
+    )
+)  # fmt: skip
+def test_round_trip_structured_noise(parts: list[str]) -> None:
+    text = "".join(parts)
+    doc = parse(text)
+    assert doc.render() == text
+    doc.warnings  # noqa: B018
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    index=st.integers(min_value=0, max_value=len(CORPUS) - 1 if CORPUS else 0),
+    value=st.integers(min_value=0, max_value=10**6),
+    lesson=st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=80),
+)
+def test_corpus_edits_leave_other_sections_identical(index: int, value: int, lesson: str) -> None:
+    if not CORPUS:
+        pytest.skip("corpus not available")
+    text = read_raw(CORPUS[index])
+    doc = parse(text)
+    untouched = {s.start: s.text for s in doc.sections if s.kind not in ("machine_state", "lessons")}
+    doc.set_field("Consecutive Errors", value)
+    if lesson.strip():
+        doc.add_lesson(lesson)
+    after = {s.text for s in doc.sections if s.kind not in ("machine_state", "lessons")}
+    assert set(untouched.values()) == after
+    assert doc.machine_state["consecutive_errors"] == value
