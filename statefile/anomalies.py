@@ -28,7 +28,7 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
             yield Anomaly(
                 "machine-state-heading",
                 f"heading '## {state_section.title}' is not the exact '## ⚙️ Machine State' the upstream scheduler "
-                "looks for; run 'statefile record' or fix the heading",
+                "looks for; any statefile write restores it",
             )
         if not doc.machine_state or len(doc.machine_state) <= 1:
             yield Anomaly("empty-machine-state", "the Machine State section has no table rows")

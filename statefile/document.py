@@ -300,7 +300,8 @@ class StateDocument:
         """Set Machine State rows by label (``{"Iteration Count": 5}``) or key (``{"iteration_count": 5}``).
 
         ``None`` writes ``—``; booleans write ``true``/``false``; lists are comma-joined.  Only the edited rows'
-        lines change; missing rows are added in canonical order; a missing section is created after the title.
+        lines change; missing rows are added in canonical order; a missing section is created after the title; a
+        drifted section heading is restored to the exact ``## ⚙️ Machine State`` the scheduler looks for.
         """
         index = self._ensure_section("machine_state")
         lines = list(self._sections[index].lines)
@@ -309,6 +310,11 @@ class StateDocument:
             lines = _append_block(lines, machine_state.new_table({}, nl), nl)
         for name, value in fields.items():
             lines = machine_state.set_row(lines, _label_for(name), _cell_text(value), nl)
+        canonical = SECTION_KINDS["machine_state"][0]
+        if line_body(lines[0]) != canonical:
+            # The upstream scheduler finds the table only under this exact heading; a drifted one
+            # ("## Machine State", "## \ufffd\ufffd Machine State") makes the program look brand new.
+            lines[0] = canonical + lines[0][len(line_body(lines[0])) :]
         self._replace_section_lines(index, lines)
 
     def set_field(self, name: str, value: Any) -> None:

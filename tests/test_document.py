@@ -40,6 +40,9 @@ def test_machine_state_found_under_drifted_heading() -> None:
         doc = parse(good.replace("## ⚙️ Machine State", heading))
         assert doc.machine_state["iteration_count"] == 4
         assert any(w.code == "machine-state-heading" for w in doc.warnings)
+        doc.set_field("Paused", False)
+        assert doc.render().startswith("# Autoloop: x\n\n## ⚙️ Machine State\n")
+        assert upstream_machine_state(doc.render())["iteration_count"] == 4
     assert not any(w.code == "machine-state-heading" for w in parse(good).warnings)
 
 
