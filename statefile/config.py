@@ -1,0 +1,454 @@
+"""Settings, and where each one came from: one answer to "what is the budget?".
+
+Every setting is resolved from the first of these that sets it:
+
+1. a command-line flag (``--max-bytes 20000``);
+2. an environment variable (``STATEFILE_MAX_BYTES=20000``; an empty value counts as unset);
+3. ``.statefile.toml`` (top-level keys) or ``[tool.statefile]`` in ``pyproject.toml`` at the repository root, the
+   former winning when both set a key;
+4. the gh-aw workflow's frontmatter: ``tools.repo-memory`` in ``.github/workflows/*.md`` gives ``max-file-size``,
+   ``branch-name`` and ``file-glob`` — the budget repo-memory actually enforces;
+5. the default.
+
+Each option carries its own documentation (:data:`OPTIONS`), which ``statefile config`` and the README show.  Bad
+keys and values are :class:`~statefile.errors.UsageError` with a one-line message naming the file and key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from statefile.errors import UsageError
+
+if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+T = TypeVar("T")
+
+DEFAULT_MAX_BYTES = 30720
+DEFAULT_BRANCH = "memory/autoloop"
+SOURCE_DEFAULT = "default"
+PYPROJECT = "pyproject.toml"
+STATEFILE_TOML = ".statefile.toml"
+WORKFLOWS_DIR = ".github/workflows"
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """A resolved value and where it came from (``"flag --max-bytes"``, ``"env STATEFILE_MAX_BYTES"``, …)."""
+
+    value: T
+    source: str
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting's specification: its TOML key, environment variable, default, parser and documentation."""
+
+    name: str
+    default: object
+    doc: str
+    parse: Callable[[object], object]
+    #: The key under ``tools.repo-memory`` in a gh-aw workflow that also sets this option, if any.
+    frontmatter_key: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The key in TOML files, which is also the flag name without ``--``: ``max-bytes``."""
+        return self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        """The environment variable: ``STATEFILE_MAX_BYTES``."""
+        return "STATEFILE_" + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag: ``--max-bytes``."""
+        return "--" + self.key
+
+
+# -- value parsers: each takes what a flag, variable, TOML or YAML gives and returns the value or raises ValueError --
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?i?b?)\s*$", re.I)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
+_SIZE_UNITS.update({"g": 1024**3, "gb": 1024**3, "gib": 1024**3})
+# git check-ref-format, the parts that matter for a branch typed by hand.
+_BAD_REF = re.compile(r"(^[/.-])|([/.]$)|(\.\.)|(//)|(@\{)|(\.lock$)|(/\.)|(\.lock/)|([\s~^:?*\[\\\x00-\x1f\x7f])")
+
+
+def parse_size(raw: object) -> int:
+    """A byte count: an int, or text like ``30720``, ``30KB``, ``1.5 MiB`` (K/M/G are 1024-based, as gh-aw's)."""
+    if isinstance(raw, bool):
+        raise ValueError("must be a number of bytes such as 30720 or '30KB'")
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and (match := _SIZE.match(raw)) and match.group(2).lower() in _SIZE_UNITS:
+        value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    else:
+        raise ValueError(f"must be a number of bytes such as 30720 or '30KB', got {raw!r}")
+    if value < 1:
+        raise ValueError(f"must be at least 1 byte, got {value}")
+    return value
+
+
+def _positive_int(raw: object) -> int:
+    if isinstance(raw, bool):
+        raise ValueError(f"must be a whole number of 1 or more, got {raw!r}")
+    if isinstance(raw, str) and raw.strip().isdigit():
+        raw = int(raw.strip())
+    if not isinstance(raw, int) or raw < 1:
+        raise ValueError(f"must be a whole number of 1 or more, got {raw!r}")
+    return raw
+
+
+def _fraction(raw: object) -> float:
+    try:
+        value = float(raw) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
+    except ValueError:
+        value = None
+    if value is None or not 0 < value <= 1:
+        raise ValueError(f"must be a fraction greater than 0 and at most 1 (such as 0.8), got {raw!r}")
+    return value
+
+
+def _seconds(raw: object) -> float:
+    try:
+        value = float(raw) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < float("inf"):
+        raise ValueError(f"must be a number of seconds greater than 0, got {raw!r}")
+    return value
+
+
+def _branch(raw: object) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError(f"must be a branch name such as 'memory/autoloop', got {raw!r}")
+    name = raw.strip().removeprefix("refs/heads/")
+    if _BAD_REF.search(name):
+        raise ValueError(f"{raw!r} is not a valid git branch name")
+    return name
+
+
+def _word(raw: object) -> str:
+    if not isinstance(raw, str) or not raw.strip() or any(ch.isspace() for ch in raw.strip()):
+        raise ValueError(f"must be a single word without spaces, got {raw!r}")
+    return raw.strip()
+
+
+def _globs(raw: object) -> tuple[str, ...]:
+    # A list (TOML, YAML) or one string; a string may hold several globs separated by commas (handy in env vars).
+    message = f"must be a glob such as '*.md' or a list of globs, got {raw!r}"
+    if isinstance(raw, str):
+        items: list[object] = [part.strip() for part in raw.split(",") if part.strip()]
+    elif isinstance(raw, (list, tuple)):
+        items = list(raw)
+    else:
+        raise ValueError(message)
+    if not items or not all(isinstance(item, str) and item.strip() for item in items):
+        raise ValueError(message)
+    return tuple(str(item).strip() for item in items)
+
+
+def _optional_text(raw: object) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise ValueError(f"must be text, got {raw!r}")
+    return raw.strip() or None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "max_bytes",
+        DEFAULT_MAX_BYTES,
+        "Byte budget of one state file.  repo-memory rejects a bigger file after the agent exits, losing the "
+        "iteration, so statefile compacts to stay under it.  Accepts 30720 or '30KB'.",
+        parse_size,
+        "max-file-size",
+    ),
+    Option(
+        "branch",
+        DEFAULT_BRANCH,
+        "Branch holding the state files (repo-memory's branch-name).",
+        _branch,
+        "branch-name",
+    ),
+    Option("remote", "origin", "Git remote the branch is fetched from and pushed to.", _word),
+    Option(
+        "file_glob",
+        ("*.md",),
+        "Which files on the branch are state files (repo-memory's file-glob); a list, or commas in a variable.",
+        _globs,
+        "file-glob",
+    ),
+    Option(
+        "keep_recent",
+        10,
+        "Newest iteration entries compaction keeps in full; older ones fold into range lines.",
+        _positive_int,
+    ),
+    Option(
+        "aggressive_at",
+        0.8,
+        "Fraction of max-bytes above which compaction becomes aggressive (keeps aggressive-keep entries) and "
+        "'statefile report' says needs_compaction.",
+        _fraction,
+    ),
+    Option(
+        "aggressive_keep",
+        5,
+        "Newest entries kept in full when the file is above aggressive-at of its budget.",
+        _positive_int,
+    ),
+    Option(
+        "summarizer",
+        None,
+        "Command that summarizes entries folded into a range line (the entries on stdin, one line on stdout).  "
+        "Unset: statefile's built-in deterministic summary.",
+        _optional_text,
+    ),
+    Option(
+        "summarizer_timeout",
+        30.0,
+        "Seconds the summarizer may run before statefile falls back to the built-in summary.",
+        _seconds,
+    ),
+    Option(
+        "author_name",
+        None,
+        "Author name of statefile's commits.  Unset: git's own identity (GIT_AUTHOR_NAME, user.name), else "
+        "'statefile'.",
+        _optional_text,
+    ),
+    Option(
+        "author_email",
+        None,
+        "Author email of statefile's commits.  Unset: git's own identity (GIT_AUTHOR_EMAIL, user.email).",
+        _optional_text,
+    ),
+)
+_BY_NAME = {option.name: option for option in OPTIONS}
+_BY_KEY = {option.key: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting, resolved, with its source.  Build one with :func:`resolve_config`."""
+
+    max_bytes: Setting[int]
+    branch: Setting[str]
+    remote: Setting[str]
+    file_glob: Setting[tuple[str, ...]]
+    keep_recent: Setting[int]
+    aggressive_at: Setting[float]
+    aggressive_keep: Setting[int]
+    summarizer: Setting[str | None]
+    summarizer_timeout: Setting[float]
+    author_name: Setting[str | None]
+    author_email: Setting[str | None]
+
+    def describe(self) -> list[tuple[str, object, str]]:
+        """``(key, value, source)`` for every setting, in documentation order (what ``statefile config`` prints)."""
+        return [(option.key, getattr(self, option.name).value, getattr(self, option.name).source) for option in OPTIONS]
+
+
+def option_docs() -> list[tuple[str, str, str, object, str]]:
+    """``(key, flag, environment variable, default, doc)`` for every option, for help texts and the README."""
+    return [(o.key, o.flag, o.env, o.default, o.doc) for o in OPTIONS]
+
+
+def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[str, str]) -> Config:
+    """Resolve every setting from ``flags`` > ``env`` > config files > workflow frontmatter > defaults.
+
+    ``flags`` maps option names (``max_bytes`` or ``max-bytes``) to values; ``None`` means "not given", and keys
+    that are not options are ignored, so a command can pass its parameters as they are.  ``env`` is usually
+    ``os.environ``.  ``root`` is the repository root; ``None`` reads no files.
+    """
+    resolved: dict[str, Setting[Any]] = {}
+    for raw_name, raw in flags.items():
+        option = _BY_NAME.get(raw_name) or _BY_KEY.get(raw_name)
+        if option is not None and raw is not None:
+            resolved[option.name] = _setting(option, raw, f"flag {option.flag}")
+    for option in OPTIONS:
+        raw_env = env.get(option.env)
+        if option.name not in resolved and raw_env is not None and raw_env.strip():
+            resolved[option.name] = _setting(option, raw_env, f"env {option.env}")
+    if root is not None:
+        for source, table in _config_files(root):
+            for option in OPTIONS:
+                if option.name not in resolved and option.key in table:
+                    resolved[option.name] = _setting(option, table[option.key], source)
+        branch = resolved.get("branch")
+        for option, raw, source in _frontmatter_values(root, branch.value if branch else None):
+            if option.name not in resolved:
+                key = f"tools.repo-memory.{option.frontmatter_key or 'id'}"
+                resolved[option.name] = _setting(option, raw, source, key)
+    for option in OPTIONS:
+        resolved.setdefault(option.name, Setting(option.default, SOURCE_DEFAULT))
+    config = Config(**resolved)
+    if config.aggressive_keep.value > config.keep_recent.value:
+        raise UsageError(
+            f"aggressive-keep ({config.aggressive_keep.value}, {config.aggressive_keep.source}) is larger than "
+            f"keep-recent ({config.keep_recent.value}, {config.keep_recent.source}); make it smaller or equal"
+        )
+    return config
+
+
+def _setting(option: Option, raw: object, source: str, key: str | None = None) -> Setting[Any]:
+    try:
+        return Setting(option.parse(raw), source)
+    except ValueError as exc:
+        raise UsageError(f"{source}: {key or option.key} {exc}") from None
+
+
+# -- config files -------------------------------------------------------------------------------------------------
+
+
+def _config_files(root: Path) -> list[tuple[str, dict[str, object]]]:
+    """``(source, table)`` pairs in precedence order: ``.statefile.toml`` first, then ``pyproject.toml``."""
+    found: list[tuple[str, dict[str, object]]] = []
+    dedicated = _read_toml(root / STATEFILE_TOML, STATEFILE_TOML)
+    if dedicated is not None:
+        if "tool" in dedicated and set(dedicated) == {"tool"}:
+            raise UsageError(f"{STATEFILE_TOML}: put the settings at the top level, without a [tool.statefile] table")
+        found.append((STATEFILE_TOML, _checked_table(dedicated, STATEFILE_TOML)))
+    pyproject = _read_toml(root / PYPROJECT, PYPROJECT)
+    if pyproject is not None:
+        tool = pyproject.get("tool")
+        table = tool.get("statefile") if isinstance(tool, dict) else None
+        source = f"{PYPROJECT} [tool.statefile]"
+        if table is not None:
+            if not isinstance(table, dict):
+                raise UsageError(f"{source}: must be a table of settings, got {type(table).__name__}")
+            found.append((source, _checked_table(table, source)))
+    return found
+
+
+def _read_toml(path: Path, name: str) -> dict[str, Any] | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read ({exc.strerror}); check the file's permissions") from None
+    try:
+        table: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{name}: not valid UTF-8; save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{name}: invalid TOML ({exc}); fix the file") from None
+    return table
+
+
+def _checked_table(table: dict[str, Any], source: str) -> dict[str, object]:
+    """Keys normalized to their documented spelling (``max_bytes`` is accepted for ``max-bytes``); unknown → error."""
+    checked: dict[str, object] = {}
+    for key, value in table.items():
+        normal = key.replace("_", "-")
+        if normal not in _BY_KEY:
+            close = difflib.get_close_matches(normal, list(_BY_KEY), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise UsageError(f"{source}: unknown key '{key}'{hint}; valid keys: {', '.join(sorted(_BY_KEY))}")
+        if normal in checked:
+            raise UsageError(f"{source}: '{normal}' is set twice (as '{normal}' and '{normal.replace('-', '_')}')")
+        checked[normal] = value
+    return checked
+
+
+# -- gh-aw workflow frontmatter -----------------------------------------------------------------------------------
+
+
+def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, object, str]]:
+    """Values from the repo-memory entry of the workflow that writes ``branch`` (default memory/autoloop).
+
+    A workflow's ``tools.repo-memory`` is ``true``, a mapping, or a list of mappings.  The entry whose branch is
+    the one we manage wins; when no branch was configured above and there is exactly one entry, that one is used.
+    Files whose frontmatter is not YAML are skipped: not every markdown file under workflows is a gh-aw workflow.
+    """
+    folder = root / WORKFLOWS_DIR
+    try:
+        paths = sorted(folder.glob("*.md"), key=lambda p: (p.name != "autoloop.md", p.name))
+    except OSError:  # pragma: no cover - an unreadable folder reads as no workflows
+        return []
+    if not paths:
+        return []
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        source = f"{WORKFLOWS_DIR}/{path.name} frontmatter"
+        entries.extend((source, entry) for entry in _repo_memory_entries(path, source))
+    wanted = branch or DEFAULT_BRANCH
+    matching = [(s, e) for s, e in entries if _entry_branch(e) == wanted]
+    if not matching and branch is None and len(entries) == 1:
+        matching = entries
+    if not matching:
+        return []
+    source, entry = matching[0]
+    values: list[tuple[Option, object, str]] = []
+    for option in OPTIONS:
+        if option.frontmatter_key and option.frontmatter_key in entry:
+            values.append((option, entry[option.frontmatter_key], source))
+    if "branch-name" not in entry:
+        # The branch gh-aw derives from the entry's id and prefix: that is where its files are.
+        values.append((_BY_NAME["branch"], _entry_branch(entry), source))
+    return values
+
+
+def _repo_memory_entries(path: Path, source: str) -> list[dict[str, Any]]:
+    import frontmatter
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        # frontmatter.parse, not loads(): a workflow's "on:" key is the boolean True in YAML 1.1, and loads()
+        # passes the keys as keyword arguments, which fails on a non-string key.
+        metadata, _ = frontmatter.parse(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return []
+    tools = metadata.get("tools") if isinstance(metadata, dict) else None
+    memory = tools.get("repo-memory") if isinstance(tools, dict) else None
+    if memory is None or memory is False:
+        return []
+    if memory is True:
+        return [{}]
+    raw_entries = memory if isinstance(memory, list) else [memory]
+    entries: list[dict[str, Any]] = []
+    for item in raw_entries:
+        if not isinstance(item, dict):
+            raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got {item!r}")
+        entries.append(item)
+    return entries
+
+
+def _entry_branch(entry: dict[str, Any]) -> str:
+    """The branch a repo-memory entry writes: ``branch-name``, else ``{branch-prefix or memory}/{id or default}``."""
+    name = entry.get("branch-name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    prefix = entry.get("branch-prefix") or "memory"
+    return f"{prefix}/{entry.get('id') or 'default'}"
+
+
+__all__ = [
+    "DEFAULT_BRANCH",
+    "DEFAULT_MAX_BYTES",
+    "OPTIONS",
+    "Config",
+    "Option",
+    "Setting",
+    "option_docs",
+    "parse_size",
+    "resolve_config",
+]
+
+# Keep the dataclass and the option table in step: a new option needs a Config field and vice versa.
+assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config fields and OPTIONS disagree"

@@ -1,0 +1,380 @@
+"""Settings resolution (statefile.config): precedence, sources, file formats, gh-aw frontmatter, errors."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from statefile.config import OPTIONS, Config, option_docs, parse_size, resolve_config
+from statefile.errors import UsageError
+
+WORKFLOW = """\
+---
+description: |
+  Runs the loop.
+on:
+  schedule: every 6h
+  workflow_dispatch:
+permissions: read-all
+tools:
+  bash: true
+  repo-memory:
+{memory}
+---
+
+# Autoloop
+
+The prompt.
+"""
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def workflow(root: Path, memory: str, name: str = "autoloop.md") -> None:
+    indented = "\n".join("    " + line for line in memory.strip("\n").splitlines())
+    write(root, f".github/workflows/{name}", WORKFLOW.format(memory=indented))
+
+
+def resolve(
+    root: Path | None = None, flags: dict[str, object] | None = None, env: dict[str, str] | None = None
+) -> Config:
+    return resolve_config(root, flags or {}, env or {})
+
+
+# -- defaults and precedence ----------------------------------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    config = resolve()
+    assert config.max_bytes.value == 30720
+    assert config.branch.value == "memory/autoloop"
+    assert config.remote.value == "origin"
+    assert config.file_glob.value == ("*.md",)
+    assert config.keep_recent.value == 10
+    assert config.aggressive_at.value == 0.8
+    assert config.aggressive_keep.value == 5
+    assert config.summarizer.value is None
+    assert config.summarizer_timeout.value == 30.0
+    assert config.author_name.value is None
+    assert {source for _, _, source in config.describe()} == {"default"}
+
+
+def test_empty_repository_root_gives_defaults(tmp_path: Path) -> None:
+    assert resolve(tmp_path) == resolve()
+
+
+def test_each_layer_wins_over_the_ones_below(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 1000")
+    assert resolve(tmp_path).max_bytes == dataclasses.replace(
+        resolve().max_bytes, value=1000, source=".github/workflows/autoloop.md frontmatter"
+    )
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n\n[tool.statefile]\nmax-bytes = 2000\n")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.max_bytes.source) == (2000, "pyproject.toml [tool.statefile]")
+    write(tmp_path, ".statefile.toml", "max-bytes = 3000\n")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.max_bytes.source) == (3000, ".statefile.toml")
+    config = resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "4KB"})
+    assert (config.max_bytes.value, config.max_bytes.source) == (4096, "env STATEFILE_MAX_BYTES")
+    config = resolve(tmp_path, flags={"max_bytes": 5000}, env={"STATEFILE_MAX_BYTES": "4KB"})
+    assert (config.max_bytes.value, config.max_bytes.source) == (5000, "flag --max-bytes")
+
+
+def test_layers_merge_per_key(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.statefile]\nremote = 'upstream'\nkeep-recent = 8\n")
+    write(tmp_path, ".statefile.toml", "keep-recent = 12\n")
+    config = resolve(tmp_path, env={"STATEFILE_BRANCH": "memory/other"})
+    assert (config.remote.value, config.remote.source) == ("upstream", "pyproject.toml [tool.statefile]")
+    assert (config.keep_recent.value, config.keep_recent.source) == (12, ".statefile.toml")
+    assert (config.branch.value, config.branch.source) == ("memory/other", "env STATEFILE_BRANCH")
+    assert (config.max_bytes.value, config.max_bytes.source) == (30720, "default")
+
+
+def test_flags_none_and_unrelated_keys_are_ignored() -> None:
+    config = resolve(flags={"max_bytes": None, "program": "perf", "max-bytes": None, "keep-recent": 7})
+    assert config.max_bytes.source == "default"
+    assert (config.keep_recent.value, config.keep_recent.source) == (7, "flag --keep-recent")
+
+
+def test_empty_environment_values_count_as_unset() -> None:
+    config = resolve(env={"STATEFILE_MAX_BYTES": "", "STATEFILE_BRANCH": "  "})
+    assert config.max_bytes.source == "default"
+    assert config.branch.source == "default"
+
+
+def test_every_option_reads_its_environment_variable() -> None:
+    env = {
+        "STATEFILE_MAX_BYTES": "20000",
+        "STATEFILE_BRANCH": "refs/heads/memory/x",
+        "STATEFILE_REMOTE": "mirror",
+        "STATEFILE_FILE_GLOB": "*.md, notes/*.md",
+        "STATEFILE_KEEP_RECENT": "12",
+        "STATEFILE_AGGRESSIVE_AT": "0.9",
+        "STATEFILE_AGGRESSIVE_KEEP": "4",
+        "STATEFILE_SUMMARIZER": "llm -m small",
+        "STATEFILE_SUMMARIZER_TIMEOUT": "2.5",
+        "STATEFILE_AUTHOR_NAME": "Loop Bot",
+        "STATEFILE_AUTHOR_EMAIL": "bot@example.invalid",
+    }
+    assert {option.env for option in OPTIONS} == set(env)
+    config = resolve(env=env)
+    assert [value for _, value, _ in config.describe()] == [
+        20000,
+        "memory/x",
+        "mirror",
+        ("*.md", "notes/*.md"),
+        12,
+        0.9,
+        4,
+        "llm -m small",
+        2.5,
+        "Loop Bot",
+        "bot@example.invalid",
+    ]
+    assert all(source.startswith("env STATEFILE_") for _, _, source in config.describe())
+
+
+def test_describe_lists_every_option_with_its_documentation() -> None:
+    config = resolve(flags={"branch": "memory/b"})
+    rows = config.describe()
+    assert [key for key, _, _ in rows] == [option.key for option in OPTIONS]
+    assert ("branch", "memory/b", "flag --branch") in rows
+    docs = option_docs()
+    assert [d[0] for d in docs] == [key for key, _, _ in rows]
+    assert all(doc.strip() and flag.startswith("--") and env.startswith("STATEFILE_") for _, flag, env, _, doc in docs)
+
+
+def test_config_is_immutable() -> None:
+    config = resolve()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_bytes = config.branch  # type: ignore[misc]
+
+
+# -- values -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [
+        (30720, 30720),
+        ("30720", 30720),
+        ("30KB", 30720),
+        ("30 kb", 30720),
+        ("30K", 30720),
+        ("1.5MiB", 1572864),
+        ("1M", 1048576),
+        ("100b", 100),
+        (" 7 ", 7),
+    ],
+)
+def test_sizes(raw: object, size: int) -> None:
+    assert parse_size(raw) == size
+
+
+@pytest.mark.parametrize("raw", ["lots", "30 XB", "", 0, -5, "0KB", True, 3.5, None, "KB"])
+def test_bad_sizes(raw: object) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        parse_size(raw)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"max_bytes": "huge"}, "flag --max-bytes: max-bytes must be a number of bytes"),
+        ({"branch": "memory/a..b"}, "flag --branch: branch 'memory/a..b' is not a valid git branch name"),
+        ({"branch": "has space"}, "not a valid git branch name"),
+        ({"branch": "memory/x.lock"}, "not a valid git branch name"),
+        ({"remote": "two words"}, "remote must be a single word"),
+        ({"keep_recent": 0}, "keep-recent must be a whole number of 1 or more"),
+        ({"keep_recent": True}, "keep-recent must be a whole number"),
+        ({"aggressive_at": 1.5}, "aggressive-at must be a fraction"),
+        ({"aggressive_at": "abc"}, "aggressive-at must be a fraction"),
+        ({"summarizer_timeout": 0}, "summarizer-timeout must be a number of seconds"),
+        ({"summarizer_timeout": "inf"}, "summarizer-timeout must be a number of seconds"),
+        ({"file_glob": []}, "file-glob must be a glob"),
+        ({"file_glob": ["*.md", 3]}, "file-glob must be a glob"),
+        ({"author_name": 5}, "author-name must be text"),
+    ],
+)
+def test_bad_values_name_their_source_and_key(flags: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace(".", r"\.").replace("(", r"\(")) as info:
+        resolve(flags=flags)
+    assert "\n" not in str(info.value)
+
+
+def test_aggressive_keep_must_not_exceed_keep_recent(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "keep-recent = 3\n")
+    with pytest.raises(UsageError, match=r"aggressive-keep \(5, default\) is larger than keep-recent \(3, \.statefile"):
+        resolve(tmp_path)
+    assert resolve(tmp_path, flags={"aggressive_keep": 3}).aggressive_keep.value == 3
+
+
+# -- TOML files ----------------------------------------------------------------------------------------------------
+
+
+def test_unknown_keys_list_the_valid_ones(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.statefile]\nmax-byte = 10\n")
+    with pytest.raises(UsageError) as info:
+        resolve(tmp_path)
+    message = str(info.value)
+    assert message.startswith("pyproject.toml [tool.statefile]: unknown key 'max-byte' (did you mean 'max-bytes'?)")
+    assert "valid keys: aggressive-at, aggressive-keep, author-email, author-name, branch, file-glob" in message
+
+
+def test_underscore_spelling_is_accepted_but_not_twice(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "max_bytes = 999\n")
+    assert resolve(tmp_path).max_bytes.value == 999
+    write(tmp_path, ".statefile.toml", "max_bytes = 999\nmax-bytes = 998\n")
+    with pytest.raises(UsageError, match="'max-bytes' is set twice"):
+        resolve(tmp_path)
+
+
+def test_wrong_types_in_toml_name_the_file_and_key(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "keep-recent = 'ten'\n")
+    with pytest.raises(UsageError, match=r"^\.statefile\.toml: keep-recent must be a whole number of 1 or more"):
+        resolve(tmp_path)
+
+
+def test_toml_lists_and_sizes(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "file-glob = ['*.md', 'extra/*.md']\nmax-bytes = '20KB'\n")
+    config = resolve(tmp_path)
+    assert config.file_glob.value == ("*.md", "extra/*.md")
+    assert config.max_bytes.value == 20480
+
+
+def test_invalid_toml_is_a_usage_error(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.statefile\nmax-bytes = 1\n")
+    with pytest.raises(UsageError, match=r"^pyproject\.toml: invalid TOML \(.*line 1.*\); fix the file$"):
+        resolve(tmp_path)
+
+
+def test_toml_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / ".statefile.toml").write_bytes(b"remote = '\xff'\n")
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        resolve(tmp_path)
+
+
+def test_tool_table_in_the_dedicated_file_gets_a_hint(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "[tool.statefile]\nmax-bytes = 1\n")
+    with pytest.raises(UsageError, match="put the settings at the top level"):
+        resolve(tmp_path)
+
+
+def test_pyproject_without_our_table_is_ignored_and_a_non_table_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.ruff]\nline-length = 100\n")
+    assert resolve(tmp_path) == resolve()
+    write(tmp_path, "pyproject.toml", "[tool]\nstatefile = 3\n")
+    with pytest.raises(UsageError, match=r"pyproject\.toml \[tool\.statefile\]: must be a table"):
+        resolve(tmp_path)
+
+
+# -- gh-aw workflow frontmatter ------------------------------------------------------------------------------------
+
+
+def test_upstream_workflow_mapping(tmp_path: Path) -> None:
+    workflow(tmp_path, 'branch-name: memory/autoloop\nfile-glob: ["*.md"]\nmax-file-size: 30720')
+    config = resolve(tmp_path)
+    source = ".github/workflows/autoloop.md frontmatter"
+    assert (config.max_bytes.value, config.max_bytes.source) == (30720, source)
+    assert (config.branch.value, config.branch.source) == ("memory/autoloop", source)
+    assert (config.file_glob.value, config.file_glob.source) == (("*.md",), source)
+    assert config.remote.source == "default"
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"), [('"30KB"', 30720), ('"30720"', 30720), ("20480", 20480), ('"1 MB"', 1048576)]
+)
+def test_max_file_size_as_int_or_text(tmp_path: Path, raw: str, size: int) -> None:
+    workflow(tmp_path, f"branch-name: memory/autoloop\nmax-file-size: {raw}")
+    assert resolve(tmp_path).max_bytes.value == size
+
+
+def test_a_list_of_memories_picks_ours(tmp_path: Path) -> None:
+    workflow(
+        tmp_path,
+        """
+- id: notes
+  max-file-size: 1000
+- branch-name: memory/autoloop
+  max-file-size: 25KB
+  file-glob: "*.md"
+""",
+    )
+    config = resolve(tmp_path)
+    assert config.max_bytes.value == 25600
+    assert config.file_glob.value == ("*.md",)
+
+
+def test_the_configured_branch_picks_its_memory(tmp_path: Path) -> None:
+    workflow(tmp_path, "- id: notes\n  max-file-size: 1000\n- branch-name: memory/autoloop\n  max-file-size: 2000")
+    config = resolve(tmp_path, env={"STATEFILE_BRANCH": "memory/notes"})
+    assert (config.max_bytes.value, config.branch.source) == (1000, "env STATEFILE_BRANCH")
+    # A branch no workflow writes: the workflows say nothing about it.
+    assert resolve(tmp_path, flags={"branch": "memory/elsewhere"}).max_bytes.source == "default"
+
+
+def test_the_only_memory_is_used(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/loop\nmax-file-size: 4000")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.branch.value) == (4000, "memory/loop")
+
+
+def test_an_id_and_prefix_give_the_branch(tmp_path: Path) -> None:
+    workflow(tmp_path, "id: autoloop\nmax-file-size: 4000")
+    config = resolve(tmp_path)
+    assert (config.branch.value, config.max_bytes.value) == ("memory/autoloop", 4000)
+    workflow(tmp_path, "id: loop\nbranch-prefix: track\nmax-file-size: 4000")
+    assert resolve(tmp_path).branch.value == "track/loop"
+
+
+def test_repo_memory_true_is_gh_aws_default_memory(tmp_path: Path) -> None:
+    write(tmp_path, ".github/workflows/other.md", "---\ntools:\n  repo-memory: true\n---\nbody\n")
+    config = resolve(tmp_path)
+    assert config.branch.value == "memory/default"
+    assert config.max_bytes.source == "default"
+
+
+def test_several_unrelated_memories_say_nothing(tmp_path: Path) -> None:
+    workflow(tmp_path, "- id: a\n  max-file-size: 1\n- id: b\n  max-file-size: 2")
+    assert resolve(tmp_path) == resolve()
+
+
+def test_autoloop_md_wins_over_other_workflows(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 111", name="aaa.md")
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 222")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.max_bytes.source) == (222, ".github/workflows/autoloop.md frontmatter")
+
+
+def test_files_that_are_not_workflows_are_skipped(tmp_path: Path) -> None:
+    write(tmp_path, ".github/workflows/README.md", "---\n: : not yaml [\n---\n# Notes\n")
+    write(tmp_path, ".github/workflows/plain.md", "# No frontmatter\n")
+    write(tmp_path, ".github/workflows/list.md", "---\n- just\n- a list\n---\n")
+    write(tmp_path, ".github/workflows/ci.yml", "on: push\n")
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 5000")
+    assert resolve(tmp_path).max_bytes.value == 5000
+
+
+def test_bad_frontmatter_values_name_the_file_and_key(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: lots")
+    with pytest.raises(UsageError) as info:
+        resolve(tmp_path)
+    assert str(info.value) == (
+        ".github/workflows/autoloop.md frontmatter: tools.repo-memory.max-file-size must be a number of bytes "
+        "such as 30720 or '30KB', got 'lots'"
+    )
+    workflow(tmp_path, "- 3")
+    with pytest.raises(UsageError, match=r"tools\.repo-memory entries must be mappings"):
+        resolve(tmp_path)
+
+
+def test_a_higher_layer_hides_a_bad_frontmatter_value(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: lots")
+    assert resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "100"}).max_bytes.value == 100
