@@ -1,0 +1,168 @@
+"""Validation of every name that reaches a path or a git command, and redaction of credentials.
+
+Names are checked before they are used, so a hostile or mistyped program, branch or remote name fails with one
+clear line instead of becoming a path traversal, a git option (``--upload-pack=…``) or a malformed ref.  Pure
+functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+from statefile.errors import UsageError
+
+MAX_PROGRAM_LENGTH = 100
+MAX_BRANCH_LENGTH = 255
+MAX_PATH_LENGTH = 1024
+
+_PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# What git check-ref-format refuses anywhere in a ref: ASCII controls, space and ~ ^ : ? * [ \ (and DEL).
+_REF_BAD_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+_PATH_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+_IDENTITY_RE = re.compile(r"\s*([^<>\n\x00]*?)\s*<([^<>\s\x00]+)>\s*")
+
+
+def validate_program(name: str) -> str:
+    """Return ``name`` if it is a safe program name, else raise :class:`UsageError` saying why.
+
+    A program name becomes a file name (``{name}.md``) and a folder (``archive/{name}/``): letters, digits, ``.``,
+    ``_`` and ``-``, starting with a letter or digit, at most 100 characters, no ``..``.
+    """
+    reason = _program_problem(name)
+    if reason:
+        raise UsageError(
+            f"invalid program name {name!r}: {reason}; use letters, digits, '.', '_' and '-', starting with a "
+            f"letter or digit (at most {MAX_PROGRAM_LENGTH} characters)"
+        )
+    return name
+
+
+def is_program_name(name: str) -> bool:
+    """True when ``name`` passes :func:`validate_program` (used to list programs without raising)."""
+    return not _program_problem(name)
+
+
+def _program_problem(name: object) -> str:
+    if not isinstance(name, str) or not name:
+        return "it is empty"
+    if len(name) > MAX_PROGRAM_LENGTH:
+        return f"it is {len(name)} characters long"
+    if "/" in name or "\\" in name:
+        return "it contains a path separator"
+    if ".." in name:
+        return "it contains '..'"
+    if name[0] in ".-_":
+        return f"it starts with {name[0]!r}"
+    if not _PROGRAM_RE.fullmatch(name):
+        return "it contains a character other than letters, digits, '.', '_' and '-'"
+    if name.lower().endswith(".md"):
+        return f"give the name without '.md' ({name[:-3]!r})"
+    if name.endswith("."):
+        return "it ends with '.'"
+    return ""
+
+
+def validate_branch(name: str) -> str:
+    """Return ``name`` if ``refs/heads/{name}`` is a valid ref (git check-ref-format rules), else raise UsageError."""
+    reason = _ref_problem(name, allow_slash=True)
+    if reason:
+        raise UsageError(f"invalid branch name {name!r}: {reason}; use a git branch name such as memory/autoloop")
+    return name
+
+
+def validate_remote(name: str) -> str:
+    """Return ``name`` if it is a plausible remote name (one ref component, no leading dash), else UsageError."""
+    reason = _ref_problem(name, allow_slash=False)
+    if reason:
+        raise UsageError(f"invalid remote name {name!r}: {reason}; pass the name of a configured remote (origin)")
+    return name
+
+
+def _ref_problem(name: object, *, allow_slash: bool) -> str:
+    if not isinstance(name, str) or not name:
+        return "it is empty"
+    if len(name) > MAX_BRANCH_LENGTH:
+        return f"it is {len(name)} characters long"
+    if name.startswith("-"):
+        return "it starts with '-'"
+    bad = _REF_BAD_CHARS.search(name)
+    if bad:
+        return f"it contains {bad.group(0)!r}"
+    if ".." in name:
+        return "it contains '..'"
+    if "@{" in name:
+        return "it contains '@{'"
+    if name == "@":
+        return "it is '@'"
+    if name.endswith("."):
+        return "it ends with '.'"
+    if not allow_slash and "/" in name:
+        return "it contains '/'"
+    for part in name.split("/"):
+        if not part:
+            return "it has an empty path component ('//' or a leading or trailing '/')"
+        if part.startswith("."):
+            return f"component {part!r} starts with '.'"
+        if part.endswith(".lock"):
+            return f"component {part!r} ends with '.lock'"
+    return ""
+
+
+def validate_path(path: str) -> str:
+    """Return ``path`` if it is a safe relative file path inside a store (``archive/perf/0001.md``), else raise.
+
+    Components may not be empty, ``.`` or ``..``, start with ``.`` or ``-``, or hold control characters or ``\\``.
+    """
+    reason = _path_problem(path)
+    if reason:
+        raise UsageError(f"invalid file path {path!r}: {reason}; use a relative path like archive/perf/0001.md")
+    return path
+
+
+def _path_problem(path: object) -> str:
+    if not isinstance(path, str) or not path:
+        return "it is empty"
+    if len(path) > MAX_PATH_LENGTH:
+        return f"it is {len(path)} characters long"
+    bad = _PATH_BAD_CHARS.search(path)
+    if bad:
+        return f"it contains {bad.group(0)!r}"
+    for part in path.split("/"):
+        if not part:
+            return "it has an empty component (a leading, trailing or double '/')"
+        if part in (".", ".."):
+            return f"it contains {part!r}"
+        if part[0] in ".-":
+            return f"component {part!r} starts with {part[0]!r}"
+    return ""
+
+
+def parse_identity(text: str) -> tuple[str, str]:
+    """Split ``"Name <email>"`` into ``(name, email)``; raise UsageError when it is not that shape."""
+    match = _IDENTITY_RE.fullmatch(text)
+    if not match or not match.group(1):
+        raise UsageError(f"invalid author {text!r}; write it as 'Name <email@example.com>'")
+    return match.group(1), match.group(2)
+
+
+# userinfo in a URL (https://user:token@host), an Authorization header value, and bare GitHub tokens.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+_AUTH_HEADER = re.compile(r"(?i)(authorization:\s*(?:basic|bearer|token)?\s*)[^\s'\"]+")
+_GITHUB_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with credentials replaced by ``***``: URL userinfo, Authorization values, GitHub tokens."""
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    text = _AUTH_HEADER.sub(r"\1***", text)
+    return _GITHUB_TOKEN.sub("***", text)
+
+
+def validate_part(part: str) -> str:
+    """Return ``part`` if it is an archive part file name (``0001.md``), else raise UsageError."""
+    if not isinstance(part, str) or not _PART_RE.fullmatch(part):
+        raise UsageError(f"invalid archive part {part!r}; part names look like 0001.md (see archive_parts())")
+    return part
+
+
+_PART_RE = re.compile(r"\d{4,9}\.md")
