@@ -21,8 +21,8 @@ Where the upstream prose is silent, these are the decisions (each one also noted
 - **The new entry goes on top** of the history, even for an explicit ``iteration`` lower than the newest one: the
   history reads in recording order.
 - **A drifted Machine State heading** (``## Machine State`` without the emoji, or a corrupted emoji) is rewritten
-  to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for; otherwise the recorded state would be
-  invisible to it.
+  to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for (``StateDocument.set_fields`` does it);
+  otherwise the recorded state would be invisible to it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from statefile.document import StateDocument, _cell_text, parse
 from statefile.errors import ConflictError, UsageError
 from statefile.history import render_iteration
 from statefile.template import new_state_file
-from statefile.text import line_ending, split_lines
 
 #: How many statuses Recent Statuses keeps (the upstream prompt says the last 10).
 RECENT_STATUSES_KEPT = 10
@@ -47,7 +46,6 @@ RECENT_STATUSES_KEPT = 10
 PAUSE_AFTER_ERRORS = 3
 #: Statuses that count as errors.
 ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
-MACHINE_STATE_HEADING = "## ⚙️ Machine State"
 
 _STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 # A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
@@ -149,10 +147,9 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     if req.pr is not None:
         fields["PR"] = f"#{req.pr}"
 
-    new = _with_canonical_heading(base)
-    changed = _changed_fields(new, fields)
-    if changed:
-        new.set_fields(changed)
+    new = base.copy()
+    # Called even when no row changes: set_fields also restores a drifted Machine State heading.
+    new.set_fields(_changed_fields(new, fields))
     new.prepend_entry(
         render_iteration(
             number=number,
@@ -206,17 +203,6 @@ def _later_run(current: Any, at: datetime) -> str:
         if previous.utcoffset() is not None and previous > at:
             return current.strip()
     return stamp
-
-
-def _with_canonical_heading(doc: StateDocument) -> StateDocument:
-    """A copy of ``doc`` whose Machine State heading is the exact one the upstream scheduler searches for."""
-    section = doc.section("machine_state")
-    text = doc.render()
-    if section is None or MACHINE_STATE_HEADING in section.lines[0]:
-        return doc.copy()
-    lines = split_lines(text)
-    lines[section.start] = MACHINE_STATE_HEADING + (line_ending(lines[section.start]) or doc.newline)
-    return parse("".join(lines))
 
 
 def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any]:

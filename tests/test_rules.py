@@ -429,6 +429,15 @@ def test_a_drifted_machine_state_heading_is_made_exact() -> None:
     assert after.render().replace("## ⚙️ Machine State", "## Machine State").count("Machine State") == 1
 
 
+def test_the_heading_is_restored_even_when_no_row_changes() -> None:
+    statuses = ", ".join(["accepted"] * 10)
+    text = new_state_file("demo", iteration_count=12, last_run="2025-06-01T00:00:00Z", recent_statuses=statuses)
+    text = text.replace("## ⚙️ Machine State", "## Machine State")
+    # A backfilled iteration, recorded with an old time: count, Last Run and Recent Statuses all stay as they are.
+    after = run(parse(text), "accepted", iteration=3, at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    assert upstream_read(after.render())["iteration_count"] == 12
+
+
 def test_crlf_files_stay_crlf() -> None:
     text = new_state_file("demo").replace("\n", "\r\n")
     after = run(parse(text), "accepted", metric=2, notes="n", lesson="l")
