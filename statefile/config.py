@@ -183,7 +183,12 @@ OPTIONS: tuple[Option, ...] = (
         _branch,
         "branch-name",
     ),
-    Option("remote", "origin", "Git remote the branch is fetched from and pushed to.", _word),
+    Option(
+        "remote",
+        None,
+        "Git remote the branch is fetched from and pushed to (unset: work on the local branch only).",
+        _word,
+    ),
     Option(
         "file_glob",
         ("*.md",),

@@ -363,7 +363,8 @@ class StateDocument:
                 at -= 1
             if not lines[at - 1].endswith(("\n", "\r")):
                 lines[at - 1] += nl
-            lines[at:at] = [nl, *split_lines(entry_text)]
+            # The entry ends in its own blank line; the blank lines it replaces would only pile up below it.
+            lines[at:] = [nl, *split_lines(entry_text)]
         else:
             lines[at:at] = split_lines(entry_text)
         self._replace_section_lines(index, lines)

@@ -191,6 +191,10 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
     run = _RUN_LINK.search(title)
     status_text = fields.get("status")
     status = status_of(status_text) if status_text else status_of(title)
+    if status is None and status_text:
+        # "• frobbed": an unusual status word after a glyph is still the status.
+        word = re.match(r"^\W*([A-Za-z][\w-]*)", status_text)
+        status = word.group(1).lower() if word else None
     metric_text = fields.get("metric")
     metric = prev = delta = None
     if metric_text:
@@ -243,7 +247,14 @@ def render_iteration(
         heading += f" — [Run]({run_url})"
     word = status.lower()
     glyph = STATUS_GLYPHS.get(word, "•")
-    label = "CI fix exhausted" if word == "ci-fix-exhausted" else word.replace("-", " ").capitalize()
+    # The three upstream words are written as the template does ("✅ Accepted"); any other word is kept as typed
+    # ("⏳ pending-ci") so it reads back as the same word.
+    label = {
+        "accepted": "Accepted",
+        "rejected": "Rejected",
+        "error": "Error",
+        "ci-fix-exhausted": "CI fix exhausted",
+    }.get(word, word)
     lines = [heading, "", f"- **Status**: {glyph} {label}"]
     if change:
         lines.append(f"- **Change**: {_one_line(change)}")

@@ -55,7 +55,7 @@ def test_defaults() -> None:
     config = resolve()
     assert config.max_bytes.value == 30720
     assert config.branch.value == "memory/autoloop"
-    assert config.remote.value == "origin"
+    assert config.remote.value is None
     assert config.file_glob.value == ("*.md",)
     assert config.keep_recent.value == 10
     assert config.aggressive_at.value == 0.8

@@ -231,10 +231,6 @@ def test_other_words_count_and_leave_errors_alone(status: str, glyph: str) -> No
     assert f"- **Status**: {glyph} " in after.history[0].raw
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="history.render_iteration writes 'Pending ci' / 'Local only', which status_of reads as pending / None",
-)
 @pytest.mark.parametrize("status", ["pending-ci", "local-only"])
 def test_other_words_read_back_from_the_entry(status: str) -> None:
     assert run(fresh(), status).history[0].status == status
