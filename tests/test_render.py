@@ -1,0 +1,284 @@
+"""render_view: never over budget (corpus × budgets, hypothesis), drop order, levels, notice, shared lessons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import corpus_files, read_raw
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from statefile.document import StateDocument, parse
+from statefile.errors import UsageError
+from statefile.history import render_iteration
+from statefile.render import MIN_BUDGET, one_line, render_view
+from statefile.template import new_state_file
+
+CORPUS = corpus_files()
+LEVELS = ("index", "timeline", "full")
+
+
+def make_doc(iterations: int = 30, lessons: int = 10, foreclosed: int = 4, *, pinned: int = 0) -> StateDocument:
+    """A template file with ``iterations`` entries (newest first), lessons, foreclosed avenues and priorities."""
+    doc = parse(new_state_file("perf", goal="Make it fast", metric="ops/s"))
+    doc.set_fields({"Iteration Count": iterations, "Best Metric": 100 + iterations, "Last Run": "2026-01-02T03:04:05Z"})
+    for n in range(1, iterations + 1):
+        doc.prepend_entry(
+            render_iteration(
+                number=n,
+                when=f"2026-01-{1 + n % 28:02d} 10:00",
+                status="accepted" if n % 3 else "rejected",
+                change=f"change number {n} " + "x" * 120,
+                metric=str(100 + n),
+                previous_best=str(99 + n),
+                delta="+1",
+                notes=f"notes for {n} " + "y" * 150,
+            )
+        )
+    for n in range(1, lessons + 1):
+        doc.add_lesson(("📌 " if n <= pinned else "") + f"lesson {n} " + "z" * 80)
+    for n in range(1, foreclosed + 1):
+        doc.add_foreclosed(f"avenue {n} ruled out because " + "w" * 60)
+    doc.add_future_direction("try a faster hash")
+    return doc
+
+
+def notice_of(text: str) -> str:
+    return text.rstrip("\n").rsplit("\n", 1)[-1]
+
+
+# -- the budget is never exceeded -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_corpus_never_over_budget(path: Path) -> None:
+    doc = parse(read_raw(path))
+    full = render_view(doc, program="p", budget=50_000).full_chars
+    budgets = [*range(500, 50_001, 997), *range(max(500, full - 300), full + 5, 7)]
+    for budget in budgets:
+        for level in LEVELS:
+            view = render_view(doc, program="p", budget=budget, level=level)
+            assert view.chars == len(view.text) <= budget, (budget, level)
+            assert view.text.endswith("\n")
+            assert notice_of(view.text).startswith("[statefile]")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_corpus_every_budget_step(path: Path) -> None:
+    doc = parse(read_raw(path))
+    for budget in range(500, 50_001, 61):
+        for level in LEVELS:
+            assert render_view(doc, program="p", budget=budget, level=level).chars <= budget
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_corpus_full_chars_shows_everything(path: Path) -> None:
+    doc = parse(read_raw(path))
+    view = render_view(doc, program="p", budget=100_000)
+    assert view.omitted == []
+    assert notice_of(view.text) == "[statefile] complete: nothing left out"
+    exact = render_view(doc, program="p", budget=view.full_chars)
+    assert exact.omitted == [] and exact.text == view.text
+    assert view.chars == view.full_chars
+    # Every lesson bullet and every entry heading of the file is in the complete view.
+    for item in doc.list_items("lessons"):
+        if not item.is_placeholder:
+            assert item.text.splitlines()[0].rstrip().replace("\ufffd", "") in view.text.replace("\ufffd", "")
+    for entry in doc.history:
+        assert entry.heading.rstrip() in view.text
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+def test_corpus_index_is_small(path: Path) -> None:
+    view = render_view(parse(read_raw(path)), program="program", level="index")
+    assert view.chars <= 1000
+    assert "- status:" in view.text or "status: unknown" in view.text
+
+
+_LINES = st.sampled_from(
+    [
+        "# Autoloop: x",
+        "## ⚙️ Machine State",
+        "## 🎯 Current Priorities",
+        "## 📚 Lessons Learned",
+        "## 🚧 Foreclosed Avenues",
+        "## 📊 Iteration History",
+        "## Something else",
+        "### Iteration 7 — 2026-01-01 10:00 UTC",
+        "### Iters 1–6 — ✅ (metrics 1→5): fine",
+        "- **Status**: ✅ Accepted",
+        "| Iteration Count | 7 |",
+        "| Field | Value |",
+        "- 📌 pinned lesson",
+        "- a lesson",
+        "```",
+        "~~~~",
+        "---",
+        "<!-- comment -->",
+        "- *(none yet)*",
+        "",
+    ]
+)
+_FREE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300) | st.just("\udcff bad byte")
+_LONG = st.integers(0, 3000).map(lambda n: "- " + "L" * n)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(_LINES | _FREE | _LONG, max_size=80),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    budget=st.integers(MIN_BUDGET, 50_000),
+    level=st.sampled_from(LEVELS),
+    program=st.text(min_size=1, max_size=300),
+)
+def test_hypothesis_never_over_budget(lines: list[str], newline: str, budget: int, level: str, program: str) -> None:
+    doc = parse(newline.join(lines))
+    shared = parse("# Shared lessons\n\n## 📚 Lessons Learned\n\n- shared one\n- 📌 shared pinned\n")
+    view = render_view(doc, program=program, budget=budget, level=level, shared=shared)
+    assert len(view.text) <= budget
+    assert "\r" not in view.text
+    assert all(not "\ud800" <= ch <= "\udfff" for ch in view.text)
+    view.text.encode("utf-8")
+
+
+# -- what is kept, in which order -------------------------------------------------------------------------------
+
+
+def test_machine_state_and_priorities_always_first() -> None:
+    doc = make_doc()
+    view = render_view(doc, program="perf", budget=2000)
+    assert view.text.startswith("# Autoloop: perf — memory view\n\n## ⚙️ Machine State\n| Field | Value |")
+    assert "| Iteration Count | 30 |" in view.text
+    assert "## 🎯 Current Priorities" in view.text
+    # Template boilerplate is not shown.
+    assert "Updated automatically" not in view.text
+    assert "<!--" not in view.text
+    assert "\n---\n" not in view.text
+
+
+def test_drop_order_entries_lessons_foreclosed_older_entries_ranges() -> None:
+    doc = make_doc(iterations=30, lessons=10, foreclosed=4, pinned=1)
+    full = render_view(doc, program="perf", budget=100_000)
+    assert full.omitted == []
+    sizes = {}
+    for budget in range(1000, full.full_chars, 100):
+        view = render_view(doc, program="perf", budget=budget)
+        text = view.text
+        has = {
+            "pinned": "📌 lesson 1 " in text,
+            "newest": "### Iteration 30 —" in text,
+            "third": "### Iteration 28 —" in text,
+            "lessons": "- lesson 10 " in text and "- lesson 2 " in text,
+            "foreclosed": "avenue 4 ruled out" in text and "avenue 1 ruled out" in text,
+            "older": "### Iteration 27 —" in text or "- #27 " in text,
+            "future": "try a faster hash" in text,
+        }
+        for key, value in has.items():
+            if value and key not in sizes:
+                sizes[key] = budget
+    order = ["pinned", "newest", "third", "lessons", "foreclosed", "older", "future"]
+    firsts = [sizes[k] for k in order]
+    assert firsts == sorted(firsts), sizes
+
+
+def test_older_entries_degrade_to_one_line_and_stay_contiguous() -> None:
+    doc = make_doc(iterations=40, lessons=0, foreclosed=0)
+    view = render_view(doc, program="perf", budget=6000)
+    text = view.text
+    shown = [n for n in range(1, 41) if f"### Iteration {n} —" in text or f"- #{n} " in text]
+    # A newest-first run without gaps.
+    assert shown == list(range(41 - len(shown), 41))
+    oldest = shown[0]
+    assert f"- #{oldest} ✅ accepted · 2026-01-{1 + oldest % 28:02d} · metric {100 + oldest}: change number" in text
+    assert any("one line each here" in o for o in view.omitted)
+    notice = notice_of(text)
+    assert "statefile expand perf " in notice
+    assert f"statefile render perf --budget {view.full_chars}" in notice
+
+
+def test_truncated_always_parts_say_so() -> None:
+    doc = make_doc()
+    doc.set_field("Pause Reason", "p" * 5000)
+    view = render_view(doc, program="perf", budget=600)
+    assert view.chars <= 600
+    assert "p" * 100 not in view.text  # the over-long row is left out whole, never cut mid-line
+    assert "| Iteration Count | 30 |" in view.text
+    assert any("Machine State" in o for o in view.omitted)
+    assert notice_of(view.text).startswith("[statefile]")
+
+
+def test_shared_lessons_included_for_every_program() -> None:
+    shared = parse("# Shared lessons\n\n## 📚 Lessons Learned\n\n- Use the cache (from perf)\n")
+    for program in ("perf", "size"):
+        view = render_view(make_doc(iterations=2), program=program, shared=shared)
+        assert "## 📚 Shared lessons (_shared.md)\n- Use the cache (from perf)" in view.text
+    no_lessons = parse(new_state_file("x").replace("## 📚 Lessons Learned", "## Notes"))
+    assert "Use the cache" in render_view(no_lessons, program="x", shared=shared).text
+
+
+def test_timeline_one_line_per_entry() -> None:
+    doc = make_doc(iterations=12, lessons=3)
+    view = render_view(doc, program="perf", level="timeline", budget=50_000)
+    lines = [line for line in view.text.splitlines() if line.startswith("- #")]
+    assert [line.split()[1] for line in lines] == [f"#{n}" for n in range(12, 0, -1)]
+    assert all(len(line) <= 140 for line in lines)
+    assert "lesson 1" not in view.text
+    assert "| Iteration Count | 12 |" in view.text
+    assert "3 lessons" in view.omitted
+    assert "--level full" in notice_of(view.text)
+
+
+def test_index_summary() -> None:
+    doc = make_doc(iterations=12, lessons=3, foreclosed=2)
+    doc.set_fields({"Paused": True, "Pause Reason": "CI broken"})
+    view = render_view(doc, program="perf", level="index")
+    assert view.chars < 800
+    text = view.text
+    assert "- status: paused (CI broken); iteration 12" in text
+    assert "- best metric: 112 (higher is better)" in text
+    assert "- memory: 12 iterations, 0 ranges (up to #12), 3 lessons, 2 foreclosed" in text
+    assert "- last outcomes: #12 ❌ rejected" in text and "  #11 ✅ accepted" in text and "  #10 " in text
+    assert "#9 " not in text
+    assert notice_of(text).startswith("[statefile] index only — more: statefile render perf --level timeline")
+
+
+def test_small_text_views_and_errors() -> None:
+    doc = parse("")
+    for level in LEVELS:
+        view = render_view(doc, program="empty", level=level)
+        assert view.chars <= 8000
+    with pytest.raises(UsageError, match="unknown level"):
+        render_view(doc, program="x", level="everything")
+    with pytest.raises(UsageError, match="too small"):
+        render_view(doc, program="x", budget=MIN_BUDGET - 1)
+
+
+def test_crlf_and_undecodable_bytes() -> None:
+    raw = new_state_file("p").replace("\n", "\r\n").encode() + b"\r\n## Notes\r\n\r\n- caf\xe9\r\n"
+    view = render_view(parse(raw.decode("utf-8", "surrogateescape")), program="p")
+    assert "\r" not in view.text
+    assert "- caf\ufffd" in view.text
+
+
+def test_misplaced_history_is_not_shown_twice() -> None:
+    path = next((p for p in CORPUS if "24ec373" in p.name), None)
+    if path is None:
+        pytest.skip("corpus not available")
+    doc = parse(read_raw(path))
+    assert doc.history_misplaced
+    view = render_view(doc, program="p", budget=50_000)
+    assert view.text.count("### Iteration 29 —") == 1
+    assert view.text.index("## 🔭 Future Directions") < view.text.index("## 📊 Iteration History")
+
+
+def test_one_line_shapes() -> None:
+    doc = parse(
+        "## 📊 Iteration History\n\n### Iteration 86 — 2026-04-15 03:06 UTC — ✅ metric=277 (+8) | Commit: 809e0e9\n\n"
+        "### Iters 50–100 — ✅ (metrics 20→55): what worked\n\n### Notes on method\n\ntext\n"
+    )
+    lines = [one_line(e) for e in doc.history]
+    assert lines[0] == "- #86 ✅ accepted · 2026-04-15: ✅ metric=277 (+8) | Commit: 809e0e9"
+    assert lines[1] == "- #50–100 ✅ (metrics 20→55): what worked"
+    assert lines[2] == "- Notes on method"
