@@ -1,0 +1,899 @@
+"""Compaction: keep a state file under its byte budget by policy, deterministically, losing nothing.
+
+``compact(doc, policy)`` is a pure function.  It folds detailed iteration entries beyond the newest
+``keep_recent`` into canonical range lines (:mod:`statefile.ranges`), merges range lines when there are more than
+``max_ranges``, collapses duplicate and expired lessons and consolidates a long Foreclosed Avenues list
+(:mod:`statefile.pruning`).  Everything that leaves the file is returned verbatim in ``CompactionResult.archive``.
+Maintainer-owned sections (title, Program Info, Current Priorities, Future Directions, unknown sections) and the
+Machine State table are never touched.
+
+Exactly-once coverage.  Agents' files contain overlapping ranges, detailed entries inside ranges and duplicated
+entries.  Compaction resolves them so that every iteration number the input covers is covered exactly once by the
+output: overlapping ranges merge into one range (keeping each one's text); a detailed entry whose number a range
+covers folds into that range; of several entries for one number the complete one stays and the others (e.g.
+``(partial)`` copies) go to the archive.  A range may span numbers no entry covered (a gap in the agent's
+history); entries whose heading names no iteration ("opaque") stay where they are, after their predecessor.
+
+Modes.  The normal pass always runs.  When its result is over ``aggressive_at`` of the budget, aggressive steps
+follow until the file is at most ``low_water`` of the budget: keep only ``keep_recent_aggressive`` entries and
+``max_ranges_aggressive`` ranges, then tighter lesson and foreclosed limits.  When still over ``max_bytes``, the
+last resort folds the remaining entries, merges ranges down to one, drops range summaries (the archive has them)
+and removes the oldest unpinned lessons and avenues, one at a time, only as far as needed.  If even that does not
+fit, :class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`) says which sections take the bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+from typing import Any
+
+from statefile import pruning, ranges
+from statefile.document import MAINTAINER_OWNED, StateDocument, parse
+from statefile.errors import BudgetError, UsageError
+from statefile.history import Entry, Iteration, IterationRange, OpaqueEntry
+from statefile.text import detect_newline, line_body, split_lines, utf8_size
+
+Summarizer = Callable[[list[dict[str, Any]]], "str | None"]
+
+_TITLE = re.compile(r"^Autoloop:\s*(\S+)")
+_RULE = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """How small a state file must be and what compaction may move to get there.  Sizes are UTF-8 bytes.
+
+    ``aggressive_at`` and ``low_water`` are fractions of ``max_bytes``: a normal pass whose result is over
+    ``aggressive_at`` triggers aggressive mode, which keeps going until the file is at most ``low_water`` (so the
+    next iterations do not trigger it again) or nothing more may move.  ``today`` enables lesson expiry
+    (``(expires YYYY-MM-DD)``; ``None`` never expires anything).  ``summarizer``, when set, is offered each new
+    range line's folded entries as plain dicts and may return a shorter one-line summary (see
+    :func:`compact`).  ``program`` names the ``archive/{program}/`` folder range lines point to (default: from
+    the ``# Autoloop: {program}`` title).
+    """
+
+    max_bytes: int = 30720
+    keep_recent: int = 10
+    keep_recent_aggressive: int = 5
+    aggressive_at: float = 0.8
+    low_water: float = 0.6
+    max_ranges: int = 5
+    max_ranges_aggressive: int = 3
+    band_span: int = 10
+    max_lessons: int = 20
+    max_lessons_aggressive: int = 10
+    lesson_similarity: float = 0.8
+    foreclosed_page_bytes: int = 3072
+    foreclosed_similarity: float = 0.5
+    max_foreclosed_aggressive: int = 15
+    summary_cap: int = 160
+    range_text_cap: int = 320
+    today: date | None = None
+    summarizer: Summarizer | None = None
+    program: str | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.max_bytes < 1:
+            problems.append("max_bytes must be >= 1")
+        if not 0 <= self.keep_recent_aggressive <= self.keep_recent:
+            problems.append("need 0 <= keep_recent_aggressive <= keep_recent")
+        if not 1 <= self.max_ranges_aggressive <= self.max_ranges:
+            problems.append("need 1 <= max_ranges_aggressive <= max_ranges")
+        if not 0 <= self.max_lessons_aggressive <= self.max_lessons:
+            problems.append("need 0 <= max_lessons_aggressive <= max_lessons")
+        if not 0 < self.low_water <= self.aggressive_at <= 1:
+            problems.append("need 0 < low_water <= aggressive_at <= 1 (fractions of max_bytes)")
+        if not (0 < self.lesson_similarity <= 1 and 0 < self.foreclosed_similarity <= 1):
+            problems.append("similarity thresholds must be in (0, 1]")
+        if self.summary_cap < 1 or self.range_text_cap < 0 or self.foreclosed_page_bytes < 0:
+            problems.append("summary_cap must be >= 1, range_text_cap and foreclosed_page_bytes >= 0")
+        if self.band_span < 1:
+            problems.append("band_span must be >= 1")
+        if self.max_foreclosed_aggressive < 0:
+            problems.append("max_foreclosed_aggressive must be >= 0")
+        if problems:
+            raise UsageError(f"invalid compaction policy: {'; '.join(problems)}; fix the settings")
+
+    @property
+    def aggressive_bytes(self) -> int:
+        """Size above which aggressive mode runs."""
+        return int(self.max_bytes * self.aggressive_at)
+
+    @property
+    def low_water_bytes(self) -> int:
+        """Size aggressive mode aims for."""
+        return int(self.max_bytes * self.low_water)
+
+
+@dataclass(frozen=True)
+class MovedItem:
+    """One thing that left the file (or was rewritten): its kind, a short label and why."""
+
+    kind: str  # "iteration", "range", "lesson" or "foreclosed"
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What a compaction did."""
+
+    bytes_before: int
+    bytes_after: int
+    max_bytes: int
+    aggressive: bool = False
+    last_resort: bool = False
+    moved: tuple[MovedItem, ...] = ()
+    ranges_written: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether the document changed."""
+        return bool(self.moved or self.ranges_written) or self.bytes_before != self.bytes_after
+
+    @property
+    def folded_iterations(self) -> int:
+        """How many detailed iteration entries left the file."""
+        return sum(1 for m in self.moved if m.kind == "iteration")
+
+    def count(self, kind: str) -> int:
+        """How many moved items are of ``kind``."""
+        return sum(1 for m in self.moved if m.kind == kind)
+
+    def summary(self) -> str:
+        """One line for humans: sizes, mode and counts."""
+        if not self.changed:
+            return f"nothing to compact ({self.bytes_after} of {self.max_bytes} bytes)"
+        mode = " (last resort)" if self.last_resort else " (aggressive)" if self.aggressive else ""
+        counts = ", ".join(
+            f"{self.count(kind)} {kind}{'s' if self.count(kind) != 1 else ''}"
+            for kind in ("iteration", "range", "lesson", "foreclosed")
+            if self.count(kind)
+        )
+        return (
+            f"compacted{mode}: {self.bytes_before} → {self.bytes_after} of {self.max_bytes} bytes; "
+            f"moved {counts or 'nothing'}; wrote {len(self.ranges_written)} range line(s)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "max_bytes": self.max_bytes,
+            "aggressive": self.aggressive,
+            "last_resort": self.last_resort,
+            "moved": [{"kind": m.kind, "label": m.label, "reason": m.reason} for m in self.moved],
+            "ranges_written": list(self.ranges_written),
+        }
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """The compacted document, the archive text (everything removed, verbatim; ``""`` if nothing) and a report.
+
+    When nothing changed, ``document`` is the input document itself.
+    """
+
+    document: StateDocument
+    archive: str
+    report: CompactionReport
+
+
+class CompactionBudgetError(BudgetError):
+    """The file does not fit ``max_bytes`` even with everything movable moved.  ``sections`` has the byte table."""
+
+    def __init__(self, message: str, *, size: int, max_bytes: int, sections: tuple[tuple[str, int, bool], ...]):
+        super().__init__(message)
+        self.size = size
+        self.max_bytes = max_bytes
+        self.sections = sections
+
+
+# -- resolving the history into disjoint parts -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Detail:
+    pos: int
+    entry: Iteration
+    key: int
+
+    @property
+    def low(self) -> int:
+        return min(self.entry.covers)
+
+
+@dataclass
+class _BaseBand:
+    """Numbers ``first``–``last`` claimed by existing range lines (and entries resolved into them)."""
+
+    first: int
+    last: int
+    ranges: list[tuple[int, IterationRange]] = field(default_factory=list)
+    entries: list[_Detail] = field(default_factory=list)
+
+    @property
+    def pristine(self) -> bool:
+        return len(self.ranges) == 1 and not self.entries
+
+
+@dataclass
+class _Group:
+    """One range line of the output: existing bands and detailed entries folded together."""
+
+    bases: list[_BaseBand] = field(default_factory=list)
+    folded: list[_Detail] = field(default_factory=list)
+
+    @property
+    def first(self) -> int:
+        return min([b.first for b in self.bases] + [d.low for d in self.folded])
+
+    @property
+    def last(self) -> int:
+        return max([b.last for b in self.bases] + [d.key for d in self.folded])
+
+
+@dataclass(frozen=True)
+class _History:
+    region: tuple[int, int]  # absolute line span of the entries
+    raws: tuple[str, ...]  # entry texts in file order, the last without the trailing rule/blank lines
+    tail: str
+    original: str
+    bands: tuple[_BaseBand, ...]
+    free: tuple[_Detail, ...]  # detailed entries not inside a band, newest (highest number) first
+    dropped: tuple[tuple[_Detail, int], ...]  # duplicate entries and the position of the one that stays
+    opaque: tuple[tuple[int, OpaqueEntry], ...]
+    anchor: dict[int, int]  # opaque position -> position of the entry above it (-1: top)
+
+
+def _resolve(doc: StateDocument, lines: Sequence[str]) -> _History | None:
+    entries = doc.history
+    if not entries:
+        return None
+    region = _entries_region(doc, entries)
+    if region is None:
+        return None
+    raws = [e.raw for e in entries]
+    body, tail = _split_tail(raws[-1])
+    raws[-1] = body
+    details = [_Detail(pos, e, max(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)]
+    dropped, forced, free = _resolve_duplicates(details)
+    bands = [
+        _BaseBand(e.first, e.last, ranges=[(pos, e)]) for pos, e in enumerate(entries) if isinstance(e, IterationRange)
+    ]
+    bands.extend(forced)
+    bands, free = _absorb(bands, free)
+    free.sort(key=lambda d: (-d.key, d.pos))
+    opaque = [(pos, e) for pos, e in enumerate(entries) if isinstance(e, OpaqueEntry)]
+    anchor: dict[int, int] = {}
+    previous = -1
+    for pos, e in enumerate(entries):
+        if isinstance(e, OpaqueEntry):
+            anchor[pos] = previous
+        else:
+            previous = pos
+    return _History(
+        region=region,
+        raws=tuple(raws),
+        tail=tail,
+        original="".join(lines[region[0] : region[1]]),
+        bands=tuple(bands),
+        free=tuple(free),
+        dropped=tuple(dropped),
+        opaque=tuple(opaque),
+        anchor=anchor,
+    )
+
+
+def _entries_region(doc: StateDocument, entries: Sequence[Entry]) -> tuple[int, int] | None:
+    """Absolute line span of the history entries (they run to the end of the section that holds them)."""
+    joined = "".join(e.raw for e in entries)
+    count = len(split_lines(joined))
+    history = doc.section("history")
+    candidates = (
+        [history]
+        if history is not None
+        else [s for s in doc.sections if s.kind not in ("title", "preamble", "machine_state")]
+    )
+    for section in candidates:
+        if len(section.lines) > count and section.text.endswith(joined):
+            end = section.start + len(section.lines)
+            return end - count, end
+    return None
+
+
+def _split_tail(raw: str) -> tuple[str, str]:
+    """Split the trailing blank and ``---`` lines (the section separator) off the last entry."""
+    lines = split_lines(raw)
+    cut = len(lines)
+    while cut > 1 and (not line_body(lines[cut - 1]).strip() or _RULE.match(line_body(lines[cut - 1]))):
+        cut -= 1
+    return "".join(lines[:cut]), "".join(lines[cut:])
+
+
+def _resolve_duplicates(
+    details: list[_Detail],
+) -> tuple[list[tuple[_Detail, int]], list[_BaseBand], list[_Detail]]:
+    """Entries sharing iteration numbers: keep the complete one, or fold them all into one band."""
+    parent = list(range(len(details)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[int, int] = {}
+    for index, detail in enumerate(details):
+        for n in detail.entry.covers:
+            if n in owner:
+                parent[find(index)] = find(owner[n])
+            else:
+                owner[n] = index
+    groups: dict[int, list[_Detail]] = defaultdict(list)
+    for index, detail in enumerate(details):
+        groups[find(index)].append(detail)
+    dropped: list[tuple[_Detail, int]] = []
+    forced: list[_BaseBand] = []
+    free: list[_Detail] = []
+    for group in groups.values():
+        if len(group) == 1:
+            free.append(group[0])
+            continue
+        union = {n for d in group for n in d.entry.covers}
+        complete = [d for d in group if set(d.entry.covers) >= union]
+        if complete:
+            primary = min(complete, key=lambda d: (d.entry.partial, d.pos))
+            free.append(primary)
+            dropped.extend((d, primary.pos) for d in group if d is not primary)
+        else:
+            forced.append(_BaseBand(min(union), max(union), entries=list(group)))
+    return dropped, forced, free
+
+
+def _merge_overlapping(bands: list[_BaseBand]) -> list[_BaseBand]:
+    merged: list[_BaseBand] = []
+    for band in sorted(bands, key=lambda b: (b.first, b.last)):
+        if merged and band.first <= merged[-1].last:
+            top = merged[-1]
+            top.last = max(top.last, band.last)
+            top.ranges.extend(band.ranges)
+            top.entries.extend(band.entries)
+        else:
+            merged.append(_BaseBand(band.first, band.last, list(band.ranges), list(band.entries)))
+    return merged
+
+
+def _absorb(bands: list[_BaseBand], free: list[_Detail]) -> tuple[list[_BaseBand], list[_Detail]]:
+    """Fold every detailed entry whose number a band covers into that band (widening it if needed)."""
+    bands = _merge_overlapping(bands)
+    while True:
+        starts = [b.first for b in bands]
+        remaining: list[_Detail] = []
+        widened = False
+        for detail in free:
+            hit = None
+            for n in detail.entry.covers:
+                k = bisect_right(starts, n) - 1
+                if k >= 0 and bands[k].last >= n:
+                    hit = bands[k]
+                    break
+            if hit is None:
+                remaining.append(detail)
+                continue
+            hit.entries.append(detail)
+            if detail.low < hit.first or detail.key > hit.last:
+                hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.key)
+                widened = True
+        free = remaining
+        if not widened:
+            return bands, free
+        bands = _merge_overlapping(bands)
+
+
+# -- planning one candidate output ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Params:
+    keep: int
+    max_ranges: int
+    text_cap: int
+    max_lessons: int
+    consolidate_always: bool = False
+    max_foreclosed: int | None = None
+    force_render: bool = False
+
+
+@dataclass
+class _Candidate:
+    text: str
+    size: int
+    archive: list[tuple[tuple[int, int], str]]  # (sort key, verbatim text) of history pieces
+    list_archive: list[str]
+    moved: list[MovedItem]
+    ranges_written: list[str]
+    groups: int = 0
+    lessons_kept: int = 0
+    lessons_unpinned: int = 0
+    foreclosed_kept: int = 0
+    foreclosed_unpinned: int = 0
+
+
+class _Compactor:
+    """Everything computed once per ``compact`` call; :meth:`build` renders one candidate for given limits."""
+
+    def __init__(self, doc: StateDocument, policy: CompactionPolicy, program: str | None) -> None:
+        self.doc = doc
+        self.policy = policy
+        self.program = program
+        self.newline = detect_newline(doc.render())
+        state = doc.machine_state
+        direction = str(state.get("metric_direction") or "higher").strip().lower()
+        self.direction = "lower" if direction.startswith("lower") else "higher"
+        self.lines = split_lines(doc.render())
+        self.history = _resolve(doc, self.lines)
+        self.lessons = self._list_info("lessons")
+        self.foreclosed = self._list_info("foreclosed")
+        self.order_lessons = pruning.newest_last(self.lessons[2] if self.lessons else [])
+        self.order_foreclosed = pruning.newest_last(self.foreclosed[2] if self.foreclosed else [])
+        self._summaries: dict[tuple[int, ...], str] = {}
+        self._rendered: dict[
+            tuple[tuple[int, ...], tuple[int, ...], int, bool],
+            tuple[str, list[tuple[tuple[int, int], str]], list[MovedItem]],
+        ] = {}
+
+    def _list_info(self, kind: str) -> tuple[int, list[Any], list[str]] | None:
+        section = self.doc.section(kind)
+        items = self.doc.list_items(kind)
+        if section is None or not items:
+            return None
+        start, end = section.start + items[0].start, section.start + items[-1].end
+        if self.history is not None and start < self.history.region[1] and self.history.region[0] < end:
+            return None  # never edit across the history's entries
+        return section.start, items, [item.text for item in items]
+
+    # -- history ---------------------------------------------------------------------------------------------
+
+    def _sequence(self, keep: int, max_ranges: int) -> list[_Detail | _Group]:
+        history = self.history
+        assert history is not None
+        kept = {d.pos for d in history.free[:keep]}
+        items: list[tuple[int, _Detail | _BaseBand]] = [(b.last, b) for b in history.bands]
+        items.extend((d.key, d) for d in history.free)
+        items.sort(key=lambda item: -item[0])
+        sequence: list[_Detail | _Group] = []
+        run: _Group | None = None
+        for _, item in items:
+            if isinstance(item, _BaseBand):
+                sequence.append(_Group(bases=[item]))
+                run = None
+            elif item.pos in kept:
+                sequence.append(item)
+                run = None
+            else:
+                if run is None:
+                    run = _Group()
+                    sequence.append(run)
+                run.folded.append(item)
+        # Young bands grow: a run of newly folded entries joins the statefile-written (or new) range line just
+        # older than it while that line covers fewer than band_span numbers.
+        index = 0
+        while index < len(sequence) - 1:
+            newer, older = sequence[index], sequence[index + 1]
+            if (
+                isinstance(newer, _Group)
+                and isinstance(older, _Group)
+                and newer.folded
+                and not newer.bases
+                and self._young(older)
+            ):
+                sequence[index] = _Group(older.bases, older.folded + newer.folded)
+                del sequence[index + 1]
+                continue
+            index += 1
+        # Too many ranges: merge the adjacent pair covering the fewest numbers (ties: the older pair), so older
+        # history ends up in broader bands.  Never across a kept entry, which must stay untouched.
+        while sum(isinstance(s, _Group) for s in sequence) > max_ranges:
+            best: tuple[int, int, int] | None = None
+            for i in range(len(sequence) - 1):
+                a, b = sequence[i], sequence[i + 1]
+                if isinstance(a, _Group) and isinstance(b, _Group):
+                    score = (a.last - b.first + 1, b.first, i)
+                    if best is None or score < best:
+                        best = score
+            if best is None:
+                break
+            i = best[2]
+            newer, older = sequence[i], sequence[i + 1]
+            assert isinstance(newer, _Group) and isinstance(older, _Group)
+            sequence[i] = _Group(older.bases + newer.bases, older.folded + newer.folded)
+            del sequence[i + 1]
+        return sequence
+
+    def _young(self, group: _Group) -> bool:
+        if group.last - group.first + 1 >= self.policy.band_span:
+            return False
+        if not group.bases:
+            return True
+        return all(ranges.parse_canonical(entry.heading) is not None for b in group.bases for _, entry in b.ranges)
+
+    def _history_text(self, params: _Params, candidate: _Candidate, summarize: bool) -> str | None:
+        history = self.history
+        if history is None:
+            return None
+        sequence = self._sequence(params.keep, params.max_ranges)
+        # (member positions, text, wants a blank line after it when something follows)
+        texts: list[tuple[list[int], str, bool]] = []
+        last_pos = len(history.raws) - 1
+        for item in sequence:
+            if isinstance(item, _Detail):
+                texts.append(([item.pos], history.raws[item.pos], item.pos == last_pos))
+                continue
+            members = [pos for b in item.bases for pos, _ in b.ranges]
+            members += [d.pos for b in item.bases for d in b.entries] + [d.pos for d in item.folded]
+            if len(item.bases) == 1 and item.bases[0].pristine and not item.folded and not params.force_render:
+                pos = item.bases[0].ranges[0][0]
+                texts.append((members, history.raws[pos], pos == last_pos))
+                continue
+            texts.append((members, self._render_group(item, params, candidate, summarize), True))
+        for detail, _primary in history.dropped:
+            candidate.archive.append(((detail.low, detail.pos), history.raws[detail.pos]))
+            candidate.moved.append(
+                MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for iteration {detail.key}")
+            )
+        candidate.groups = sum(isinstance(s, _Group) for s in sequence)
+        # Opaque entries follow the entry that was above them in the file, wherever that went.
+        where: dict[int, int] = {}
+        for index, (members, _, _) in enumerate(texts):
+            for pos in members:
+                where[pos] = index
+        primary_of = {detail.pos: primary for detail, primary in history.dropped}
+        after: dict[int, list[tuple[str, bool]]] = defaultdict(list)
+        for pos, _entry in history.opaque:
+            anchor = history.anchor[pos]
+            anchor = primary_of.get(anchor, anchor)
+            after[where.get(anchor, -1)].append((history.raws[pos], pos == last_pos))
+        ordered = list(after.get(-1, []))
+        for index, (_, text, spaced) in enumerate(texts):
+            ordered.append((text, spaced))
+            ordered.extend(after.get(index, []))
+        return _join_entries(ordered, history.tail, self.newline)
+
+    def _render_group(self, group: _Group, params: _Params, candidate: _Candidate, summarize: bool) -> str:
+        # Stages re-plan the same groups; rendering a 10,000-entry group once is enough.
+        key = (
+            tuple(pos for b in group.bases for pos, _ in b.ranges),
+            tuple(d.pos for b in group.bases for d in b.entries) + tuple(d.pos for d in group.folded),
+            params.text_cap,
+            summarize,
+        )
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = self._render_new(group, params, summarize)
+        line, archive, moved = rendered
+        candidate.archive.extend(archive)
+        candidate.moved.extend(moved)
+        candidate.ranges_written.append(line_body(line))
+        return line
+
+    def _render_new(
+        self, group: _Group, params: _Params, summarize: bool
+    ) -> tuple[str, list[tuple[tuple[int, int], str]], list[MovedItem]]:
+        history = self.history
+        assert history is not None
+        bands = []
+        archive: list[tuple[tuple[int, int], str]] = []
+        moved: list[MovedItem] = []
+        for base in group.bases:
+            for pos, entry in base.ranges:
+                bands.append(ranges.band_from_range(entry))
+                archive.append(((entry.first, pos), history.raws[pos]))
+                moved.append(MovedItem("range", _label(entry), "merged into a new range line"))
+        details = [d for b in group.bases for d in b.entries] + list(group.folded)
+        if details:
+            entries = [d.entry for d in details]
+            summary = ranges.entries_summary(entries, self.policy.summary_cap)
+            if summarize:
+                summary = self._summarize(entries, summary)
+            bands.append(ranges.band_from_entries(entries, self.direction, summary))
+            archive.extend(((detail.low, detail.pos), history.raws[detail.pos]) for detail in details)
+        band = ranges.merge_bands(bands, self.direction)
+        line = ranges.render_band(band, program=self.program, text_cap=params.text_cap, newline=self.newline)
+        reason = f"folded into {_short(line_body(line)[4:])}"
+        moved.extend(MovedItem("iteration", _label(detail.entry), reason) for detail in details)
+        return line, archive, moved
+
+    def _summarize(self, entries: list[Iteration], deterministic: str) -> str:
+        """The summarizer's line when it is usable (one line, under the cap, shorter than ours), else ours."""
+        summarizer = self.policy.summarizer
+        if summarizer is None:
+            return deterministic
+        key = tuple(sorted(n for e in entries for n in e.covers))
+        if key not in self._summaries:
+            offered: object
+            try:
+                offered = summarizer([ranges.entry_dict(e) for e in sorted(entries, key=lambda e: e.covers[0])])
+            except Exception:  # a summarizer is outside code (often an LLM call): any failure means "use ours"
+                offered = None
+            text = offered.strip() if isinstance(offered, str) else ""
+            usable = (
+                bool(text)
+                and not _LINE_BREAK.search(text)
+                and len(text) < self.policy.summary_cap
+                and len(text) < len(deterministic)
+            )
+            self._summaries[key] = text if usable else deterministic
+        return self._summaries[key]
+
+    # -- lists -----------------------------------------------------------------------------------------------
+
+    def _list_edit(
+        self, info: tuple[int, list[Any], list[str]] | None, plan: pruning.ListPlan, kind: str, candidate: _Candidate
+    ) -> tuple[int, int, str] | None:
+        if info is None or not (plan.remove or plan.rewrite):
+            return None
+        start, items, texts = info
+        first, last = start + items[0].start, start + items[-1].end
+        out: list[str] = []
+        line = first
+        bounds = {start + item.start: (k, item) for k, item in enumerate(items)}
+        while line < last:
+            if line in bounds:
+                k, item = bounds[line]
+                line = start + item.end
+                if k in plan.remove:
+                    continue
+                out.extend(split_lines(plan.rewrite.get(k, texts[k])))
+                continue
+            text = self.lines[line]
+            line += 1
+            if not line_body(text).strip() and (not out or not line_body(out[-1]).strip()):
+                continue  # a blank line left doubled by a removed bullet
+            out.append(text)
+        while out and not line_body(out[-1]).strip():
+            out.pop()
+        if all(k in plan.remove for k in range(len(items))):
+            out.insert(0, f"- *(none yet)*{self.newline}")
+        if out and not out[-1].endswith(("\n", "\r")) and last < len(self.lines):
+            out[-1] += self.newline
+        heading = "📚 Lessons Learned" if kind == "lesson" else "🚧 Foreclosed Avenues"
+        pieces = [f"### {heading} — moved out by compaction{self.newline}"]
+        for k in sorted(plan.remove):
+            reason = plan.remove[k]
+            pieces.append(f"{self.newline}*({reason})*{self.newline}")
+            pieces.append(texts[k] if texts[k].endswith(("\n", "\r")) else texts[k] + self.newline)
+            candidate.moved.append(MovedItem("foreclosed" if kind == "avenue" else "lesson", _clip(texts[k]), reason))
+        for k in sorted(plan.rewrite):
+            candidate.moved.append(
+                MovedItem("foreclosed" if kind == "avenue" else "lesson", _clip(texts[k]), "similar bullets merged in")
+            )
+        if len(pieces) > 1:
+            candidate.list_archive.append("".join(pieces))
+        return first, last, "".join(out)
+
+    # -- one candidate -----------------------------------------------------------------------------------------
+
+    def build(self, params: _Params, *, summarize: bool = False) -> _Candidate:
+        policy = self.policy
+        candidate = _Candidate("", 0, [], [], [], [])
+        edits: list[tuple[int, int, str]] = []
+        history_text = self._history_text(params, candidate, summarize)
+        if self.history is not None and history_text is not None and history_text != self.history.original:
+            edits.append((*self.history.region, history_text))
+        if self.lessons is not None:
+            texts = self.lessons[2]
+            plan = pruning.plan_lessons(
+                texts,
+                limit=params.max_lessons,
+                similarity=policy.lesson_similarity,
+                today=policy.today,
+                order_newest_last=self.order_lessons,
+            )
+            candidate.lessons_kept, candidate.lessons_unpinned = _left(texts, plan)
+            edit = self._list_edit(self.lessons, plan, "lesson", candidate)
+            if edit:
+                edits.append(edit)
+        if self.foreclosed is not None:
+            texts = self.foreclosed[2]
+            page = sum(utf8_size(t) for t in texts) > policy.foreclosed_page_bytes
+            plan = pruning.plan_foreclosed(
+                texts,
+                consolidate=page or params.consolidate_always,
+                similarity=policy.foreclosed_similarity,
+                limit=params.max_foreclosed,
+                order_newest_last=self.order_foreclosed,
+            )
+            candidate.foreclosed_kept, candidate.foreclosed_unpinned = _left(texts, plan)
+            edit = self._list_edit(self.foreclosed, plan, "avenue", candidate)
+            if edit:
+                edits.append(edit)
+        if edits:
+            out: list[str] = []
+            at = 0
+            for start, end, text in sorted(edits):
+                out.append("".join(self.lines[at:start]))
+                out.append(text)
+                at = end
+            out.append("".join(self.lines[at:]))
+            candidate.text = "".join(out)
+        else:
+            candidate.text = self.doc.render()
+        candidate.size = utf8_size(candidate.text)
+        return candidate
+
+    def archive_text(self, candidate: _Candidate) -> str:
+        """Everything the candidate removed, oldest history first, then lessons and avenues; pieces verbatim."""
+        pieces = [text for _, text in sorted(candidate.archive, key=lambda item: item[0])]
+        pieces.extend(candidate.list_archive)
+        out: list[str] = []
+        for text in pieces:
+            if out and not _ends_blank(out[-1]):
+                out.append(self.newline)
+            out.append(text if text.endswith(("\n", "\r")) else text + self.newline)
+        return "".join(out)
+
+
+def _left(texts: Sequence[str], plan: pruning.ListPlan) -> tuple[int, int]:
+    """Bullets a plan keeps (placeholders aside), and how many of those are unpinned."""
+    kept = [t for k, t in enumerate(texts) if k not in plan.remove and not pruning.is_placeholder(t)]
+    return len(kept), sum(1 for t in kept if not pruning.is_pinned(t))
+
+
+def _label(entry: Entry) -> str:
+    return _clip(entry.heading.lstrip("#-*+ ").strip())
+
+
+def _clip(text: str) -> str:
+    return ranges.clip(line_body(text.split("\n", 1)[0]).lstrip("-*+ "), 80)
+
+
+def _short(title: str) -> str:
+    return title.split(" — ", 1)[0]
+
+
+def _ends_blank(text: str) -> bool:
+    body = text.rstrip("\r\n")
+    return len(_LINE_BREAK.findall(text[len(body) :])) >= 2 or not body.strip()
+
+
+def _join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:
+    """Entries in order, then the section's tail.  Kept entries bring their own spacing; a new range line (or the
+    entry that used to be last) gets a blank line after it when something follows."""
+    out = ""
+    for index, (text, spaced) in enumerate(texts):
+        out += text
+        follows = index < len(texts) - 1 or bool(tail)
+        if follows and not text.endswith(("\n", "\r")):
+            out += newline
+        if follows and spaced and index < len(texts) - 1 and not _ends_blank(out):
+            out += newline
+    if tail and out and not _ends_blank(out) and _RULE.match(line_body(split_lines(tail)[0])):
+        out += newline  # "text\n---" would be a setext heading
+    return out + tail
+
+
+# -- the public entry point ----------------------------------------------------------------------------------------
+
+
+def program_name(doc: StateDocument) -> str | None:
+    """The program named by the ``# Autoloop: {program}`` title, or ``None``."""
+    title = doc.section("title")
+    match = _TITLE.match(title.title or "") if title is not None else None
+    return match.group(1) if match else None
+
+
+def compact(
+    doc: StateDocument, policy: CompactionPolicy | None = None, *, program: str | None = None
+) -> CompactionResult:
+    """Compact ``doc`` under ``policy`` (default :class:`CompactionPolicy`).  Pure: the input is not modified.
+
+    Guarantees: the result is at most ``policy.max_bytes`` or :class:`CompactionBudgetError` is raised; every
+    iteration number the input covers is covered exactly once; everything removed is in ``archive`` verbatim;
+    Machine State and maintainer-owned sections are byte-identical; when not aggressive, the newest
+    ``keep_recent`` detailed entries are untouched; ``compact(result.document)`` changes nothing.
+
+    A ``policy.summarizer`` is called once per new range line with its folded entries (plain dicts: number,
+    when, status, metric, change, notes).  Its answer is used only when it is one non-empty line, shorter than
+    ``policy.summary_cap`` and shorter than the deterministic summary; otherwise (or if it raises) the
+    deterministic summary stands.  Decisions are made with the deterministic summaries, so a used answer can
+    only make the file smaller.
+    """
+    policy = policy or CompactionPolicy()
+    name = program or policy.program or program_name(doc)
+    work = _Compactor(doc, policy, name)
+    params = _Params(
+        keep=policy.keep_recent,
+        max_ranges=policy.max_ranges,
+        text_cap=policy.range_text_cap,
+        max_lessons=policy.max_lessons,
+    )
+    candidate = work.build(params)
+    aggressive = last_resort = False
+    if candidate.size > policy.aggressive_bytes:
+        aggressive = True
+        params = replace(
+            params,
+            keep=policy.keep_recent_aggressive,
+            max_ranges=policy.max_ranges_aggressive,
+            text_cap=min(policy.range_text_cap, policy.summary_cap),
+        )
+        candidate = work.build(params)
+        if candidate.size > policy.low_water_bytes:
+            params = replace(
+                params,
+                max_lessons=policy.max_lessons_aggressive,
+                consolidate_always=True,
+                max_foreclosed=policy.max_foreclosed_aggressive,
+            )
+            candidate = work.build(params)
+    while candidate.size > policy.max_bytes:
+        step = _last_resort_step(work, params, candidate)
+        if step is None:
+            break
+        last_resort = True
+        params = step
+        candidate = work.build(params)
+    if candidate.size > policy.max_bytes:
+        raise _budget_error(doc, candidate, policy, name)
+    if policy.summarizer is not None and candidate.ranges_written:
+        candidate = work.build(params, summarize=True)
+    changed = candidate.text != doc.render()
+    document = parse(candidate.text) if changed else doc
+    report = CompactionReport(
+        bytes_before=doc.size,
+        bytes_after=candidate.size,
+        max_bytes=policy.max_bytes,
+        aggressive=aggressive,
+        last_resort=last_resort,
+        moved=tuple(candidate.moved),
+        ranges_written=tuple(candidate.ranges_written),
+    )
+    return CompactionResult(document=document, archive=work.archive_text(candidate), report=report)
+
+
+def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) -> _Params | None:
+    """The next smallest thing to give up when the file is still over budget, or ``None`` when nothing is left."""
+    history = work.history
+    free = len(history.free) if history is not None else 0
+    if min(params.keep, free) > 0:
+        return replace(params, keep=min(params.keep, free) - 1)
+    if candidate.groups > 1 and params.max_ranges > 1:
+        return replace(params, max_ranges=min(params.max_ranges, candidate.groups) - 1)
+    if not params.force_render and candidate.groups:
+        return replace(params, force_render=True, text_cap=0)
+    if candidate.lessons_unpinned > 0:
+        return replace(params, max_lessons=candidate.lessons_kept - 1)
+    if candidate.foreclosed_unpinned > 0:
+        return replace(params, max_foreclosed=candidate.foreclosed_kept - 1)
+    return None
+
+
+def _budget_error(
+    doc: StateDocument, candidate: _Candidate, policy: CompactionPolicy, program: str | None
+) -> CompactionBudgetError:
+    """The error for a file that cannot fit: its size, a per-section byte table and what to do."""
+    rows: list[tuple[str, int, bool]] = []
+    for section in parse(candidate.text).sections:
+        label = section.title or ("(text before the first heading)" if section.kind == "preamble" else section.kind)
+        rows.append((label, section.size, section.kind in MAINTAINER_OWNED))
+    table = "; ".join(f"{label} {size}{' [maintainer-owned]' if owned else ''}" for label, size, owned in rows)
+    owned = sorted(((size, label) for label, size, owned in rows if owned), reverse=True)
+    biggest = ", ".join(f"'{label}' ({size} bytes)" for size, label in owned[:3]) or "the Machine State table"
+    name = f"{program}.md" if program else "the state file"
+    return CompactionBudgetError(
+        f"{name} is still {candidate.size} bytes after moving everything compaction may move, over max_bytes "
+        f"{policy.max_bytes} by {candidate.size - policy.max_bytes} (bytes per section: {table}); shorten "
+        f"maintainer-owned text such as {biggest}, or raise max_bytes",
+        size=candidate.size,
+        max_bytes=policy.max_bytes,
+        sections=tuple(rows),
+    )
