@@ -1,0 +1,152 @@
+"""search(): across programs, archives and shared lessons; ranking rules; locations of each hit."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import corpus_files, read_raw
+
+from statefile.archive import make_chunk, plan_append
+from statefile.document import parse
+from statefile.errors import UsageError
+from statefile.history import render_iteration
+from statefile.search import classify, hit_line, search
+from statefile.template import new_state_file
+
+
+def entry(n: int, change: str, notes: str = "ok") -> str:
+    return render_iteration(number=n, when="2026-01-01 10:00", status="accepted", change=change, notes=notes)
+
+
+def program_file(name: str, entries: list[tuple[int, str, str]], lessons: tuple[str, ...] = ()) -> str:
+    doc = parse(new_state_file(name))
+    for n, change, notes in entries:
+        doc.prepend_entry(entry(n, change, notes))
+    for lesson in lessons:
+        doc.add_lesson(lesson)
+    return doc.render()
+
+
+def test_classify_paths() -> None:
+    assert classify("perf.md") == ("perf", False)
+    assert classify("_shared.md") == ("_shared", False)
+    assert classify("archive/perf/0001.md") == ("perf", True)
+    assert classify("archive/perf/notes.md") is None
+    assert classify("README.txt") is None
+    assert classify("docs/perf.md") is None
+    assert classify(".md") is None
+
+
+def test_finds_text_that_lives_only_in_the_archive() -> None:
+    folded = entry(3, "switched the parser to a zebra-striped lookup table", "zebra tables were 2x faster")
+    live = program_file("perf", [(4, "tuned the cache", "fine"), (5, "more cache", "fine")])
+    assert "zebra" not in live
+    [(name, part)] = plan_append("perf", None, make_chunk(folded, when="2026-02-01", what="iterations 3"), 30720)
+    files = {"perf.md": live, f"archive/perf/{name}": part}
+    hits = search(files, "zebra")
+    assert [h.path for h in hits] == ["archive/perf/0001.md"] * 2
+    first = hits[0]
+    assert first.program == "perf"
+    assert first.iteration == 3
+    assert first.section == "Archived 2026-02-01 — iterations 3"
+    assert part.splitlines()[first.line_no - 1].strip() == first.line
+    assert "zebra-striped" in first.line
+
+
+def test_all_terms_beat_some_terms_and_phrase_bonus() -> None:
+    text = program_file(
+        "perf",
+        [
+            (1, "radix sort", "nothing else"),
+            (2, "sort radix buckets", "x"),
+            (3, "only radix here", "x"),
+        ],
+        lessons=("radix sort is the way",),
+    )
+    hits = search({"perf.md": text}, "radix sort")
+    scores = [(h.line, h.score) for h in hits]
+    assert scores[0][1] == 150  # the phrase, in live text with no iteration (newest)…
+    assert hits[0].line == "- radix sort is the way"
+    assert hits[1].line == "- **Change**: radix sort" and hits[1].score == 150
+    assert hits[2].line == "- **Change**: sort radix buckets" and hits[2].score == 100
+    assert hits[3].line == "- **Change**: only radix here" and hits[3].score == 40
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_terms_spread_over_an_entry_rank_between() -> None:
+    text = program_file("perf", [(7, "tried the GARCH model", "phantom commit, never pushed"), (8, "phantom", "x")])
+    hits = search({"perf.md": text}, "garch phantom")
+    by_iteration = [(h.iteration, h.score) for h in hits]
+    assert by_iteration == [(7, 90.0), (7, 90.0), (8, 40.0)]
+
+
+def test_live_before_archive_on_ties_and_newer_first() -> None:
+    live = program_file("perf", [(10, "cache warmup", "x"), (12, "cache warmup again", "x")])
+    archived = make_chunk(entry(2, "cache warmup first try"), when="2026-01-01", what="iterations 2")
+    [(name, part)] = plan_append("perf", None, archived, 30720)
+    hits = search({f"archive/perf/{name}": part, "perf.md": live}, "cache warmup")
+    assert [(h.path, h.iteration) for h in hits] == [
+        ("perf.md", 12),
+        ("perf.md", 10),
+        (f"archive/perf/{name}", 2),
+    ]
+
+
+def test_program_filter_keeps_shared_and_limit() -> None:
+    files = {
+        "perf.md": program_file("perf", [(1, "speed up hashing", "x")]),
+        "size.md": program_file("size", [(1, "shrink hashing tables", "x")]),
+        "_shared.md": "# Shared lessons\n\n## 📚 Lessons Learned\n\n- hashing: prefer xxhash (from size)\n",
+        "archive/size/0001.md": "# Archive: size (part 1)\n\n### Iteration 0\n\n- hashing seed\n",
+        "notes.txt": "hashing",
+    }
+    assert {h.program for h in search(files, "hashing")} == {"perf", "size", "_shared"}
+    perf = search(files, "hashing", program="perf")
+    assert {h.program for h in perf} == {"perf", "_shared"}
+    shared_hit = next(h for h in perf if h.program == "_shared")
+    assert shared_hit.section == "📚 Lessons Learned" and shared_hit.iteration is None
+    assert len(search(files, "hashing", limit=2)) == 2
+
+
+def test_sections_ranges_and_code_fences() -> None:
+    text = (
+        "# Autoloop: p\n\n## 📊 Iteration History\n\n### Iters 1–40 — ✅ (metrics 1→9): widget tuning\n\n"
+        "### Iteration 41 — 2026-01-01\n\n```\n## widget inside a fence\n```\n- widget notes\n"
+    )
+    hits = search({"p.md": text}, "widget")
+    located = {(h.line, h.section, h.iteration) for h in hits}
+    assert ("## widget inside a fence", "📊 Iteration History", 41) in located
+    assert ("- widget notes", "📊 Iteration History", 41) in located
+    assert ("### Iters 1–40 — ✅ (metrics 1→9): widget tuning", "📊 Iteration History", None) in located
+    # The iteration outranks the older range on the tie.
+    assert hits[0].iteration == 41
+
+
+def test_case_insensitive_and_surrogates() -> None:
+    text = "## 📚 Lessons Learned\n\n- Caf\udce9 CACHE rules\n"
+    [hit] = search({"p.md": text}, "cache")
+    assert hit.line == "- Caf\ufffd CACHE rules"
+    assert "p.md:3 [📚 Lessons Learned] — - Caf" in hit_line(hit)
+
+
+def test_bad_queries() -> None:
+    with pytest.raises(UsageError, match="empty search query"):
+        search({}, "  ")
+    with pytest.raises(UsageError, match="limit"):
+        search({}, "x", limit=0)
+    assert search({}, "x") == []
+
+
+def test_corpus_search_is_consistent() -> None:
+    files = {p.name: read_raw(p) for p in corpus_files()}
+    if not files:
+        pytest.skip("corpus not available")
+    hits = search(files, "push blocked", limit=500)
+    assert hits
+    for hit in hits:
+        line = files[hit.path].splitlines()[hit.line_no - 1]
+        assert hit.line == re.sub("[\udc80-\udcff]", "\ufffd", line.strip())
+        assert "push" in hit.line.casefold() or "blocked" in hit.line.casefold()
+    keys = [(-h.score) for h in hits]
+    assert keys == sorted(keys)
