@@ -15,6 +15,7 @@ from statistics import median
 from typing import Any
 
 from statefile.document import StateDocument
+from statefile.pruning import is_pinned
 from statefile.text import utf8_size
 
 # Compaction turns aggressive above this share of the budget (FORMAT.md: "above 80% of the budget keep only 5").
@@ -30,11 +31,6 @@ _TYPICAL_SAMPLE = 10
 def estimate_tokens(text: str) -> int:
     """Estimated tokens of ``text``: ``ceil(UTF-8 bytes / 4)`` (see the module docstring)."""
     return math.ceil(utf8_size(text) / 4)
-
-
-def is_pinned(text: str) -> bool:
-    """Whether a lesson is pinned (``📌`` or ``<!-- pin -->``): compaction never prunes it."""
-    return "📌" in text or "<!-- pin -->" in text
 
 
 def typical_entry_bytes(doc: StateDocument) -> int:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from statefile.document import SECTION_KINDS, StateDocument
 from statefile.errors import UsageError
 from statefile.history import STATUS_GLYPHS, Entry, Iteration, IterationRange
-from statefile.pressure import is_pinned
+from statefile.pruning import is_pinned
 from statefile.text import line_body, split_lines
 
 LEVELS = ("index", "timeline", "full")
