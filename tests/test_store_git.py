@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from statefile.document import StateDocument, parse
-from statefile.errors import BudgetError, ConflictError, NotFoundError, UsageError
+from statefile.errors import BudgetError, ConflictError, GitError, NotFoundError, UsageError
 from statefile.store import BOT_EMAIL, BOT_NAME, Change, GitStore, Store
 
 BRANCH = "memory/autoloop"
@@ -465,3 +465,38 @@ def test_other_branch_names_work(repo: Path) -> None:
     store.update("perf", appender("- one"), "statefile: one")
     assert rev(repo, "refs/heads/memory/other-loop") is not None and rev(repo, LOCAL) is None
     assert os.path.exists(repo / ".git") and store.branch == "memory/other-loop" and store.remote is None
+
+
+def test_a_linked_work_tree_shares_the_branch(repo: Path) -> None:
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(repo.parent / "feature"))
+    store = Store.open(repo.parent / "feature")
+    commit = store.update("perf", appender("- from a linked work tree"), "statefile: linked")
+    assert rev(repo, LOCAL) == commit and Store.open(repo).read_text("perf") == store.read_text("perf")
+    fsck_clean(repo)
+
+
+def test_a_stale_ref_lock_is_reported_with_what_to_do(repo: Path) -> None:
+    store = Store.open(repo, max_tries=2)
+    tip = store.update("perf", appender("- one"), "statefile: one")
+    lock = repo / ".git" / "refs" / "heads" / "memory" / "autoloop.lock"
+    lock.write_text("")  # what a git process killed while holding the lock leaves behind
+    with pytest.raises(GitError, match=r"cannot lock refs/heads/memory/autoloop.*delete that file"):
+        store.update("perf", appender("- two"), "statefile: two")
+    assert rev(repo, LOCAL) == tip
+    lock.unlink()
+    store.update("perf", appender("- two"), "statefile: two")
+    assert store.read_text("perf") == "# Autoloop: perf\n\n- one\n- two\n"
+
+
+@pytest.mark.parametrize(("option", "value"), [("max_bytes", 0), ("max_tries", 0), ("max_bytes", -5)])
+def test_bad_limits_are_usage_errors(repo: Path, option: str, value: int) -> None:
+    with pytest.raises(UsageError, match=option):
+        Store.open(repo, **{option: value})  # type: ignore[arg-type]
+
+
+def test_messages_are_cleaned_and_empty_ones_refused(repo: Path) -> None:
+    store = Store.open(repo)
+    commit = store.update("perf", appender("- one"), "  statefile: one   \n\n  detail  \n\n")
+    assert git(repo, "cat-file", "commit", commit).endswith("\n\nstatefile: one\n\n  detail\n")
+    with pytest.raises(UsageError, match="empty commit message"):
+        store.update("perf", appender("- two"), "  \n ")
