@@ -500,3 +500,10 @@ def test_messages_are_cleaned_and_empty_ones_refused(repo: Path) -> None:
     assert git(repo, "cat-file", "commit", commit).endswith("\n\nstatefile: one\n\n  detail\n")
     with pytest.raises(UsageError, match="empty commit message"):
         store.update("perf", appender("- two"), "  \n ")
+
+
+def test_a_remote_given_by_a_relative_path_works(tmp_path: Path, remote: Path) -> None:
+    work = make_repo(tmp_path / "work")
+    git(work, "remote", "add", "origin", os.path.relpath(remote, work))
+    commit = Store.open(work, remote="origin").update("perf", appender("- one"), "statefile: one")
+    assert rev(remote, LOCAL) == commit

@@ -17,6 +17,7 @@ This module holds the shared, pure part (turning ``fn``'s result into files to w
 from __future__ import annotations
 
 import abc
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -89,7 +90,7 @@ class Store(abc.ABC):
 
     @staticmethod
     def open(
-        path: str | Any,
+        path: str | os.PathLike[str],
         branch: str = DEFAULT_BRANCH,
         remote: str | None = None,
         *,

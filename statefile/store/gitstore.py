@@ -20,6 +20,7 @@ whose objects are missing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -188,6 +189,9 @@ class GitStore(Store):
         names = [self.remote] if self.remote else sorted(configured, key=lambda n: (n != "origin", n))
         self._fallback = [n for n in names if n and not _ref_component_bad(n)]
         self._exe = shutil.which("git") or "git"
+        # Relative remote URLs (`git remote add x ../memory.git`) are resolved from the work tree's top, as the
+        # user's own git commands would; GIT_DIR (below) pins the repository whatever the directory.
+        self._cwd = str(self._repo.working_dir)
         self._env = self._make_env()
         # The persistent cat-file process must look at this repository whatever GIT_DIR the caller has set.
         self._repo.git.update_environment(GIT_DIR=self._git_dir, LC_ALL="C", LANGUAGE="C")
@@ -223,7 +227,7 @@ class GitStore(Store):
         try:
             return subprocess.run(
                 [self._exe, *args],
-                cwd=self._git_dir,
+                cwd=self._cwd,
                 env=self._env,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
@@ -661,9 +665,12 @@ class GitStore(Store):
             return None, "rejected"
         assert self.remote is not None
         tracking = self._tracking_ref(self.remote)
-        if self._ref(tracking) != new:  # git push updates it itself when remote.<name>.fetch maps the branch
-            self._run("update-ref", "-m", f"statefile: {why}", tracking, new)
-        self._advance_local(local, new, why)
+        # The commit has landed: from here on, a failure to move our own refs must not report the write as
+        # failed.  A ref left behind is repaired by the next fetch (a local branch behind the remote is followed).
+        with contextlib.suppress(GitError):
+            if self._ref(tracking) != new:  # git push moves it itself when remote.<name>.fetch maps the branch
+                self._run("update-ref", "-m", f"statefile: {why}", tracking, new)
+            self._advance_local(local, new, why)
         return new, "ok"
 
     def _transact(self, attempt: Callable[[str | None], str | None], why: str) -> str:
