@@ -297,16 +297,22 @@ class GitStore(Store):
             if not head.startswith(b"tree "):
                 raise InvalidDataError(f"commit {commit} has no tree; run `git fsck`")
             root = bytes.fromhex(head[5:].decode())
+            if len(self._roots) > 256:
+                self._roots.clear()
             self._roots[commit] = root
         return root
 
     def _tree(self, binsha: bytes) -> Tree:
         entries = self._trees.get(binsha)
         if entries is None:
-            entries = parse_tree(self._object(binsha.hex(), "tree"))
-            if len(self._trees) > 256:  # trees are immutable; the cache only needs to hold the current tip's
-                self._trees.clear()
-            self._trees[binsha] = entries
+            entries = self._remember(binsha, parse_tree(self._object(binsha.hex(), "tree")))
+        return entries
+
+    def _remember(self, binsha: bytes, entries: Tree) -> Tree:
+        # Trees are immutable, so caching by sha is always right; the cache only needs the current tip's trees.
+        if len(self._trees) > 256:
+            self._trees.clear()
+        self._trees[binsha] = entries
         return entries
 
     def _lookup(self, root: bytes | None, path: str) -> tuple[bytes, bytes] | None:
@@ -495,7 +501,10 @@ class GitStore(Store):
             return None
         data = encode_tree(entries)
         sha = object_sha("tree", data)
-        return sha if sha == tree else self._store("tree", data)
+        if sha != tree:
+            sha = self._store("tree", data)
+        self._remember(sha, entries)  # the next update in this process starts from this tree: skip re-reading it
+        return sha
 
     def _identities(self) -> tuple[str, str]:
         env = os.environ
@@ -519,7 +528,9 @@ class GitStore(Store):
         stamp = f"{int(time.time())} {'-' if offset < 0 else '+'}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
         head = [f"tree {new_root.hex()}", *([f"parent {base}"] if base else [])]
         body = "\n".join([*head, f"author {author} {stamp}", f"committer {committer} {stamp}", "", message])
-        return self._store("commit", body.encode("utf-8")).hex()
+        commit = self._store("commit", body.encode("utf-8")).hex()
+        self._roots[commit] = new_root
+        return commit
 
     # -- moving refs ---------------------------------------------------------------------------------------------
 
