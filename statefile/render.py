@@ -144,7 +144,7 @@ def render_view(
     elif level == "timeline":
         shown, by_design = _timeline_model(model)
     else:
-        shown, by_design = _index_model(doc, model, shared, name)
+        shown, by_design = _index_model(doc, model, name)
     # First try to show everything (the notice then only says so); otherwise reserve room for a real notice,
     # and whatever the units leave unused is the notice's too.
     chosen, used = _pack(shown, budget - len(_COMPLETE) - 1)
@@ -305,6 +305,7 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
     model.add(_Unit(model.group("title", -1, []), 0, 0, 0, [f"# Autoloop: {program} — memory view"], category="title"))
     cut = _history_cut(doc)
     seen: set[str] = set()
+    shared_at = float(len(doc.sections))
     for index, section in enumerate(doc.sections):
         body: Sequence[str] = section.lines[1:] if section.title is not None else section.lines
         if cut is not None and cut[0] == index:
@@ -314,7 +315,7 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
         kind = section.kind if first_of_kind else "other"
         if kind == "title":
             body = [line for line in body if not line.lstrip().startswith("🤖")]
-            _add_section(model, index, None, body, category="section", label="text under the title")
+            _add_section(model, index, None, body, label="text under the title")
         elif kind in ("machine_state", "priorities"):
             key = model.group(kind, index, ["", SECTION_KINDS[kind][0]])
             for line in body:
@@ -325,25 +326,22 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
         elif kind == "lessons":
             key = model.group("lessons", index, ["", SECTION_KINDS["lessons"][0]])
             _add_items(model, key, body, pinned_tier=1, tier=3, rank_base=0, category="lesson")
-            if shared is not None:
-                sh = shared.section("lessons")
-                if sh is not None:
-                    skey = model.group("shared", index + 0.5, ["", "## 📚 Shared lessons (_shared.md)"])
-                    _add_items(model, skey, sh.lines[1:], pinned_tier=1, tier=3, rank_base=10**6, category="shared")
+            shared_at = index + 0.5
         elif kind == "foreclosed":
             key = model.group("foreclosed", index, ["", SECTION_KINDS["foreclosed"][0]])
             _add_items(model, key, body, pinned_tier=4, tier=4, rank_base=0, category="foreclosed")
         elif kind == "history":
-            _add_section(model, index, section.title, body, category="section", label="history intro")
+            _add_section(model, index, section.title, body, label="history intro")
         else:
             title = section.title or "(before the title)"
-            _add_section(model, index, section.title, body, category="section", label=title)
+            _add_section(model, index, section.title, body, label=title)
         if cut is not None and cut[0] == index:
             _add_history(model, doc, index + 0.25)
     shared_lessons = shared.section("lessons") if shared is not None else None
-    if shared_lessons is not None and "lessons" not in seen:
-        skey = model.group("shared", len(doc.sections), ["", "## 📚 Shared lessons (_shared.md)"])
-        _add_items(model, skey, shared_lessons.lines[1:], pinned_tier=1, tier=3, rank_base=10**6, category="shared")
+    if shared_lessons is not None:
+        # Right after the program's own lessons (at the end when the program has none); ranked after them.
+        key = model.group("shared", shared_at, ["", "## 📚 Shared lessons (_shared.md)"])
+        _add_items(model, key, shared_lessons.lines[1:], pinned_tier=1, tier=3, rank_base=10**6, category="shared")
     return model
 
 
@@ -358,16 +356,14 @@ def _add_items(
         model.add(_Unit(key, 0, pinned_tier if pinned else tier, rank, lines, category=category))
 
 
-def _add_section(
-    model: _Model, index: int, heading: str | None, body: Sequence[str], *, category: str, label: str
-) -> None:
+def _add_section(model: _Model, index: int, heading: str | None, body: Sequence[str], *, label: str) -> None:
     units = _units_of(body)
     if not units:
         return
     header = ["", f"## {_clean(heading)}"] if heading is not None else [""]
     key = model.group(f"section{index}", index, header)
     for position, lines in enumerate(units):
-        model.add(_Unit(key, 0, 7, index * 100_000 + position, lines, category=category, title=label))
+        model.add(_Unit(key, 0, 7, index * 100_000 + position, lines, category="section", title=label))
 
 
 def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
@@ -409,9 +405,7 @@ def _timeline_model(full: _Model) -> tuple[_Model, list[str]]:
     return model, by_design
 
 
-def _index_model(
-    doc: StateDocument, full: _Model, shared: StateDocument | None, program: str
-) -> tuple[_Model, list[str]]:
+def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
     state = doc.machine_state
     model = _Model()
     key = model.group("index", 0, [])
