@@ -11,10 +11,13 @@ Pure functions; the CLI (``statefile status``) prints the dict or turns it into 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
+from statefile.blocks import scan_blocks
 from statefile.document import StateDocument
+from statefile.history import is_entry_heading
 from statefile.pruning import is_pinned
 from statefile.text import utf8_size
 
@@ -39,15 +42,29 @@ def typical_entry_bytes(doc: StateDocument) -> int:
     return int(median(sizes)) if sizes else TYPICAL_ENTRY_BYTES
 
 
+def count_archived_entries(archive_texts: Sequence[str]) -> int:
+    """How many history entries (iterations and ranges) a program's archive parts hold, for :func:`pressure`.
+
+    Counts ``###`` entry headings outside code fences; tombstones and other archived text are not entries.
+    """
+    return sum(
+        1
+        for text in archive_texts
+        for heading in scan_blocks(text).headings
+        if heading.level >= 3 and is_entry_heading(heading.text)
+    )
+
+
 def pressure(
     doc: StateDocument, *, max_bytes: int, archived_entries: int = 0, archive_parts: int = 0
 ) -> dict[str, Any]:
     """How close ``doc`` is to ``max_bytes``, per-section sizes and token estimates, and what comes next.
 
-    ``archived_entries``/``archive_parts`` come from the store (how many entries and part files the program's
-    archive holds); they are reported, not computed.  ``next_record_triggers_aggressive`` is true when
-    ``size + typical entry size > 0.8 × max_bytes``: the next ``record`` will fold the history down to the newest
-    five entries and merge ranges.
+    ``archived_entries``/``archive_parts`` describe the program's archive (count the first with
+    :func:`count_archived_entries`); they are reported, not computed here.
+
+    ``next_record_triggers_aggressive`` is true when ``size + typical entry size > 0.8 × max_bytes``: the next
+    ``record`` will fold the history down to the newest five entries and merge ranges.
     """
     size = doc.size
     typical = typical_entry_bytes(doc)

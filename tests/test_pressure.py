@@ -8,9 +8,17 @@ from pathlib import Path
 import pytest
 from conftest import corpus_files, read_raw
 
+from statefile.archive import make_chunk, plan_append
 from statefile.document import parse
 from statefile.history import render_iteration
-from statefile.pressure import TYPICAL_ENTRY_BYTES, estimate_tokens, pressure, pressure_lines, typical_entry_bytes
+from statefile.pressure import (
+    TYPICAL_ENTRY_BYTES,
+    count_archived_entries,
+    estimate_tokens,
+    pressure,
+    pressure_lines,
+    typical_entry_bytes,
+)
 from statefile.template import new_state_file
 from statefile.text import utf8_size
 
@@ -120,3 +128,15 @@ def test_lines_mention_aggressive_compaction() -> None:
     assert "OVER BUDGET" not in text
     assert "compaction will keep only the newest 5 entries" in text
     assert "OVER BUDGET" in "\n".join(pressure_lines(pressure(doc, max_bytes=doc.size - 1)))
+
+
+def test_count_archived_entries_counts_entry_headings_only() -> None:
+    chunk = make_chunk(
+        entry(1) + entry(2) + "### Iters 3–9 — ✅ (metrics 1→2): ok\n\n```\n### Iteration 99 in a fence\n```\n"
+        "### Population notes\n",
+        when="2026-01-01",
+        what="iterations 1–9",
+    )
+    parts = [content for _, content in plan_append("perf", None, chunk, 30720)]
+    assert count_archived_entries(parts) == 3
+    assert count_archived_entries([]) == 0
