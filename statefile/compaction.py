@@ -82,12 +82,10 @@ class CompactionPolicy:
         problems = []
         if self.max_bytes < 1:
             problems.append("max_bytes must be >= 1")
-        if not 0 <= self.keep_recent_aggressive <= self.keep_recent:
-            problems.append("need 0 <= keep_recent_aggressive <= keep_recent")
-        if not 1 <= self.max_ranges_aggressive <= self.max_ranges:
-            problems.append("need 1 <= max_ranges_aggressive <= max_ranges")
-        if not 0 <= self.max_lessons_aggressive <= self.max_lessons:
-            problems.append("need 0 <= max_lessons_aggressive <= max_lessons")
+        if min(self.keep_recent, self.keep_recent_aggressive, self.max_lessons, self.max_lessons_aggressive) < 0:
+            problems.append("keep_recent, max_lessons and their aggressive forms must be >= 0")
+        if min(self.max_ranges, self.max_ranges_aggressive) < 1:
+            problems.append("max_ranges and max_ranges_aggressive must be >= 1")
         if not 0 < self.low_water <= self.aggressive_at <= 1:
             problems.append("need 0 < low_water <= aggressive_at <= 1 (fractions of max_bytes)")
         if not (0 < self.lesson_similarity <= 1 and 0 < self.foreclosed_similarity <= 1):
@@ -822,15 +820,15 @@ def compact(
         aggressive = True
         params = replace(
             params,
-            keep=policy.keep_recent_aggressive,
-            max_ranges=policy.max_ranges_aggressive,
+            keep=min(policy.keep_recent_aggressive, policy.keep_recent),
+            max_ranges=min(policy.max_ranges_aggressive, policy.max_ranges),
             text_cap=min(policy.range_text_cap, policy.summary_cap),
         )
         candidate = work.build(params)
         if candidate.size > policy.low_water_bytes:
             params = replace(
                 params,
-                max_lessons=policy.max_lessons_aggressive,
+                max_lessons=min(policy.max_lessons_aggressive, policy.max_lessons),
                 consolidate_always=True,
                 max_foreclosed=policy.max_foreclosed_aggressive,
             )

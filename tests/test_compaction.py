@@ -1,0 +1,598 @@
+"""Compaction, case by case: range lines, folding, merging, lessons, foreclosed avenues, modes, budget, hooks."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import pytest
+from conftest import corpus_files, read_raw
+from test_compaction_properties import check_invariants, core, intervals
+
+import statefile
+from statefile.compaction import CompactionBudgetError, CompactionPolicy, compact, program_name
+from statefile.document import StateDocument, parse
+from statefile.errors import BudgetError, UsageError
+from statefile.history import Iteration, IterationRange, parse_entry, render_iteration
+from statefile.ranges import (
+    Band,
+    band_from_entries,
+    band_from_range,
+    entries_summary,
+    join_parts,
+    merge_bands,
+    parse_canonical,
+    render_band,
+)
+from statefile.synthetic import synthetic_state
+from statefile.template import new_state_file
+
+
+def entry(n: int, status: str = "accepted", metric: str | None = None, change: str | None = None) -> str:
+    """A detailed entry in the upstream shape (metric n + 100 by default, previous best one less)."""
+    value = metric if metric is not None else str(100 + n)
+    return render_iteration(
+        number=n,
+        when=f"2026-03-{n % 28 + 1:02d} 12:00",
+        status=status,
+        run_url=f"https://example.invalid/runs/{n}",
+        change=change or f"Change number {n}",
+        metric=value,
+        previous_best=str(int(float(value)) - 1) if value.replace(".", "").isdigit() else None,
+        delta="+1",
+        commit="abc1234" if status == "accepted" else None,
+        notes=f"Notes for {n}.",
+    )
+
+
+def make_doc(
+    history: list[str],
+    *,
+    lessons: list[str] | None = None,
+    foreclosed: list[str] | None = None,
+    direction: str = "higher",
+    priorities: str | None = None,
+    program: str = "demo",
+) -> StateDocument:
+    text = new_state_file(program, metric_direction=direction, iteration_count=len(history))
+    if lessons:
+        text = text.replace("iterations.\n\n- *(none yet)*", "iterations.\n\n" + "\n".join(lessons), 1)
+    if foreclosed:
+        text = text.replace("reasons.\n\n- *(none yet)*", "reasons.\n\n" + "\n".join(foreclosed), 1)
+    if priorities:
+        text = text.replace("*(No specific priorities set — agent is exploring freely.)*", priorities, 1)
+    return parse(text.replace("*(No iterations yet.)*\n", "".join(history), 1))
+
+
+def history_of(n: int, **kwargs: Any) -> list[str]:
+    return [entry(i, **kwargs) for i in range(n, 0, -1)]
+
+
+# -- the policy ----------------------------------------------------------------------------------------------------
+
+
+def test_policy_defaults_match_upstream() -> None:
+    policy = CompactionPolicy()
+    assert (policy.max_bytes, policy.keep_recent, policy.keep_recent_aggressive, policy.max_ranges) == (30720, 10, 5, 5)
+    assert policy.aggressive_bytes == 24576
+    assert policy.low_water_bytes < policy.aggressive_bytes
+    assert policy.today is None and policy.summarizer is None and policy.summary_cap == 160
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_bytes": 0},
+        {"keep_recent": -1},
+        {"max_ranges_aggressive": 0},
+        {"low_water": 0.9, "aggressive_at": 0.8},
+        {"lesson_similarity": 0},
+        {"summary_cap": 0},
+    ],
+)
+def test_policy_rejects_nonsense(settings: dict[str, Any]) -> None:
+    with pytest.raises(UsageError, match="invalid compaction policy"):
+        CompactionPolicy(**settings)
+
+
+def test_public_names() -> None:
+    assert statefile.compact is compact
+    assert statefile.CompactionPolicy is CompactionPolicy
+    assert issubclass(CompactionBudgetError, statefile.BudgetError)
+
+
+# -- canonical range lines -----------------------------------------------------------------------------------------
+
+
+def test_canonical_line_parses_back_as_a_range_with_its_band() -> None:
+    band = Band(7, 19, (5, 3, 1, 0), "2026-01-02", "2026-02-10", "20", "55.5", ("Added the thing (30→31)",))
+    line = render_band(band, program="perf", text_cap=320)
+    assert line.startswith("### Iters 7–19 — ✅ 5 ❌ 3 ⚠️ 1 · 2026-01-02…2026-02-10 · metric 20→55.5 · Added")
+    assert line.endswith(" · archive/perf/\n")
+    parsed = parse_entry(line)
+    assert isinstance(parsed, IterationRange)
+    assert (parsed.first, parsed.last, parsed.metric_from, parsed.metric_to) == (7, 19, "20", "55.5")
+    assert parse_canonical(line) == band
+    assert render_band(parse_canonical(line) or band, program="perf", text_cap=320) == line
+
+
+def test_canonical_line_without_metric_does_not_leak_a_band_from_its_summary() -> None:
+    band = Band(3, 3, parts=("fillna (32→33)",))
+    line = render_band(band, program=None, text_cap=100)
+    assert line == "### Iters 3–3 — fillna (32 to 33) · archive/\n"
+    parsed = parse_entry(line)
+    assert isinstance(parsed, IterationRange) and parsed.metric_from is None
+
+
+def test_agent_range_shapes_are_understood() -> None:
+    shapes = {
+        "### Iters 84-93 -- 2026-05-16 -- ✅ (metrics 551->578%): Batch": (84, 93, "551", "578", "2026-05-16"),
+        "### Iters 1–426: (0→191) core": (1, 426, "0", "191", None),
+        "### Iterations 53–165 — Various features (condensed)": (53, 165, None, None, None),
+        "### Iters 163–251 — ✅/⚠️ mix | metrics 508→534. PR merged": (163, 251, "508", "534", None),
+        "- Iters 168-170: safeoutputs MCP tools not registered": (168, 170, None, None, None),
+    }
+    for heading, (first, last, low, high, day) in shapes.items():
+        parsed = parse_entry(heading + "\n")
+        assert isinstance(parsed, IterationRange), heading
+        band = band_from_range(parsed)
+        assert (band.first, band.last, band.metric_from, band.metric_to, band.date_from) == (
+            first,
+            last,
+            low,
+            high,
+            day,
+        )
+        assert band.parts and band.parts[0] in heading  # the agent's text is kept
+
+
+def test_band_from_entries_counts_and_respects_direction() -> None:
+    texts = [
+        entry(1, "accepted", "10"),
+        entry(2, "rejected", "12"),
+        entry(3, "error", "N/A"),
+        entry(4, "accepted", "8"),
+        entry(5, "pending-ci", "7"),
+    ]
+    entries = [e for e in (parse_entry(t) for t in texts) if isinstance(e, Iteration)]
+    higher = band_from_entries(entries, "higher", "s")
+    assert higher.counts == (2, 1, 1, 1)
+    assert (higher.metric_from, higher.metric_to) == ("9", "10")  # 8 is worse; 12 and 7 were not accepted
+    lower = band_from_entries(entries, "lower", "s")
+    assert (lower.metric_from, lower.metric_to) == ("9", "8")
+    assert (higher.date_from, higher.date_to) == ("2026-03-02", "2026-03-06")
+
+
+def test_merge_bands_adds_counts_widens_dates_and_keeps_texts_in_order() -> None:
+    old = Band(1, 10, (3, 1, 0, 0), "2026-01-01", "2026-01-05", "5", "9", ("old text",))
+    new = Band(11, 20, (1, 0, 2, 1), "2026-01-06", "2026-01-09", "9", "8", ("new text",))
+    merged = merge_bands([new, old], "higher")
+    assert (merged.first, merged.last, merged.counts) == (1, 20, (4, 1, 2, 1))
+    assert (merged.date_from, merged.date_to, merged.metric_from, merged.metric_to) == (
+        "2026-01-01",
+        "2026-01-09",
+        "5",
+        "9",
+    )
+    assert merged.parts == ("old text", "new text")
+    assert merge_bands([new, old], "lower").metric_to == "8"
+
+
+def test_join_parts_shares_the_cap() -> None:
+    parts = ["a" * 100, "b" * 100, "c" * 100]
+    joined = join_parts(parts, 120)
+    assert len(joined) <= 120 and "a" in joined and "b" in joined and "c" in joined
+    many = [f"part {i} " + "x" * 30 for i in range(30)]
+    assert join_parts(many, 120).startswith("… / ")
+    assert "part 29" in join_parts(many, 120)
+    assert join_parts(["short"], 0) == ""
+
+
+def test_entries_summary_lists_accepted_changes_and_counts_the_rest() -> None:
+    texts = [entry(i, "accepted", change=f"Add module_{i} — with many details here") for i in range(1, 30)]
+    entries = [e for e in (parse_entry(t) for t in texts) if isinstance(e, Iteration)]
+    summary = entries_summary(entries, 160)
+    assert summary.startswith("Add module_1, Add module_2")
+    assert len(summary) <= 160 and summary.endswith("more)")
+    rejected = [e for e in (parse_entry(entry(1, "rejected", change="Try X")),) if isinstance(e, Iteration)]
+    assert entries_summary(rejected, 160) == "tried: Try X"
+
+
+# -- folding ---------------------------------------------------------------------------------------------------------
+
+
+def test_entries_beyond_keep_recent_fold_into_one_range_line() -> None:
+    doc = make_doc(history_of(15))
+    result = compact(doc)
+    after = result.document
+    assert [e.number for e in after.iterations] == list(range(15, 5, -1))
+    (rng,) = after.ranges
+    assert (rng.first, rng.last) == (1, 5)
+    assert rng.heading.startswith("### Iters 1–5 — ✅ 5 · 2026-03-02…2026-03-06 · metric 100→105 · Change number 1")
+    assert rng.heading.endswith("· archive/demo/")
+    for n in range(1, 6):
+        assert core(doc.history[15 - n].raw) in result.archive
+    for old, new in zip(doc.history[:10], after.history[:10], strict=True):
+        assert old.raw == new.raw  # the newest entries are untouched
+    assert result.report.folded_iterations == 5 and not result.report.aggressive
+    check_invariants(doc, result, CompactionPolicy())
+
+
+def test_nothing_to_do_returns_the_same_document_and_no_archive() -> None:
+    doc = make_doc(history_of(10))
+    result = compact(doc)
+    assert result.document is doc
+    assert result.archive == ""
+    assert not result.report.changed
+    assert result.report.summary().startswith("nothing to compact")
+
+
+def test_empty_and_odd_files_compact_without_error() -> None:
+    for text in ("", "# just a title\n", new_state_file("x"), "no headings at all\n"):
+        result = compact(parse(text))
+        assert result.document.render() == text and result.archive == ""
+
+
+def test_compact_does_not_modify_its_input() -> None:
+    doc = make_doc(history_of(30))
+    text = doc.render()
+    compact(doc, CompactionPolicy(max_bytes=4000))
+    assert doc.render() == text
+
+
+def test_young_range_lines_grow_instead_of_piling_up() -> None:
+    """Record-then-compact, iteration after iteration: range lines stay few and older ones are broader."""
+    policy = CompactionPolicy()
+    doc = make_doc(history_of(10))
+    for n in range(11, 140):
+        doc.prepend_entry(entry(n, "accepted" if n % 3 else "rejected"))
+        result = compact(doc, policy)
+        check_invariants(doc, result, policy) if n % 16 == 0 else None
+        doc = result.document
+        assert len(doc.iterations) == 10
+        assert len(doc.ranges) <= policy.max_ranges
+    spans = [r.last - r.first + 1 for r in doc.ranges]  # newest first
+    assert spans[-1] >= spans[0]
+    assert all(span >= 2 for span in spans[1:])
+    covered = sorted(n for a, b in intervals(doc) for n in range(a, b + 1))
+    assert covered == list(range(1, 140))
+
+
+def test_too_many_ranges_merge_into_broader_older_bands() -> None:
+    ranges_text = [f"### Iters {a}–{a + 9} — ✅ (metrics {a}→{a + 9}): batch {a}\n\n" for a in range(1, 80, 10)]
+    doc = make_doc(history_of_range(81, 90) + ranges_text[::-1])
+    result = compact(doc)
+    after = result.document
+    assert len(after.ranges) == 5
+    assert [(r.first, r.last) for r in after.ranges][-1][0] == 1
+    assert after.ranges[0].raw == doc.ranges[0].raw  # the newest agent range was left alone
+    merged = [r for r in after.ranges if "archive/demo/" in r.heading]
+    assert merged and all(" / " in r.heading for r in merged)  # merged lines keep both agents' texts
+    assert "batch 1" in after.ranges[-1].heading
+    check_invariants(doc, result, CompactionPolicy())
+
+
+def history_of_range(low: int, high: int) -> list[str]:
+    return [entry(i) for i in range(high, low - 1, -1)]
+
+
+def test_overlapping_agent_ranges_merge_keeping_both_texts() -> None:
+    doc = make_doc(
+        [
+            *history_of_range(166, 169),
+            "### Iterations 53–165 — Various features (condensed)\n\n",
+            "### Iters 155–164 — ✅ Various features, some local-only commits\n\n",
+            "### Iters 53–154 — ✅ (metrics 8→53): Foundation through categorical ops\n\n",
+            "### Iterations 1–52 — ✅ Earlier work on diverged branches\n\n",
+        ]
+    )
+    result = compact(doc)
+    ranges_out = result.document.ranges
+    assert [(r.first, r.last) for r in ranges_out] == [(53, 165), (1, 52)]
+    heading = ranges_out[0].heading
+    assert "Foundation through categorical ops" in heading and "Various features (condensed)" in heading
+    assert (ranges_out[0].metric_from, ranges_out[0].metric_to) == ("8", "53")
+    assert ranges_out[1].raw == doc.ranges[-1].raw
+    for old in doc.ranges[:3]:
+        assert core(old.raw) in result.archive
+    check_invariants(doc, result, CompactionPolicy())
+
+
+def test_detailed_entry_inside_a_range_folds_into_it() -> None:
+    doc = make_doc(
+        [entry(94), entry(93), "### Iters 84-93 -- 2026-05-16 -- ✅ (metrics 551->578%): Batch-registered files\n\n"]
+    )
+    result = compact(doc)
+    assert [e.number for e in result.document.iterations] == [94]
+    (rng,) = result.document.ranges
+    assert (rng.first, rng.last) == (84, 93)
+    assert "Batch-registered files" in rng.heading and "✅ 1" in rng.heading
+    assert core(doc.history[1].raw) in result.archive
+    check_invariants(doc, result, CompactionPolicy())
+
+
+def test_partial_duplicate_goes_to_the_archive() -> None:
+    partial = entry(261).replace("### Iteration 261 —", "### Iteration 261 (partial) —")
+    doc = make_doc([entry(262), entry(261), partial, entry(260)])
+    result = compact(doc)
+    assert [e.number for e in result.document.iterations] == [262, 261, 260]
+    assert not any(e.partial for e in result.document.iterations)
+    assert core(partial) in result.archive
+    assert [m.kind for m in result.report.moved] == ["iteration"]
+
+
+def test_opaque_entries_stay_after_their_predecessor() -> None:
+    opaque = "### Notes from the maintainer\n\nKeep this here.\n\n"
+    history = history_of_range(3, 14)
+    history.insert(3, opaque)  # after iteration 12
+    history.append(opaque.replace("maintainer", "agent"))  # after the oldest entry, which folds
+    doc = make_doc(history)
+    result = compact(doc)
+    after = result.document.history
+    headings = [e.heading for e in after]
+    assert headings.index("### Notes from the maintainer") == 3
+    assert headings[-1] == "### Notes from the agent"
+    assert after[-2].kind == "range"
+    check_invariants(doc, result, CompactionPolicy())
+
+
+def test_section_rule_after_the_history_stays_in_the_file() -> None:
+    text = make_doc(history_of(13)).render() + "\n---\n\n## Appendix\n\nMaintainer notes.\n"
+    doc = parse(text)
+    result = compact(doc)
+    out = result.document.render()
+    assert out.endswith("\n\n---\n\n## Appendix\n\nMaintainer notes.\n")
+    assert "---" not in result.archive
+    assert result.document.sections[-1].text == doc.sections[-1].text
+
+
+def test_crlf_files_get_crlf_range_lines() -> None:
+    doc = parse(make_doc(history_of(12)).render().replace("\n", "\r\n"))
+    result = compact(doc)
+    out = result.document.render()
+    assert "\n" not in out.replace("\r\n", "")
+    assert result.document.ranges[0].raw.endswith("\r\n")
+    assert compact(result.document).document.render() == out
+
+
+def test_program_name_comes_from_title_then_argument() -> None:
+    doc = make_doc(history_of(12), program="perf-comparison")
+    assert program_name(doc) == "perf-comparison"
+    assert "archive/perf-comparison/" in compact(doc).document.ranges[0].heading
+    assert "archive/other/" in compact(doc, program="other").document.ranges[0].heading
+    assert "archive/pol/" in compact(doc, CompactionPolicy(program="pol")).document.ranges[0].heading
+
+
+def test_misplaced_history_is_compacted_in_place() -> None:
+    text = make_doc(history_of(14)).render().replace("## 📊 Iteration History\n", "")
+    doc = parse(text)
+    assert doc.history_misplaced
+    result = compact(doc)
+    assert result.document.history_misplaced
+    assert len(result.document.iterations) == 10
+    check_invariants(doc, result, CompactionPolicy())
+
+
+# -- aggressive mode, last resort and the budget -------------------------------------------------------------------
+
+
+def test_aggressive_mode_lands_under_low_water() -> None:
+    long_notes = [entry(i, change=f"Change {i} " + "detail " * 400) for i in range(40, 0, -1)]
+    doc = make_doc(long_notes)
+    policy = CompactionPolicy(max_bytes=30720)
+    result = compact(doc, policy)
+    assert result.report.aggressive and not result.report.last_resort
+    assert len(result.document.iterations) == policy.keep_recent_aggressive
+    assert result.document.size <= policy.low_water_bytes
+    assert "(aggressive)" in result.report.summary()
+    check_invariants(doc, result, policy)
+
+
+def test_last_resort_folds_recent_entries_when_needed() -> None:
+    huge = [entry(i, change="x " * 1500) for i in range(6, 0, -1)]
+    doc = make_doc(huge)
+    policy = CompactionPolicy(max_bytes=8192)
+    result = compact(doc, policy)
+    assert result.report.last_resort
+    assert result.document.size <= 8192
+    assert len(result.document.iterations) < policy.keep_recent_aggressive
+    check_invariants(doc, result, policy)
+
+
+def test_budget_error_names_the_sections_and_what_to_do() -> None:
+    doc = make_doc(history_of(20), priorities="Steer: " + "please focus on speed. " * 600)
+    with pytest.raises(BudgetError) as caught:
+        compact(doc, CompactionPolicy(max_bytes=8192))
+    error = caught.value
+    assert isinstance(error, CompactionBudgetError)
+    message = str(error)
+    assert "\n" not in message
+    assert "over max_bytes 8192" in message and "🎯 Current Priorities" in message
+    assert "[maintainer-owned]" in message and "⚙️ Machine State" in message
+    assert "raise max_bytes" in message
+    sizes = dict((label, size) for label, size, _ in error.sections)
+    assert sizes["🎯 Current Priorities"] > 8192
+    assert error.size > error.max_bytes == 8192
+
+
+def test_maintainer_sections_are_never_touched_even_when_large() -> None:
+    doc = make_doc(history_of(60), priorities="Focus: " + "speed. " * 400)
+    policy = CompactionPolicy(max_bytes=8192)
+    result = compact(doc, policy)
+    assert result.document.section("priorities") == doc.section("priorities")
+    check_invariants(doc, result, policy)
+
+
+# -- lessons ----------------------------------------------------------------------------------------------------------
+
+
+def lessons_after(result: Any) -> list[str]:
+    return [item.text.rstrip("\n") for item in result.document.list_items("lessons")]
+
+
+def test_duplicate_lessons_collapse_to_the_newest_wording() -> None:
+    lessons = [
+        "- Use typed arrays for the hot loop of the CSV parser.",
+        "- Benchmarks vary by 5%; run them twice.",
+        "- **Use typed arrays for the hot loop of the CSV parser!**",
+        "- Use typed arrays for the hot loop in the CSV parser.",
+    ]
+    doc = make_doc(history_of(3), lessons=lessons)
+    result = compact(doc)
+    assert lessons_after(result) == [lessons[1], lessons[3]]
+    assert f"*(duplicate of a newer lesson)*\n{lessons[0]}\n" in result.archive
+    assert f"*(duplicate of a newer lesson)*\n{lessons[2]}\n" in result.archive
+    check_invariants(doc, result, CompactionPolicy())
+
+
+def test_pinned_lessons_are_never_removed() -> None:
+    lessons = [
+        "- 📌 Never force-push the branch.",
+        "- Never force-push the branch.",
+        "- <!-- pin --> Keep CI green before merging.",
+        *[f"- Lesson number {i} about topic {i}." for i in range(30)],
+    ]
+    doc = make_doc(history_of(3), lessons=lessons)
+    policy = CompactionPolicy(max_lessons=5)
+    result = compact(doc, policy)
+    kept = lessons_after(result)
+    assert kept[:2] == ["- 📌 Never force-push the branch.", "- <!-- pin --> Keep CI green before merging."]
+    assert len(kept) == 5 and kept[-1] == "- Lesson number 29 about topic 29."
+    assert "*(duplicate of a pinned lesson)*\n- Never force-push the branch.\n" in result.archive
+    assert "*(beyond the newest 5 lessons)*\n- Lesson number 0 about topic 0.\n" in result.archive
+    check_invariants(doc, result, policy)
+
+
+def test_newest_first_lesson_lists_lose_their_bottom() -> None:
+    lessons = [f"- **Iteration {n}**: found fact {n} about module {n}." for n in range(40, 10, -1)]
+    doc = make_doc(history_of(3), lessons=lessons)
+    result = compact(doc, CompactionPolicy(max_lessons=20))
+    kept = lessons_after(result)
+    assert kept[0].startswith("- **Iteration 40**") and kept[-1].startswith("- **Iteration 21**")
+
+
+def test_lessons_expire_with_the_reason_in_the_archive() -> None:
+    lessons = [
+        "- Retry flaky tests once (expires 2026-01-31).",
+        "- 📌 Keep the cache warm (expires 2026-01-01).",
+        "- Use the new API (expires 2026-12-31).",
+    ]
+    doc = make_doc(history_of(3), lessons=lessons)
+    assert compact(doc).archive == ""  # no today: nothing expires
+    result = compact(doc, CompactionPolicy(today=date(2026, 2, 1)))
+    assert lessons_after(result) == lessons[1:]
+    assert "*(expired 2026-01-31)*\n- Retry flaky tests once (expires 2026-01-31).\n" in result.archive
+    assert result.report.moved[0].reason == "expired 2026-01-31"
+    check_invariants(doc, result, CompactionPolicy(today=date(2026, 2, 1)))
+
+
+def test_all_lessons_gone_leaves_the_placeholder() -> None:
+    doc = make_doc(history_of(3), lessons=["- Old fact (expires 2020-01-01)."])
+    result = compact(doc, CompactionPolicy(today=date(2026, 1, 1)))
+    assert lessons_after(result) == ["- *(none yet)*"]
+
+
+# -- foreclosed avenues -----------------------------------------------------------------------------------------------
+
+
+def test_foreclosed_avenues_consolidate_beyond_a_page() -> None:
+    avenues = [
+        f"- Caching module {i} globally: invalidation bugs in concurrent runs, measured in run {i}." for i in range(40)
+    ]
+    avenues.append("- Rewriting the parser in WebAssembly: build complexity outweighed a 3% gain.")
+    doc = make_doc(history_of(3), foreclosed=avenues)
+    result = compact(doc)
+    kept = [item.text.rstrip("\n") for item in result.document.list_items("foreclosed")]
+    assert len(kept) == 2
+    assert kept[0].endswith("run 39. *(+39 similar in archive)*")
+    assert kept[1] == avenues[-1]
+    assert avenues[0] in result.archive
+    again = compact(result.document)
+    assert again.document.render() == result.document.render()
+
+
+def test_short_foreclosed_lists_are_left_alone() -> None:
+    avenues = ["- Caching X globally: bugs.", "- Caching Y globally: bugs."]
+    doc = make_doc(history_of(3), foreclosed=avenues)
+    assert compact(doc).archive == ""
+
+
+# -- the summarizer hook -------------------------------------------------------------------------------------
+
+
+def test_summarizer_gets_plain_dicts_and_a_short_answer_is_used() -> None:
+    calls: list[list[dict[str, Any]]] = []
+
+    def summarizer(entries: list[dict[str, Any]]) -> str:
+        calls.append(entries)
+        return "five good changes"
+
+    doc = make_doc(history_of(15))
+    result = compact(doc, CompactionPolicy(summarizer=summarizer))
+    assert len(calls) == 1
+    assert [d["number"] for d in calls[0]] == [1, 2, 3, 4, 5]
+    assert set(calls[0][0]) == {"number", "when", "status", "metric", "change", "notes"}
+    assert calls[0][0]["change"] == "Change number 1" and calls[0][0]["status"] == "accepted"
+    assert "· five good changes ·" in result.document.ranges[0].heading
+    assert compact(result.document, CompactionPolicy(summarizer=summarizer)).archive == ""
+    assert len(calls) == 1  # no new range line, no call
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [None, "", "   ", "two\nlines", "x" * 200, "z" * 83],  # 83: as long as the deterministic summary
+)
+def test_unusable_summaries_fall_back_to_the_deterministic_one(answer: str | None) -> None:
+    doc = make_doc(history_of(15))
+    expected = compact(doc).document.render()
+    assert compact(doc, CompactionPolicy(summarizer=lambda _: answer)).document.render() == expected
+
+
+def test_a_failing_summarizer_falls_back() -> None:
+    def broken(_: list[dict[str, Any]]) -> str:
+        raise RuntimeError("model timed out")
+
+    doc = make_doc(history_of(15))
+    assert compact(doc, CompactionPolicy(summarizer=broken)).document.render() == compact(doc).document.render()
+
+
+# -- the corpus and the report -------------------------------------------------------------------------------
+
+
+def test_corpus_shapes_compact_as_expected() -> None:
+    by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
+    apm = parse(read_raw(by_name["python-to-go-migration__idx55619624306.md"]))
+    result = compact(apm)
+    assert [e.number for e in result.document.iterations] == [94]
+    assert result.document.ranges[0].heading.startswith("### Iters 84–93 — ✅ 1 · 2026-05-16 · metric 551→578.77 ·")
+    assert not [w for w in result.document.warnings if w.code == "range-overlaps-entry"]
+    messy = parse(read_raw(by_name["perf-comparison__f1d81ce.md"]))
+    assert {w.code for w in messy.warnings} >= {"overlapping-ranges", "range-overlaps-entry"}
+    cleaned = compact(messy).document
+    assert not {w.code for w in cleaned.warnings} & {
+        "overlapping-ranges",
+        "range-overlaps-entry",
+        "duplicate-iteration",
+    }
+
+
+def test_report_as_dict_and_summary() -> None:
+    result = compact(make_doc(history_of(15)))
+    data = result.report.as_dict()
+    assert data["bytes_before"] > data["bytes_after"] and data["aggressive"] is False
+    assert len(data["moved"]) == 5 and data["moved"][0]["kind"] == "iteration"
+    assert data["ranges_written"][0].startswith("### Iters 1–5")
+    assert "moved 5 iterations" in result.report.summary()
+
+
+def test_synthetic_state_is_deterministic_and_well_formed() -> None:
+    text = synthetic_state("demo", 25, seed=4, direction="lower", agent_ranges=3)
+    assert text == synthetic_state("demo", 25, seed=4, direction="lower", agent_ranges=3)
+    assert text != synthetic_state("demo", 25, seed=5, direction="lower", agent_ranges=3)
+    doc = parse(text)
+    assert doc.machine_state["iteration_count"] == 25 and doc.machine_state["metric_direction"] == "lower"
+    assert len(doc.iterations) == 12 and len(doc.ranges) == 3
+    assert sorted(n for a, b in intervals(doc) for n in range(a, b + 1)) == list(range(1, 26))
+    assert not doc.warnings
+    with pytest.raises(UsageError):
+        synthetic_state("demo", -1)
