@@ -23,6 +23,11 @@ Fill order of ``full`` (the drop order is the reverse: the last tier goes first)
 6. range lines and other history entries, newest first;
 7. everything else (Program Info, Future Directions, unknown sections), top to bottom.
 
+The order is strict: a tier is shown only when every tier above it fits (history entries may shrink to one line
+to fit), so a view is always "everything above the cut, and part of the tier at the cut".  Within a tier a long
+unit that does not fit is skipped and shorter ones after it may still go in, except in the history, which stays a
+gap-free newest-first run.
+
 Template boilerplate (rules, the banner, intro sentences, HTML comments, ``*(none yet)*`` placeholders) is never
 shown: it costs tokens and says nothing.  Line endings become ``\\n``; undecodable bytes show as ``\\ufffd``.
 """
