@@ -63,6 +63,9 @@ class Change:
     document: StateDocument
     archive: str = ""
     archive_label: str = ""
+    #: The commit message for this write, when the update function knows better than its caller (e.g. the
+    #: iteration number a record got on the tip it actually ran on); "" keeps the message given to update().
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -208,8 +211,9 @@ def plan_update(
     max_bytes: int,
     last_part: Callable[[], tuple[str, str] | None],
     label: str,
-) -> dict[str, str] | None:
-    """Run ``fn`` on ``current`` and return the files to write (``path → text``), or ``None`` for no change.
+) -> tuple[dict[str, str], str] | None:
+    """Run ``fn`` on ``current``: the files to write (``path → text``) and the Change's own message ("" for
+    none), or ``None`` for no change.
 
     Archive parts come first and the state file last, the order a folder store writes them in.  ``last_part``
     is called only when there is archive text.  Raises BudgetError (nothing is written) when the new state file
@@ -236,7 +240,7 @@ def plan_update(
             files[f"{archive_dir(program)}/{name}"] = content
     if files or text != current:
         files[state_path(program)] = text
-    return files or None
+    return (files, change.message) if files else None
 
 
 def checked_bytes(text: str, path: str) -> bytes:

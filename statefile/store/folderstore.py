@@ -226,7 +226,7 @@ class FolderStore(Store):
         """Apply ``fn`` under the folder lock and write the result atomically; returns "" (there is no commit)."""
         validate_program(program)
         with self._locked():
-            files = plan_update(
+            planned = plan_update(
                 program,
                 self._read(state_path(program)),
                 fn,
@@ -234,8 +234,8 @@ class FolderStore(Store):
                 last_part=lambda: self._last_part(program),
                 label=first_line(message) or "update",
             )
-            if files is not None:
-                self._write_batch({path: checked_bytes(text, path) for path, text in files.items()})
+            if planned is not None:
+                self._write_batch({path: checked_bytes(text, path) for path, text in planned[0].items()})
         return ""
 
     def _last_part(self, program: str) -> tuple[str, str] | None:

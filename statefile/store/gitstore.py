@@ -728,7 +728,7 @@ class GitStore(Store):
 
         def attempt(base: str | None) -> str | None:
             root = self._root(base) if base else None
-            files = plan_update(
+            planned = plan_update(
                 program,
                 self._read_at(root, state_path(program)),
                 fn,
@@ -736,9 +736,11 @@ class GitStore(Store):
                 last_part=lambda: self._last_part(root, program),
                 label=label,
             )
-            if files is None:
+            if planned is None:
                 return None
-            return self._commit(base, {path: checked_bytes(t, path) for path, t in files.items()}, text)
+            files, own_message = planned
+            message_text = clean_message(own_message) if own_message.strip() else text
+            return self._commit(base, {path: checked_bytes(t, path) for path, t in files.items()}, message_text)
 
         return self._transact(attempt, label)
 
