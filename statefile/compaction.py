@@ -294,7 +294,8 @@ def _resolve(doc: StateDocument, lines: Sequence[str]) -> _History | None:
 def _entries_region(doc: StateDocument, entries: Sequence[Entry]) -> tuple[int, int] | None:
     """Absolute line span of the history entries (they run to the end of the section that holds them)."""
     joined = "".join(e.raw for e in entries)
-    count = len(split_lines(joined))
+    # Line count as split_lines counts: \r\n, \r and \n each end a line; a last line may lack an ending.
+    count = joined.count("\n") + joined.count("\r") - joined.count("\r\n") + (not joined.endswith(("\n", "\r")))
     history = doc.section("history")
     candidates = (
         [history]
@@ -546,7 +547,7 @@ class _Compactor:
         for detail, _primary in history.dropped:
             candidate.archive.append(((detail.low, detail.pos), history.raws[detail.pos]))
             candidate.moved.append(
-                MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for iteration {detail.key}")
+                MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for {detail.key}")
             )
         candidate.groups = sum(isinstance(s, _Group) for s in sequence)
         # Opaque entries follow the entry that was above them in the file, wherever that went.
@@ -747,6 +748,9 @@ def _left(texts: Sequence[str], plan: pruning.ListPlan) -> tuple[int, int]:
 
 
 def _label(entry: Entry) -> str:
+    if isinstance(entry, Iteration):
+        numbers = " & ".join(str(n) for n in entry.covers)
+        return f"Iteration {numbers}" + (" (partial)" if entry.partial else "")
     return _clip(entry.heading.lstrip("#-*+ ").strip())
 
 
@@ -759,8 +763,15 @@ def _short(title: str) -> str:
 
 
 def _ends_blank(text: str) -> bool:
-    body = text.rstrip("\r\n")
-    return len(_LINE_BREAK.findall(text[len(body) :])) >= 2 or not body.strip()
+    """Whether ``text`` ends with a blank line (or is only whitespace).  Looks at the last bytes only."""
+    tail = text[-4:]
+    if tail.endswith("\r\n"):
+        tail = tail[:-2]
+    elif tail.endswith(("\n", "\r")):
+        tail = tail[:-1]
+    else:
+        return text.isspace() or not text
+    return tail.endswith(("\n", "\r")) or text.isspace()
 
 
 def _join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:

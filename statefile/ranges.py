@@ -306,24 +306,31 @@ def change_of(entry: Iteration) -> str | None:
 
 
 def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
-    """A deterministic one-line summary of ``entries``: accepted entries' changes, oldest first.
+    """A deterministic one-line summary of ``entries``: accepted entries' changes, oldest first, within ``cap``.
 
-    With no accepted entry with a Change line, the changes tried are listed instead (``tried: …``).
+    With no accepted entry saying what it changed, the changes tried are listed instead (``tried: …``).  Only as
+    many entries are read as fit; the rest are counted (``(+N more)``), so the cost does not grow with history.
     """
     ordered = sorted(entries, key=lambda e: e.covers[0])
-    changes = [(e, change_of(e)) for e in ordered]
-    accepted = [short_change(c) for e, c in changes if e.status == "accepted" and c]
-    items, lead = (accepted, "") if accepted else ([short_change(c) for _, c in changes if c], "tried: ")
-    items = list(dict.fromkeys(i for i in items if i))  # repeated changes add nothing
-    if not items:
+    pool = [e for e in ordered if e.status == "accepted" and change_of(e)]
+    lead = ""
+    if not pool:
+        pool, lead = [e for e in ordered if change_of(e)], "tried: "
+    if not pool:
         return ""
-    text = lead
-    for index, item in enumerate(items):
-        more = len(items) - index
-        piece = (", " if index else "") + item
-        tail = f" (+{more - 1} more)" if more > 1 else ""
+    text, seen = lead, set()
+    for index, entry in enumerate(pool):
+        item = short_change(change_of(entry) or "")
+        if not item or item in seen:
+            continue  # repeated changes add nothing
+        seen.add(item)
+        rest = len(pool) - index - 1
+        piece = (", " if text != lead else "") + item
+        tail = f" (+{rest} more)" if rest else ""
         if len(text) + len(piece) + len(tail) > cap:
-            return clip(text + f" (+{more} more)", cap) if index else clip(lead + item, cap)
+            if text == lead:
+                return clip(lead + item, cap)
+            return text + f" (+{rest + 1} more)"
         text += piece
     return text
 
