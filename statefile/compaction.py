@@ -29,7 +29,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 from statefile import pruning, ranges
@@ -79,6 +79,8 @@ class CompactionPolicy:
     program: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.today, datetime):
+            object.__setattr__(self, "today", self.today.date())  # a datetime does not compare with dates
         problems = []
         if self.max_bytes < 1:
             problems.append("max_bytes must be >= 1")
@@ -126,15 +128,11 @@ class CompactionReport:
     bytes_before: int
     bytes_after: int
     max_bytes: int
+    changed: bool = False
     aggressive: bool = False
     last_resort: bool = False
     moved: tuple[MovedItem, ...] = ()
     ranges_written: tuple[str, ...] = ()
-
-    @property
-    def changed(self) -> bool:
-        """Whether the document changed."""
-        return bool(self.moved or self.ranges_written) or self.bytes_before != self.bytes_after
 
     @property
     def folded_iterations(self) -> int:
@@ -150,9 +148,10 @@ class CompactionReport:
         if not self.changed:
             return f"nothing to compact ({self.bytes_after} of {self.max_bytes} bytes)"
         mode = " (last resort)" if self.last_resort else " (aggressive)" if self.aggressive else ""
+        nouns = {"iteration": "iteration", "range": "range line", "lesson": "lesson", "foreclosed": "avenue"}
         counts = ", ".join(
-            f"{self.count(kind)} {kind}{'s' if self.count(kind) != 1 else ''}"
-            for kind in ("iteration", "range", "lesson", "foreclosed")
+            f"{self.count(kind)} {noun}{'s' if self.count(kind) != 1 else ''}"
+            for kind, noun in nouns.items()
             if self.count(kind)
         )
         return (
@@ -166,6 +165,7 @@ class CompactionReport:
             "bytes_before": self.bytes_before,
             "bytes_after": self.bytes_after,
             "max_bytes": self.max_bytes,
+            "changed": self.changed,
             "aggressive": self.aggressive,
             "last_resort": self.last_resort,
             "moved": [{"kind": m.kind, "label": m.label, "reason": m.reason} for m in self.moved],
@@ -671,10 +671,6 @@ class _Compactor:
             pieces.append(f"{self.newline}*({reason})*{self.newline}")
             pieces.append(texts[k] if texts[k].endswith(("\n", "\r")) else texts[k] + self.newline)
             candidate.moved.append(MovedItem("foreclosed" if kind == "avenue" else "lesson", _clip(texts[k]), reason))
-        for k in sorted(plan.rewrite):
-            candidate.moved.append(
-                MovedItem("foreclosed" if kind == "avenue" else "lesson", _clip(texts[k]), "similar bullets merged in")
-            )
         if len(pieces) > 1:
             candidate.list_archive.append("".join(pieces))
         return first, last, "".join(out)
@@ -854,13 +850,16 @@ def compact(
     if candidate.size > policy.max_bytes:
         raise _budget_error(doc, candidate, policy, name)
     if policy.summarizer is not None and candidate.ranges_written:
-        candidate = work.build(params, summarize=True)
+        summarized = work.build(params, summarize=True)
+        if summarized.size <= policy.max_bytes:  # never trade the budget for a summary
+            candidate = summarized
     changed = candidate.text != doc.render()
     document = parse(candidate.text) if changed else doc
     report = CompactionReport(
         bytes_before=doc.size,
         bytes_after=candidate.size,
         max_bytes=policy.max_bytes,
+        changed=changed,
         aggressive=aggressive,
         last_resort=last_resort,
         moved=tuple(candidate.moved),

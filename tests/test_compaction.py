@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timezone
 from typing import Any
 
 import pytest
@@ -486,6 +486,13 @@ def test_lessons_expire_with_the_reason_in_the_archive() -> None:
     check_invariants(doc, result, CompactionPolicy(today=date(2026, 2, 1)))
 
 
+def test_today_may_be_a_datetime() -> None:
+    policy = CompactionPolicy(today=datetime(2026, 2, 1, 12, 0, tzinfo=timezone.utc))
+    assert policy.today == date(2026, 2, 1)
+    doc = make_doc(history_of(3), lessons=["- Retry flaky tests once (expires 2026-01-31)."])
+    assert compact(doc, policy).report.moved[0].reason == "expired 2026-01-31"
+
+
 def test_all_lessons_gone_leaves_the_placeholder() -> None:
     doc = make_doc(history_of(3), lessons=["- Old fact (expires 2020-01-01)."])
     result = compact(doc, CompactionPolicy(today=date(2026, 1, 1)))
@@ -509,6 +516,18 @@ def test_foreclosed_avenues_consolidate_beyond_a_page() -> None:
     assert avenues[0] in result.archive
     again = compact(result.document)
     assert again.document.render() == result.document.render()
+
+
+def test_pinned_foreclosed_avenues_survive_consolidation() -> None:
+    avenues = [
+        f"- Caching module {i} globally: invalidation bugs in concurrent runs, measured in run {i}." for i in range(40)
+    ]
+    avenues[0] = "- 📌 " + avenues[0][2:]
+    doc = make_doc(history_of(3), foreclosed=avenues)
+    result = compact(doc)
+    kept = [item.text.rstrip("\n") for item in result.document.list_items("foreclosed")]
+    assert kept == [avenues[0]]
+    assert "*(duplicate of a pinned avenue)*" in result.archive
 
 
 def test_short_foreclosed_lists_are_left_alone() -> None:
@@ -579,7 +598,7 @@ def test_corpus_shapes_compact_as_expected() -> None:
 def test_report_as_dict_and_summary() -> None:
     result = compact(make_doc(history_of(15)))
     data = result.report.as_dict()
-    assert data["bytes_before"] > data["bytes_after"] and data["aggressive"] is False
+    assert data["bytes_before"] > data["bytes_after"] and data["aggressive"] is False and data["changed"] is True
     assert len(data["moved"]) == 5 and data["moved"][0]["kind"] == "iteration"
     assert data["ranges_written"][0].startswith("### Iters 1–5")
     assert "moved 5 iterations" in result.report.summary()

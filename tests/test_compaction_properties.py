@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter, defaultdict
+from datetime import date
 from itertools import pairwise
 from pathlib import Path
 
@@ -261,20 +262,26 @@ def messy_history(draw: st.DrawFn) -> str:
         else:
             parts.append(f"### Notes from run {n}\n\nSomething the agent wrote.\n\n")
     text = new_state_file("messy", iteration_count=60, metric_direction=draw(st.sampled_from(["higher", "lower"])))
-    lessons = draw(
-        st.lists(st.sampled_from(["Use typed arrays.", "📌 Never force-push.", "Use typed arrays!"]), max_size=6)
-    )
+    lesson_pool = ["Use typed arrays.", "📌 Never force-push.", "Use typed arrays!", "Old tip (expires 2026-01-01)."]
+    lessons = draw(st.lists(st.sampled_from(lesson_pool), max_size=30))
     if lessons:
         text = text.replace(
             "across iterations.\n\n- *(none yet)*", "across iterations.\n\n" + "\n".join(f"- {x}" for x in lessons), 1
         )
+    avenues = draw(st.integers(min_value=0, max_value=60))
+    if avenues:
+        bullets = [
+            f"- {'📌 ' if i % 17 == 0 else ''}Caching module {i % 7} globally: invalidation bugs seen in run {i}."
+            for i in range(avenues)
+        ]
+        text = text.replace("with reasons.\n\n- *(none yet)*", "with reasons.\n\n" + "\n".join(bullets), 1)
     return text.replace("*(No iterations yet.)*\n", "".join(parts), 1)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=messy_history(), budget=st.sampled_from((30720, 8192, 3000)))
 def test_messy_history_property(text: str, budget: int) -> None:
-    check(text, CompactionPolicy(max_bytes=budget))
+    check(text, CompactionPolicy(max_bytes=budget, today=date(2026, 6, 1)))
 
 
 @settings(max_examples=60, deadline=None)
