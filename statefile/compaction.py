@@ -70,7 +70,7 @@ class CompactionPolicy:
     max_lessons_aggressive: int = 10
     lesson_similarity: float = 0.8
     foreclosed_page_bytes: int = 3072
-    foreclosed_similarity: float = 0.5
+    foreclosed_similarity: float = 0.6
     max_foreclosed_aggressive: int = 15
     summary_cap: int = 160
     range_text_cap: int = 320

@@ -279,7 +279,7 @@ def messy_history(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=messy_history(), budget=st.sampled_from((30720, 8192, 3000)))
+@given(text=messy_history(), budget=st.sampled_from((30720, 8192, 3000, 2000)))
 def test_messy_history_property(text: str, budget: int) -> None:
     check(text, CompactionPolicy(max_bytes=budget, today=date(2026, 6, 1)))
 
