@@ -25,23 +25,29 @@ fit, :class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`) sa
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
 from statefile import pruning, ranges
+from statefile.coverage import (
+    Detail,
+    Group,
+    ends_blank,
+    join_entries,
+    plan_sequence,
+    resolve_history,
+)
 from statefile.document import MAINTAINER_OWNED, StateDocument, parse
 from statefile.errors import BudgetError, UsageError
-from statefile.history import Entry, Iteration, IterationRange, OpaqueEntry
+from statefile.history import Entry, Iteration
 from statefile.text import detect_newline, line_body, split_lines, utf8_size
 
 Summarizer = Callable[[list[dict[str, Any]]], "str | None"]
 
 _TITLE = re.compile(r"^Autoloop:\s*(\S+)")
-_RULE = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -195,209 +201,6 @@ class CompactionBudgetError(BudgetError):
         self.sections = sections
 
 
-# -- resolving the history into disjoint parts -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Detail:
-    pos: int
-    entry: Iteration
-    key: int
-
-    @property
-    def low(self) -> int:
-        return min(self.entry.covers)
-
-
-@dataclass
-class _BaseBand:
-    """Numbers ``first``–``last`` claimed by existing range lines (and entries resolved into them)."""
-
-    first: int
-    last: int
-    ranges: list[tuple[int, IterationRange]] = field(default_factory=list)
-    entries: list[_Detail] = field(default_factory=list)
-
-    @property
-    def pristine(self) -> bool:
-        return len(self.ranges) == 1 and not self.entries
-
-
-@dataclass
-class _Group:
-    """One range line of the output: existing bands and detailed entries folded together."""
-
-    bases: list[_BaseBand] = field(default_factory=list)
-    folded: list[_Detail] = field(default_factory=list)
-
-    @property
-    def first(self) -> int:
-        return min([b.first for b in self.bases] + [d.low for d in self.folded])
-
-    @property
-    def last(self) -> int:
-        return max([b.last for b in self.bases] + [d.key for d in self.folded])
-
-
-@dataclass(frozen=True)
-class _History:
-    region: tuple[int, int]  # absolute line span of the entries
-    raws: tuple[str, ...]  # entry texts in file order, the last without the trailing rule/blank lines
-    tail: str
-    original: str
-    bands: tuple[_BaseBand, ...]
-    free: tuple[_Detail, ...]  # detailed entries not inside a band, newest (highest number) first
-    dropped: tuple[tuple[_Detail, int], ...]  # duplicate entries and the position of the one that stays
-    opaque: tuple[tuple[int, OpaqueEntry], ...]
-    anchor: dict[int, int]  # opaque position -> position of the entry above it (-1: top)
-
-
-def _resolve(doc: StateDocument, lines: Sequence[str]) -> _History | None:
-    entries = doc.history
-    if not entries:
-        return None
-    region = _entries_region(doc, entries)
-    if region is None:
-        return None
-    raws = [e.raw for e in entries]
-    body, tail = _split_tail(raws[-1])
-    raws[-1] = body
-    details = [_Detail(pos, e, max(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)]
-    dropped, forced, free = _resolve_duplicates(details)
-    bands = [
-        _BaseBand(e.first, e.last, ranges=[(pos, e)]) for pos, e in enumerate(entries) if isinstance(e, IterationRange)
-    ]
-    bands.extend(forced)
-    bands, free = _absorb(bands, free)
-    free.sort(key=lambda d: (-d.key, d.pos))
-    opaque = [(pos, e) for pos, e in enumerate(entries) if isinstance(e, OpaqueEntry)]
-    anchor: dict[int, int] = {}
-    previous = -1
-    for pos, e in enumerate(entries):
-        if isinstance(e, OpaqueEntry):
-            anchor[pos] = previous
-        else:
-            previous = pos
-    return _History(
-        region=region,
-        raws=tuple(raws),
-        tail=tail,
-        original="".join(lines[region[0] : region[1]]),
-        bands=tuple(bands),
-        free=tuple(free),
-        dropped=tuple(dropped),
-        opaque=tuple(opaque),
-        anchor=anchor,
-    )
-
-
-def _entries_region(doc: StateDocument, entries: Sequence[Entry]) -> tuple[int, int] | None:
-    """Absolute line span of the history entries (they run to the end of the section that holds them)."""
-    joined = "".join(e.raw for e in entries)
-    # Line count as split_lines counts: \r\n, \r and \n each end a line; a last line may lack an ending.
-    count = joined.count("\n") + joined.count("\r") - joined.count("\r\n") + (not joined.endswith(("\n", "\r")))
-    history = doc.section("history")
-    candidates = (
-        [history]
-        if history is not None
-        else [s for s in doc.sections if s.kind not in ("title", "preamble", "machine_state")]
-    )
-    for section in candidates:
-        if len(section.lines) > count and section.text.endswith(joined):
-            end = section.start + len(section.lines)
-            return end - count, end
-    return None
-
-
-def _split_tail(raw: str) -> tuple[str, str]:
-    """Split the trailing blank and ``---`` lines (the section separator) off the last entry."""
-    lines = split_lines(raw)
-    cut = len(lines)
-    while cut > 1 and (not line_body(lines[cut - 1]).strip() or _RULE.match(line_body(lines[cut - 1]))):
-        cut -= 1
-    return "".join(lines[:cut]), "".join(lines[cut:])
-
-
-def _resolve_duplicates(
-    details: list[_Detail],
-) -> tuple[list[tuple[_Detail, int]], list[_BaseBand], list[_Detail]]:
-    """Entries sharing iteration numbers: keep the complete one, or fold them all into one band."""
-    parent = list(range(len(details)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[int, int] = {}
-    for index, detail in enumerate(details):
-        for n in detail.entry.covers:
-            if n in owner:
-                parent[find(index)] = find(owner[n])
-            else:
-                owner[n] = index
-    groups: dict[int, list[_Detail]] = defaultdict(list)
-    for index, detail in enumerate(details):
-        groups[find(index)].append(detail)
-    dropped: list[tuple[_Detail, int]] = []
-    forced: list[_BaseBand] = []
-    free: list[_Detail] = []
-    for group in groups.values():
-        if len(group) == 1:
-            free.append(group[0])
-            continue
-        union = {n for d in group for n in d.entry.covers}
-        complete = [d for d in group if set(d.entry.covers) >= union]
-        if complete:
-            primary = min(complete, key=lambda d: (d.entry.partial, d.pos))
-            free.append(primary)
-            dropped.extend((d, primary.pos) for d in group if d is not primary)
-        else:
-            forced.append(_BaseBand(min(union), max(union), entries=list(group)))
-    return dropped, forced, free
-
-
-def _merge_overlapping(bands: list[_BaseBand]) -> list[_BaseBand]:
-    merged: list[_BaseBand] = []
-    for band in sorted(bands, key=lambda b: (b.first, b.last)):
-        if merged and band.first <= merged[-1].last:
-            top = merged[-1]
-            top.last = max(top.last, band.last)
-            top.ranges.extend(band.ranges)
-            top.entries.extend(band.entries)
-        else:
-            merged.append(_BaseBand(band.first, band.last, list(band.ranges), list(band.entries)))
-    return merged
-
-
-def _absorb(bands: list[_BaseBand], free: list[_Detail]) -> tuple[list[_BaseBand], list[_Detail]]:
-    """Fold every detailed entry whose number a band covers into that band (widening it if needed)."""
-    bands = _merge_overlapping(bands)
-    while True:
-        starts = [b.first for b in bands]
-        remaining: list[_Detail] = []
-        widened = False
-        for detail in free:
-            hit = None
-            for n in detail.entry.covers:
-                k = bisect_right(starts, n) - 1
-                if k >= 0 and bands[k].last >= n:
-                    hit = bands[k]
-                    break
-            if hit is None:
-                remaining.append(detail)
-                continue
-            hit.entries.append(detail)
-            if detail.low < hit.first or detail.key > hit.last:
-                hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.key)
-                widened = True
-        free = remaining
-        if not widened:
-            return bands, free
-        bands = _merge_overlapping(bands)
-
-
 # -- planning one candidate output ---------------------------------------------------------------------------------
 
 
@@ -439,7 +242,7 @@ class _Compactor:
         direction = str(state.get("metric_direction") or "higher").strip().lower()
         self.direction = "lower" if direction.startswith("lower") else "higher"
         self.lines = split_lines(doc.render())
-        self.history = _resolve(doc, self.lines)
+        self.history = resolve_history(doc, self.lines)
         self.lessons = self._list_info("lessons")
         self.foreclosed = self._list_info("foreclosed")
         self.order_lessons = pruning.newest_last(self.lessons[2] if self.lessons else [])
@@ -462,79 +265,16 @@ class _Compactor:
 
     # -- history ---------------------------------------------------------------------------------------------
 
-    def _sequence(self, keep: int, max_ranges: int) -> list[_Detail | _Group]:
-        history = self.history
-        assert history is not None
-        kept = {d.pos for d in history.free[:keep]}
-        items: list[tuple[int, _Detail | _BaseBand]] = [(b.last, b) for b in history.bands]
-        items.extend((d.key, d) for d in history.free)
-        items.sort(key=lambda item: -item[0])
-        sequence: list[_Detail | _Group] = []
-        run: _Group | None = None
-        for _, item in items:
-            if isinstance(item, _BaseBand):
-                sequence.append(_Group(bases=[item]))
-                run = None
-            elif item.pos in kept:
-                sequence.append(item)
-                run = None
-            else:
-                if run is None:
-                    run = _Group()
-                    sequence.append(run)
-                run.folded.append(item)
-        # Young bands grow: a run of newly folded entries joins the statefile-written (or new) range line just
-        # older than it while that line covers fewer than band_span numbers.
-        index = 0
-        while index < len(sequence) - 1:
-            newer, older = sequence[index], sequence[index + 1]
-            if (
-                isinstance(newer, _Group)
-                and isinstance(older, _Group)
-                and newer.folded
-                and not newer.bases
-                and self._young(older)
-            ):
-                sequence[index] = _Group(older.bases, older.folded + newer.folded)
-                del sequence[index + 1]
-                continue
-            index += 1
-        # Too many ranges: merge the adjacent pair covering the fewest numbers (ties: the older pair), so older
-        # history ends up in broader bands.  Never across a kept entry, which must stay untouched.
-        while sum(isinstance(s, _Group) for s in sequence) > max_ranges:
-            best: tuple[int, int, int] | None = None
-            for i in range(len(sequence) - 1):
-                a, b = sequence[i], sequence[i + 1]
-                if isinstance(a, _Group) and isinstance(b, _Group):
-                    score = (a.last - b.first + 1, b.first, i)
-                    if best is None or score < best:
-                        best = score
-            if best is None:
-                break
-            i = best[2]
-            newer, older = sequence[i], sequence[i + 1]
-            assert isinstance(newer, _Group) and isinstance(older, _Group)
-            sequence[i] = _Group(older.bases + newer.bases, older.folded + newer.folded)
-            del sequence[i + 1]
-        return sequence
-
-    def _young(self, group: _Group) -> bool:
-        if group.last - group.first + 1 >= self.policy.band_span:
-            return False
-        if not group.bases:
-            return True
-        return all(ranges.parse_canonical(entry.heading) is not None for b in group.bases for _, entry in b.ranges)
-
     def _history_text(self, params: _Params, candidate: _Candidate, summarize: bool) -> str | None:
         history = self.history
         if history is None:
             return None
-        sequence = self._sequence(params.keep, params.max_ranges)
+        sequence = plan_sequence(history, params.keep, params.max_ranges, self.policy.band_span)
         # (member positions, text, wants a blank line after it when something follows)
         texts: list[tuple[list[int], str, bool]] = []
         last_pos = len(history.raws) - 1
         for item in sequence:
-            if isinstance(item, _Detail):
+            if isinstance(item, Detail):
                 texts.append(([item.pos], history.raws[item.pos], item.pos == last_pos))
                 continue
             members = [pos for b in item.bases for pos, _ in b.ranges]
@@ -549,7 +289,7 @@ class _Compactor:
             candidate.moved.append(
                 MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for {detail.key}")
             )
-        candidate.groups = sum(isinstance(s, _Group) for s in sequence)
+        candidate.groups = sum(isinstance(s, Group) for s in sequence)
         # Opaque entries follow the entry that was above them in the file, wherever that went.
         where: dict[int, int] = {}
         for index, (members, _, _) in enumerate(texts):
@@ -565,9 +305,9 @@ class _Compactor:
         for index, (_, text, spaced) in enumerate(texts):
             ordered.append((text, spaced))
             ordered.extend(after.get(index, []))
-        return _join_entries(ordered, history.tail, self.newline)
+        return join_entries(ordered, history.tail, self.newline)
 
-    def _render_group(self, group: _Group, params: _Params, candidate: _Candidate, summarize: bool) -> str:
+    def _render_group(self, group: Group, params: _Params, candidate: _Candidate, summarize: bool) -> str:
         # Stages re-plan the same groups; rendering a 10,000-entry group once is enough.
         key = (
             tuple(pos for b in group.bases for pos, _ in b.ranges),
@@ -585,7 +325,7 @@ class _Compactor:
         return line
 
     def _render_new(
-        self, group: _Group, params: _Params, summarize: bool
+        self, group: Group, params: _Params, summarize: bool
     ) -> tuple[str, list[tuple[tuple[int, int], str]], list[MovedItem]]:
         history = self.history
         assert history is not None
@@ -731,7 +471,7 @@ class _Compactor:
         pieces.extend(candidate.list_archive)
         out: list[str] = []
         for text in pieces:
-            if out and not _ends_blank(out[-1]):
+            if out and not ends_blank(out[-1]):
                 out.append(self.newline)
             out.append(text if text.endswith(("\n", "\r")) else text + self.newline)
         return "".join(out)
@@ -756,34 +496,6 @@ def _clip(text: str) -> str:
 
 def _short(title: str) -> str:
     return title.split(" — ", 1)[0]
-
-
-def _ends_blank(text: str) -> bool:
-    """Whether ``text`` ends with a blank line (or is only whitespace).  Looks at the last bytes only."""
-    tail = text[-4:]
-    if tail.endswith("\r\n"):
-        tail = tail[:-2]
-    elif tail.endswith(("\n", "\r")):
-        tail = tail[:-1]
-    else:
-        return text.isspace() or not text
-    return tail.endswith(("\n", "\r")) or text.isspace()
-
-
-def _join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:
-    """Entries in order, then the section's tail.  Kept entries bring their own spacing; a new range line (or the
-    entry that used to be last) gets a blank line after it when something follows."""
-    out = ""
-    for index, (text, spaced) in enumerate(texts):
-        out += text
-        follows = index < len(texts) - 1 or bool(tail)
-        if follows and not text.endswith(("\n", "\r")):
-            out += newline
-        if follows and spaced and index < len(texts) - 1 and not _ends_blank(out):
-            out += newline
-    if tail and out and not _ends_blank(out) and _RULE.match(line_body(split_lines(tail)[0])):
-        out += newline  # "text\n---" would be a setext heading
-    return out + tail
 
 
 # -- the public entry point ----------------------------------------------------------------------------------------
