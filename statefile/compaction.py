@@ -13,6 +13,7 @@ output: overlapping ranges merge into one range (keeping each one's text); a det
 covers folds into that range; of several entries for one number the complete one stays and the others (e.g.
 ``(partial)`` copies) go to the archive.  A range may span numbers no entry covered (a gap in the agent's
 history); entries whose heading names no iteration ("opaque") stay where they are, after their predecessor.
+The resolution and the layout of the new history live in :mod:`statefile.coverage`.
 
 Modes.  The normal pass always runs.  When its result is over ``aggressive_at`` of the budget, aggressive steps
 follow until the file is at most ``low_water`` of the budget: keep only ``keep_recent_aggressive`` entries and
