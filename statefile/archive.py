@@ -50,6 +50,21 @@ def make_chunk(text: str, *, when: str, what: str) -> str:
     return f"\n## Archived {when} — {what}\n\n{body}"
 
 
+_CHUNK_HEAD = re.compile(r"\A\n## Archived (.*?) — (.*?)\n\n", re.S)
+
+
+def unwrap_chunk(chunk: str) -> tuple[str, str]:
+    """The inverse of :func:`make_chunk`: ``(what, text)``; text that is not a chunk comes back as ``("", chunk)``.
+
+    Pure functions that build their own chunk (a lesson tombstone) hand it to a store, which wraps archive text
+    itself; unwrapping keeps one heading per chunk.
+    """
+    match = _CHUNK_HEAD.match(chunk)
+    if not match:
+        return "", chunk
+    return match.group(2), chunk[match.end() :]
+
+
 def plan_append(program: str, last_part: tuple[str, str] | None, chunk: str, max_bytes: int) -> list[tuple[str, str]]:
     """Where ``chunk`` goes: ``[(file name, full new content), …]`` for each part file written.
 

@@ -1,8 +1,14 @@
-"""The ``statefile`` command: a thin click layer.  Commands parse arguments and call the operations modules."""
+"""The ``statefile`` command: global options, command registration, and turning errors into exit codes.
+
+Commands live in :mod:`statefile.commands`; each parses its arguments and calls :mod:`statefile.operations`.
+Every deliberate failure is a :class:`~statefile.errors.StatefileError`, printed as one line on stderr with the
+exit code documented in :mod:`statefile.errors`; nothing else escapes as a traceback unless ``STATEFILE_DEBUG`` is
+set.
+"""
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,83 +16,71 @@ from typing import Any
 import click
 
 from statefile import __version__
-from statefile.errors import EXIT_CHECK_FAILED, StatefileError
+from statefile.app import AppContext
+from statefile.errors import EXIT_INTERNAL, EXIT_USAGE, StatefileError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
-def _read_file(path: Path) -> str:
-    from statefile.errors import InvalidDataError, NotFoundError
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, "--version", "-V", prog_name="statefile")
+@click.option(
+    "--repo",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="STATEFILE_REPO",
+    help="Git repository holding the memory branch (default: the one around the current directory). "
+    "[env STATEFILE_REPO]",
+)
+@click.option("--branch", help="Memory branch (default memory/autoloop). [env STATEFILE_BRANCH]")
+@click.option("--remote", help="Fetch from and push to this remote, e.g. origin. [env STATEFILE_REMOTE]")
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar="STATEFILE_DIR",
+    help="Work on a plain folder instead of a branch, e.g. /tmp/gh-aw/repo-memory/autoloop. [env STATEFILE_DIR]",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    help="Byte budget per state file (default: config, else 30720). [env STATEFILE_MAX_BYTES]",
+)
+@click.option("--json", "as_json", is_flag=True, envvar="STATEFILE_JSON", help="Machine-readable JSON output.")
+@click.option("--quiet", "-q", is_flag=True, envvar="STATEFILE_QUIET", help="Print only errors and data.")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    repo: Path | None,
+    branch: str | None,
+    remote: str | None,
+    folder: Path | None,
+    max_bytes: int | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Keep Autoloop state files — the agent's memory on the memory/autoloop branch — correct and under budget.
 
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise NotFoundError(f"{path}: no such file; check the path") from None
-    except OSError as exc:
-        raise NotFoundError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidDataError(
-            f"{path}: not valid UTF-8 (byte {exc.start}); re-save the file as UTF-8 — statefile will not rewrite it"
-        ) from None
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="statefile")
-def cli() -> None:
-    """Keep Autoloop state files (the agent's memory in git) correct and under budget."""
-
-
-@cli.command("show")
-@click.argument("file", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def show_cmd(file: Path, as_json: bool) -> None:
-    """Show a state file's structure, machine state, history summary and warnings.
-
-    Example: statefile show perf.md --json
+    \b
+    Moments:
+      CI pre-step   statefile --remote origin report --out /tmp/gh-aw/autoloop.json
+      agent         statefile record perf --status accepted --metric 0.93 --change "…"
+      maintainer    statefile list · statefile log perf · statefile expand perf 57
+    Shell completion: eval "$(_STATEFILE_COMPLETE=bash_source statefile)"
     """
-    from statefile.document import parse
-    from statefile.summary import describe
-
-    info = describe(parse(_read_file(file)))
-    if as_json:
-        click.echo(json.dumps(info, indent=2, ensure_ascii=False))
-        return
-    click.echo(f"{file}: {info['size_bytes']} bytes, {len(info['sections'])} sections")
-    for key, value in info["machine_state"].items():
-        click.echo(f"  {key}: {value}")
-    hist = info["history"]
-    click.echo(f"  history: {hist['iterations']} iterations, {hist['ranges']} ranges, {hist['other']} other")
-    for warning in info["warnings"]:
-        click.echo(f"  warning: {warning}")
+    ctx.obj = AppContext(
+        repo=repo, branch=branch, remote=remote, folder=folder, max_bytes=max_bytes, as_json=as_json, quiet=quiet
+    )
 
 
-@cli.command("check")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--max-bytes", type=click.IntRange(min=1), default=30720, show_default=True, help="Byte budget.")
-def check_cmd(files: tuple[Path, ...], max_bytes: int) -> None:
-    """Check state files: readable as UTF-8 and within the byte budget; warnings are printed.
+def _register() -> None:
+    from statefile.commands import maintenance, memory, programs
 
-    Example: statefile check memory/*.md --max-bytes 30720
-    """
-    from statefile.document import parse
+    for module in (programs, maintenance, memory):
+        for command in module.COMMANDS:
+            cli.add_command(command)
 
-    failed = 0
-    for file in files:
-        try:
-            doc = parse(_read_file(file))
-        except StatefileError as exc:
-            click.echo(f"error: {exc}", err=True)
-            failed += 1
-            continue
-        status = "ok"
-        if doc.size > max_bytes:
-            status = f"over budget ({doc.size} > {max_bytes} bytes)"
-            failed += 1
-        click.echo(f"{file}: {status}, {doc.size} bytes ({100 * doc.size // max_bytes}% of budget)")
-        for warning in doc.warnings:
-            click.echo(f"  warning: {warning}")
-    if failed:
-        sys.exit(EXIT_CHECK_FAILED)
+
+_register()
 
 
 def main(argv: list[str] | None = None) -> Any:
@@ -97,10 +91,30 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        sys.exit(exc.exit_code if exc.exit_code else EXIT_USAGE)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        click.echo("statefile: aborted", err=True)
         sys.exit(130)
     except StatefileError as exc:
-        click.echo(f"statefile: error: {exc}", err=True)
+        click.echo(f"statefile: error: {_one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        # `statefile list | head`: the reader went away; that is not an error worth a traceback.
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:
+        if os.environ.get("STATEFILE_DEBUG"):
+            raise
+        name = type(exc).__name__
+        click.echo(
+            f"statefile: internal error: {name}: {_one_line(str(exc))} "
+            "(set STATEFILE_DEBUG=1 for a traceback and report it)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERNAL)
+
+
+def _one_line(text: str) -> str:
+    from statefile.store.names import redact
+
+    return " ".join(redact(text).split())

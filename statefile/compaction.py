@@ -84,6 +84,8 @@ class CompactionPolicy:
     today: date | None = None
     summarizer: Summarizer | None = None
     program: str | None = None
+    #: Run the aggressive steps whatever the size (``statefile compact --aggressive``).
+    force_aggressive: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.today, datetime):
@@ -536,7 +538,7 @@ def compact(
     )
     candidate = work.build(params)
     aggressive = last_resort = False
-    if candidate.size > policy.aggressive_bytes:
+    if policy.force_aggressive or candidate.size > policy.aggressive_bytes:
         aggressive = True
         params = replace(
             params,

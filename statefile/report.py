@@ -90,12 +90,16 @@ def _budget(entry: dict[str, Any] | None, programs: dict[str, dict[str, Any]], e
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as indented JSON ending in a newline, atomically: a reader sees the old file or the new one.
+    """Write ``data`` as indented JSON ending in a newline, atomically (see :func:`write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8, atomically: a reader sees the old file or the new one.
 
     The text goes to a temporary file in the same folder, is fsynced, and replaces ``path`` with ``os.replace``.
     Parent folders are created; an existing file's permissions are kept.
     """
-    text = json.dumps(data, indent=2) + "\n"
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,8 @@ import re
 from statefile.errors import UsageError
 
 MAX_PROGRAM_LENGTH = 100
+#: The repository-wide shared lessons file (``_shared.md``): stored like a program, never listed as one.
+SHARED_PROGRAM = "_shared"
 MAX_BRANCH_LENGTH = 255
 MAX_PATH_LENGTH = 1024
 
@@ -26,8 +28,11 @@ def validate_program(name: str) -> str:
     """Return ``name`` if it is a safe program name, else raise :class:`UsageError` saying why.
 
     A program name becomes a file name (``{name}.md``) and a folder (``archive/{name}/``): letters, digits, ``.``,
-    ``_`` and ``-``, starting with a letter or digit, at most 100 characters, no ``..``.
+    ``_`` and ``-``, starting with a letter or digit, at most 100 characters, no ``..``.  The reserved
+    ``_shared`` (shared lessons) is accepted here but not listed by ``programs()`` (see :func:`is_program_name`).
     """
+    if name == SHARED_PROGRAM:
+        return name
     reason = _program_problem(name)
     if reason:
         raise UsageError(

@@ -1,0 +1,115 @@
+"""``statefile demo``: the main job end to end, on throwaway repositories built from the bundled samples.
+
+A bare repository plays GitHub; a clone plays the CI runner.  The demo seeds the memory branch with the samples
+(one of them far over budget, as agents leave files today), then runs the real commands a workflow would run,
+printing each one before its output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+SAMPLE_PROGRAMS = ("fresh", "mid-life", "long-running", "messy")
+_DEMO_ENV = {
+    "GIT_AUTHOR_NAME": "statefile demo",
+    "GIT_AUTHOR_EMAIL": "demo@statefile.invalid",
+    "GIT_COMMITTER_NAME": "statefile demo",
+    "GIT_COMMITTER_EMAIL": "demo@statefile.invalid",
+}
+
+
+def sample_text(name: str) -> str:
+    """The text of a bundled sample (``fresh``, ``mid-life``, ``long-running``, ``messy``, ``autoloop.json``)."""
+    filename = name if name.endswith(".json") else f"{name}.md"
+    return resources.files("statefile.samples").joinpath(filename).read_text(encoding="utf-8")
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **_DEMO_ENV})
+
+
+def build_demo_repos(root: Path) -> Path:
+    """Create ``root/remote.git`` (bare, with a memory branch holding the samples) and a clone ``root/runner``."""
+    from statefile.store import Store
+
+    remote = root / "remote.git"
+    seed = root / "seed"
+    runner = root / "runner"
+    _git("init", "--bare", "--quiet", "--initial-branch=main", str(remote), cwd=root)
+    _git("init", "--quiet", "--initial-branch=main", str(seed), cwd=root)
+    (seed / "README.md").write_text("A project whose Autoloop programs keep memory on memory/autoloop.\n")
+    _git("add", "README.md", cwd=seed)
+    _git("commit", "--quiet", "-m", "Initial commit", cwd=seed)
+    _git("remote", "add", "origin", str(remote), cwd=seed)
+    _git("push", "--quiet", "origin", "main", cwd=seed)
+    # Seed the branch as agents leave it today: the long-running file is far over the 30 KB budget.
+    with Store.open(seed, remote="origin", max_bytes=10_000_000) as store:
+        files = {f"{name}.md": sample_text(name) for name in SAMPLE_PROGRAMS}
+        store.write_files(files, "Seed memory/autoloop with the statefile samples")
+    _git("clone", "--quiet", str(remote), str(runner), cwd=root)
+    shutil.rmtree(seed)
+    return runner
+
+
+def run_demo(echo: Callable[[str], None], *, keep: bool = False) -> None:
+    """Run the demo, printing each command and its output through ``echo``."""
+    from statefile.cli import main
+
+    root = Path(tempfile.mkdtemp(prefix="statefile-demo-"))
+    saved_env = {key: os.environ.get(key) for key in _DEMO_ENV}
+    os.environ.update(_DEMO_ENV)
+    try:
+        runner = build_demo_repos(root)
+        autoloop_json = root / "autoloop.json"
+        autoloop_json.write_text(sample_text("autoloop.json"), encoding="utf-8")
+
+        def run(*args: str) -> None:
+            echo(f"\n$ statefile {' '.join(args)}")
+            try:
+                main(["--repo", str(runner), "--remote", "origin", *args])
+            except SystemExit as exc:
+                if exc.code not in (0, None):
+                    echo(f"(exit {exc.code})")
+
+        echo(f"demo: a bare remote and a runner clone in {root}; memory branch seeded with the samples")
+        run("list")
+        run("check")
+        run("compact", "long-running")
+        for program, status, metric, change in (
+            ("mid-life", "accepted", "131.5", "Vectorize the tokenizer inner loop"),
+            ("mid-life", "rejected", "130.9", "Swap the hash map for a sorted vector"),
+            ("messy", "error", None, "Parallel parse (CI timed out)"),
+        ):
+            args = ["record", program, "--status", status, "--change", change]
+            if metric is not None:
+                args += ["--metric", metric]
+            run(*args)
+        run("check")
+        run("report", "--out", str(autoloop_json))
+        report = json.loads(autoloop_json.read_text(encoding="utf-8"))
+        echo(
+            f"autoloop.json now has state_file_size_bytes={report.get('state_file_size_bytes')} "
+            f"for selected={report.get('selected')!r}, every scheduler key kept"
+        )
+        run("log", "long-running")
+        run("expand", "long-running", "7")
+        run("render", "mid-life", "--level", "index")
+        run("render", "mid-life", "--budget", "1500")
+        echo("\nThat is the whole job: records, compaction with an archive, a scheduler report, a readable log.")
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if keep:
+            echo(f"kept: {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
