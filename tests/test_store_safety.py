@@ -24,9 +24,10 @@ from statefile.store.names import (
     validate_remote,
 )
 
-BAD_PROGRAMS = ["", "../perf", "a/b", "a\\b", "..", "a..b", ".hidden", "-rf", "_shared", "perf.md", "x" * 101,
+BAD_PROGRAMS = ["", "../perf", "a/b", "a\\b", "..", "a..b", ".hidden", "-rf", "_private", "perf.md", "x" * 101,
                 "a b", "a\nb", "a\x00b", "perf.", "$(touch pwned)", "per;f", "ümlaut"]  # fmt: skip
-GOOD_PROGRAMS = ["perf", "perf-comparison", "linear_regression_compat", "v1.2", "A9", "x" * 100]
+# "_shared" is the reserved shared-lessons file: readable and writable, never listed as a program.
+GOOD_PROGRAMS = ["_shared", "perf", "perf-comparison", "linear_regression_compat", "v1.2", "A9", "x" * 100]
 BAD_BRANCHES = ["", "-x", "a..b", "a@{1}", "@", "a b", "a\x01b", "a\x7fb", "a~1", "a^", "a:b", "a?", "a*", "a[b",
                 "a\\b", "/a", "a/", "a//b", ".a", "a/.b", "a.lock", "a/b.lock/c", "a.", "x" * 256]  # fmt: skip
 GOOD_BRANCHES = ["memory/autoloop", "main", "memory/auto-loop_2", "a.b/c"]
