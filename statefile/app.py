@@ -101,6 +101,11 @@ class AppContext:
         self._store = store
         return store
 
+    @property
+    def globs(self) -> tuple[str, ...]:
+        """Which ``{name}.md`` files are state files (the configured file-glob)."""
+        return tuple(self.config().file_glob.value)
+
     def with_max_bytes(self, max_bytes: int | None) -> AppContext:
         """The same options with a command-level ``--max-bytes`` (``None``: unchanged)."""
         if max_bytes is None:

@@ -75,6 +75,13 @@ class CheckOutcome:
         }
 
 
+def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, int]:
+    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob), name → bytes."""
+    from fnmatch import fnmatchcase
+
+    return {name: size for name, size in store.programs().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
+
+
 def _policy_for(policy: CompactionPolicy, program: str) -> CompactionPolicy:
     return replace(policy, program=program)
 
@@ -176,11 +183,11 @@ def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcom
     return outcome
 
 
-def check_programs(store: Store, programs: list[str] | None) -> list[CheckOutcome]:
+def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, ...] = ("*.md",)) -> list[CheckOutcome]:
     """Check the named programs (all when ``None``); unreadable files are errors, not exceptions."""
     from statefile.errors import StatefileError
 
-    sizes = store.programs()
+    sizes = state_files(store, globs)
     names = programs if programs else sorted(sizes)
     outcomes: list[CheckOutcome] = []
     for name in names:
@@ -196,10 +203,10 @@ def check_programs(store: Store, programs: list[str] | None) -> list[CheckOutcom
     return outcomes
 
 
-def list_programs(store: Store) -> list[dict[str, Any]]:
+def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
     """Every program with size, % of budget, iteration count, last run and status."""
     rows = []
-    for name, size in sorted(store.programs().items()):
+    for name, size in sorted(state_files(store, globs).items()):
         doc = store.read(name)
         state = doc.machine_state if doc is not None else {}
         if state.get("completed"):
@@ -284,12 +291,18 @@ def save_edit(store: Store, program: str, original: str, edited: str) -> str:
 
 
 def build_report(
-    store: Store, existing: dict[str, Any], *, program: str | None, all_programs: bool, aggressive_at: float
+    store: Store,
+    existing: dict[str, Any],
+    *,
+    program: str | None,
+    all_programs: bool,
+    aggressive_at: float,
+    globs: tuple[str, ...] = ("*.md",),
 ) -> dict[str, Any]:
     """The scheduler's autoloop.json with statefile's sizes merged in (every existing key kept)."""
     from statefile.report import merge_report, program_report
 
-    sizes = store.programs()
+    sizes = state_files(store, globs)
     selected = program if program is not None else existing.get("selected")
     if program is not None and program not in sizes:
         raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")

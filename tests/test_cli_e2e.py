@@ -256,3 +256,11 @@ def test_version_help_and_demo(tmp_path: Path) -> None:
     assert "recorded iteration 42 of messy" in demo.stdout
     assert "complete: nothing left out" in demo.stdout or "statefile expand" in demo.stdout
     assert "state_file_size_bytes" in demo.stdout
+
+
+def test_file_glob_limits_which_files_are_programs(repos: Repos) -> None:
+    seed(repos, {"perf-a.md": sample_text("fresh"), "perf-b.md": sample_text("fresh"), "notes.md": "# notes\n"})
+    (repos.work / ".statefile.toml").write_text('file-glob = ["perf-*.md"]\n')
+    listing = json.loads(sf(repos, "--json", "list").stdout)
+    assert [row["program"] for row in listing] == ["perf-a", "perf-b"]
+    assert sf(repos, "check").returncode == 0  # notes.md (no Machine State) is not a state file here

@@ -52,7 +52,9 @@ def compact_cmd(
         else:
             jobs.append((app, target))
     if all_programs:
-        jobs = [(app, name) for name in sorted(app.store().programs())]
+        from statefile.operations import state_files
+
+        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
     results = []
     names = [name for _, name in jobs]
     by_name = dict(zip(names, (ctx for ctx, _ in jobs), strict=True))
@@ -103,7 +105,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
             except StatefileError as exc:
                 outcomes.append(CheckOutcome(name, 0, max_bytes, errors=[str(exc)]))
     if programs or not files:
-        outcomes.extend(check_programs(app.store(), programs or None))
+        outcomes.extend(check_programs(app.store(), programs or None, app.globs))
     if app.as_json:
         emit_json([o.as_dict() for o in outcomes])
     else:
@@ -145,6 +147,7 @@ def report_cmd(app: AppContext, program: str | None, all_programs: bool, out: Pa
         program=program,
         all_programs=all_programs,
         aggressive_at=float(app.config().aggressive_at.value),
+        globs=app.globs,
     )
     if out is None:
         emit_json(merged)

@@ -60,7 +60,9 @@ def status_cmd(app: AppContext, program: str | None) -> None:
     from statefile.pressure import count_archived_entries, pressure, pressure_lines
 
     store = app.store()
-    names = [program] if program else sorted(n for n in store.programs() if n != SHARED_PROGRAM)
+    from statefile.operations import state_files
+
+    names = [program] if program else sorted(state_files(store, app.globs))
     reports = {}
     for name in names:
         doc = _require(app, name)

@@ -192,7 +192,7 @@ def list_cmd(app: AppContext) -> None:
     """List programs with size, % of budget, iteration count, last run and status."""
     from statefile.operations import list_programs
 
-    rows = list_programs(app.store())
+    rows = list_programs(app.store(), app.globs)
     if app.as_json:
         emit_json(rows)
         return
