@@ -75,6 +75,11 @@ class AppContext:
         if self.folder is not None:
             from statefile.store import FolderStore
 
+            if config.remote.value:
+                raise UsageError(
+                    f"--dir works on a plain folder and cannot use a remote ({config.remote.source}); "
+                    "drop --remote/STATEFILE_REMOTE or --dir"
+                )
             if not self.folder.is_dir():
                 raise NotFoundError(f"--dir {self.folder}: no such folder; create it or check the path")
             self._store = FolderStore(self.folder, max_bytes=max_bytes)
@@ -87,11 +92,11 @@ class AppContext:
             raise NotFoundError(
                 f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
             )
-        from statefile.store import Store
+        from statefile.store import BOT_EMAIL, BOT_NAME, Store
 
         author = None
         if config.author_name.value or config.author_email.value:
-            author = f"{config.author_name.value or 'statefile'} <{config.author_email.value or ''}>"
+            author = f"{config.author_name.value or BOT_NAME} <{config.author_email.value or BOT_EMAIL}>"
         store = Store.open(
             root, branch=config.branch.value, remote=config.remote.value, max_bytes=max_bytes, author=author
         )
@@ -111,6 +116,12 @@ class AppContext:
         if max_bytes is None:
             return self
         return replace(self, max_bytes=max_bytes, _config=None, _store=None)
+
+    def with_summarizer(self, command: str | None) -> AppContext:
+        """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
+        if command is None:
+            return self
+        return replace(self, env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None, _store=None)
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""

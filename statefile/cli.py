@@ -116,5 +116,6 @@ def main(argv: list[str] | None = None) -> Any:
 
 def _one_line(text: str) -> str:
     from statefile.store.names import redact
+    from statefile.text import one_line
 
-    return " ".join(redact(text).split())
+    return one_line(redact(text))

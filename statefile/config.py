@@ -302,10 +302,14 @@ def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[
         resolved.setdefault(option.name, Setting(option.default, SOURCE_DEFAULT))
     config = Config(**resolved)
     if config.aggressive_keep.value > config.keep_recent.value:
-        raise UsageError(
-            f"aggressive-keep ({config.aggressive_keep.value}, {config.aggressive_keep.source}) is larger than "
-            f"keep-recent ({config.keep_recent.value}, {config.keep_recent.source}); make it smaller or equal"
-        )
+        if config.aggressive_keep.source != SOURCE_DEFAULT:
+            raise UsageError(
+                f"aggressive-keep ({config.aggressive_keep.value}, {config.aggressive_keep.source}) is larger than "
+                f"keep-recent ({config.keep_recent.value}, {config.keep_recent.source}); make it smaller or equal"
+            )
+        # Only keep-recent was set (e.g. 3): the default aggressive-keep follows it down.
+        resolved["aggressive_keep"] = Setting(config.keep_recent.value, f"{SOURCE_DEFAULT} (capped at keep-recent)")
+        config = Config(**resolved)
     return config
 
 

@@ -11,6 +11,9 @@ from statefile.errors import InvalidDataError, NotFoundError
 def read_text_file(path: Path) -> str:
     """The UTF-8 text of ``path``; a clear error when it is missing, unreadable or not UTF-8."""
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            # A FIFO or device would block or stream forever.
+            raise NotFoundError(f"{path}: not a regular file; pass the path of a state file")
         data = path.read_bytes()
     except FileNotFoundError:
         raise NotFoundError(f"{path}: no such file; check the path") from None

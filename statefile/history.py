@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from statefile.text import line_body
+from statefile.text import line_body, one_line
 
 # Status words, by the glyph agents put in front of them.  The scheduler's Recent Statuses use the words.
 STATUS_GLYPHS: dict[str, str] = {
@@ -242,9 +242,9 @@ def render_iteration(
     newline: str = "\n",
 ) -> str:
     """Write an entry in the upstream template's shape (FORMAT.md, "An iteration entry"), ending in a blank line."""
-    heading = f"### Iteration {number} — {when} UTC"
+    heading = f"### Iteration {number} — {one_line(when)} UTC"
     if run_url:
-        heading += f" — [Run]({run_url})"
+        heading += f" — [Run]({one_line(run_url)})"
     word = status.lower()
     glyph = STATUS_GLYPHS.get(word, "•")
     # The three upstream words are written as the template does ("✅ Accepted"); any other word is kept as typed
@@ -257,23 +257,18 @@ def render_iteration(
     }.get(word, word)
     lines = [heading, "", f"- **Status**: {glyph} {label}"]
     if change:
-        lines.append(f"- **Change**: {_one_line(change)}")
+        lines.append(f"- **Change**: {one_line(change)}")
     if metric is not None:
         extra = []
         if previous_best is not None:
             extra.append(f"previous best: {previous_best}")
         if delta is not None:
             extra.append(f"delta: {delta}")
-        lines.append(f"- **Metric**: {metric}" + (f" ({', '.join(extra)})" if extra else ""))
+        lines.append(f"- **Metric**: {one_line(metric)}" + (f" ({', '.join(extra)})" if extra else ""))
     if commit:
-        lines.append(f"- **Commit**: {commit}")
+        lines.append(f"- **Commit**: {one_line(commit)}")
     if ci_fix_attempts > 0:
         lines.append(f"- **CI fix attempts**: {ci_fix_attempts}")
     if notes:
-        lines.append(f"- **Notes**: {_one_line(notes)}")
+        lines.append(f"- **Notes**: {one_line(notes)}")
     return newline.join([*lines, "", ""])
-
-
-def _one_line(text: str) -> str:
-    # A field is one line in the format; a newline typed into --notes would start a new, unparsable line.
-    return " ".join(text.split())

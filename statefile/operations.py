@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 # Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
 CHECK_ERRORS = frozenset({"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state"})
-STATUS_GLYPH = {"accepted": "✅", "rejected": "❌", "error": "⚠️", "ci-fix-exhausted": "⚠️"}
 
 
 @dataclass(frozen=True)
@@ -98,6 +97,7 @@ def record_iteration(
 ) -> RecordOutcome:
     """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write."""
     from statefile.compaction import compact
+    from statefile.history import STATUS_GLYPHS
     from statefile.rules import record
     from statefile.store import Change
 
@@ -107,7 +107,7 @@ def record_iteration(
         recorded = record(doc, request, program=program, now=now)
         number = recorded.history[0].covers[0] if recorded.history else 0
         result = compact(recorded, _policy_for(policy, program))
-        glyph = STATUS_GLYPH.get(request.status, "•")
+        glyph = STATUS_GLYPHS.get(request.status, "•")
         message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
         if result.report.changed:
             message += f"\n\n{result.report.summary()}"
@@ -205,9 +205,18 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
 
 def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
     """Every program with size, % of budget, iteration count, last run and status."""
+    from statefile.errors import StatefileError
+
     rows = []
     for name, size in sorted(state_files(store, globs).items()):
-        doc = store.read(name)
+        try:
+            doc = store.read(name)
+        except StatefileError as exc:
+            # One unreadable file must not hide the others: it is listed as such.
+            rows.append({"program": name, "size": size, "percent_of_budget": round(100 * size / store.max_bytes, 1),
+                         "iteration_count": None, "last_run": None, "best_metric": None, "status": "unreadable",
+                         "error": str(exc)})  # fmt: skip
+            continue
         state = doc.machine_state if doc is not None else {}
         if state.get("completed"):
             status = "completed"
@@ -309,8 +318,17 @@ def build_report(
     names = sorted(sizes) if all_programs or (program is None and not selected) else []
     if isinstance(selected, str) and selected not in names:
         names.append(selected)
+    from statefile.errors import StatefileError
+
     entries: dict[str, dict[str, Any]] = {}
     for name in names:
-        doc = store.read(name) if name in sizes else None
+        try:
+            doc = store.read(name) if name in sizes else None
+        except StatefileError as exc:
+            if name == selected:
+                raise  # the scheduler's own program: fail loudly rather than report it as healthy
+            entries[name] = {**program_report(name, sizes[name], store.max_bytes, None, aggressive_at=aggressive_at),
+                             "error": str(exc)}  # fmt: skip
+            continue
         entries[name] = program_report(name, sizes.get(name, 0), store.max_bytes, doc, aggressive_at=aggressive_at)
     return merge_report(existing, entries, selected if isinstance(selected, str) else None)

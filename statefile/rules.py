@@ -31,7 +31,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 from statefile import machine_state
@@ -67,7 +67,7 @@ class RecordRequest:
     """
 
     status: str
-    metric: float | None = None
+    metric: float | Decimal | None = None
     change: str | None = None
     notes: str | None = None
     commit: str | None = None
@@ -88,6 +88,15 @@ class RecordRequest:
         object.__setattr__(self, "status", status)
         if self.metric is not None and (isinstance(self.metric, bool) or not math.isfinite(self.metric)):
             raise UsageError(f"metric {self.metric!r} is not a finite number; pass the measured value")
+        for name in ("change", "notes", "commit", "run_url", "lesson"):
+            value = getattr(self, name)
+            if value is not None:
+                # Every field is one line of the file: a newline would start a heading or a new bullet of its own.
+                object.__setattr__(self, name, " ".join(str(value).split()) or None)
+        if self.commit is not None and not re.fullmatch(r"[0-9A-Za-z._/-]{1,64}", self.commit):
+            raise UsageError(f"commit {self.commit!r} is not a commit id; pass a sha such as a1b2c3d")
+        if self.run_url is not None and re.search(r"[\s()<>\[\]]", self.run_url):
+            raise UsageError(f"run URL {self.run_url!r} contains spaces or brackets; pass the run's URL as it is")
         if self.iteration is not None and self.iteration < 1:
             raise UsageError(f"iteration {self.iteration} is not a positive number; iterations start at 1")
         if self.ci_fix_attempts < 0:
@@ -237,17 +246,32 @@ def parse_number(cell: Any) -> Decimal | None:
         return None
 
 
-def _decimal(value: float) -> Decimal:
-    # repr() is the shortest text that round-trips, so 0.93 stays 0.93 (Decimal(0.93) would be 0.9300000000000000488…)
-    # and differences come out exact: 0.93 − 0.9 = 0.03, not 0.030000000000000027.
+def _decimal(value: float | Decimal) -> Decimal:
+    # A Decimal (what the CLI parses from the text typed) is exact already.  For a float, repr() is the shortest
+    # text that round-trips, so 0.93 stays 0.93 (Decimal(0.93) would be 0.9300000000000000488…) and differences
+    # come out exact: 0.93 − 0.9 = 0.03, not 0.030000000000000027.
+    if isinstance(value, Decimal):
+        return value
     return Decimal(repr(float(value)))
 
 
 def format_number(value: Decimal) -> str:
-    """A number as the files write it: ``55`` not ``55.0``, ``0.00000649`` not ``6.49E-6``, ``1.5`` not ``1.50``."""
+    """A number as the files write it: ``55`` not ``55.0``, ``0.00000649`` not ``6.49E-6``, ``1.5`` not ``1.50``.
+
+    Beyond 1e15 or below 1e-9 (in magnitude), exponent notation (``1.5e+308``) keeps a cell from growing to
+    hundreds of digits.
+    """
+    magnitude = abs(value)
+    if magnitude and (magnitude >= Decimal("1e15") or magnitude < Decimal("1e-9")):
+        mantissa, _, exponent = format(value, "e").partition("e")
+        if "." in mantissa:
+            mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{exponent}"
     if value == value.to_integral_value():
         return str(int(value))
-    return format(value.normalize(), "f")
+    # normalize() rounds to the context's precision (28 digits): give it as many as the value has.
+    exact = Context(prec=max(28, len(value.as_tuple().digits)))
+    return format(value.normalize(exact), "f")
 
 
 def format_delta(value: Decimal) -> str:

@@ -42,6 +42,9 @@ class CommandSummarizer:
         self.timeout = timeout
         self.cap = cap
         self.last_reason: str | None = None
+        # The update function that calls us is re-run when a concurrent write wins (Store.update): the same folded
+        # entries then get the same answer without running the command again.
+        self._answers: dict[bytes, tuple[str | None, str | None]] = {}
 
     def __repr__(self) -> str:
         return f"CommandSummarizer({shlex.join(self.argv)!r}, timeout={self.timeout:g}, cap={self.cap})"
@@ -57,6 +60,11 @@ class CommandSummarizer:
 
     def _summarize(self, entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:
         payload = _payload(entries)
+        if payload not in self._answers:
+            self._answers[payload] = self._answer(payload)
+        return self._answers[payload]
+
+    def _answer(self, payload: bytes) -> tuple[str | None, str | None]:
         output, reason = self._run(payload)
         if output is None:
             return None, reason

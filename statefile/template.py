@@ -6,13 +6,14 @@ from typing import Any
 
 from statefile.document import _cell_text, _label_for
 from statefile.machine_state import CANONICAL_ROWS, field_key
+from statefile.text import one_line
 
 
 def new_state_file(program: str, **fields: Any) -> str:
     """A fresh ``{program}.md``.  ``fields`` set Machine State rows by key (``metric_direction="lower"``)
     and, with ``goal=``/``metric=``, the Program Info lines."""
-    goal = fields.pop("goal", None) or "*(describe the goal)*"
-    metric_name = fields.pop("metric", None) or "*(metric name)*"
+    goal = one_line(str(fields.pop("goal", None) or "")) or "*(describe the goal)*"
+    metric_name = one_line(str(fields.pop("metric", None) or "")) or "*(metric name)*"
     values: dict[str, Any] = {
         "last_run": None,
         "iteration_count": 0,

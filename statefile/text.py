@@ -26,6 +26,14 @@ def line_ending(line: str) -> str:
     return line[len(line.rstrip("\r\n")) :]
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) collapsed to one space, ends stripped.
+
+    Fields of a state file are single lines: a newline typed into a value would start a heading or a bullet.
+    """
+    return " ".join(text.split())
+
+
 def detect_newline(text: str) -> str:
     """The first line ending used in ``text``, or "\\n" when there is none; new lines are written in it."""
     match = _NEWLINE_RE.search(text)

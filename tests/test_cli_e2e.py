@@ -264,3 +264,74 @@ def test_file_glob_limits_which_files_are_programs(repos: Repos) -> None:
     listing = json.loads(sf(repos, "--json", "list").stdout)
     assert [row["program"] for row in listing] == ["perf-a", "perf-b"]
     assert sf(repos, "check").returncode == 0  # notes.md (no Machine State) is not a state file here
+
+
+def test_import_refuses_to_roll_back_existing_state(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    base = ["--dir", str(folder)]
+    run_statefile(*base, "init", "perf", cwd=tmp_path)
+    run_statefile(*base, "record", "perf", "--status", "accepted", "--metric", "1", cwd=tmp_path)
+    export = tmp_path / "old.json"
+    assert run_statefile(*base, "export", "--out", str(export), cwd=tmp_path).returncode == 0
+    run_statefile(*base, "record", "perf", "--status", "accepted", "--metric", "2", cwd=tmp_path)
+    before = (folder / "perf.md").read_bytes()
+    proc = run_statefile(*base, "import", str(export), cwd=tmp_path)
+    assert_clean_error(proc, 5, "exist with different content")
+    assert (folder / "perf.md").read_bytes() == before
+    assert run_statefile(*base, "import", str(export), "--force", cwd=tmp_path).returncode == 0
+    assert upstream_machine_state((folder / "perf.md").read_text())["iteration_count"] == 1
+
+
+def test_edit_with_an_editor_that_writes_bad_bytes_keeps_the_text(repos: Repos, tmp_path: Path) -> None:
+    assert sf(repos, "init", "perf").returncode == 0
+    tip = repos.remote_tip()
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nprintf '\\377\\376' >> \"$1\"\n")
+    editor.chmod(0o755)
+    proc = run_statefile("--remote", "origin", "edit", "perf", cwd=repos.work, env={"EDITOR": str(editor)})
+    assert_clean_error(proc, 7, "not valid UTF-8", "your text is in")
+    assert repos.remote_tip() == tip
+    good = tmp_path / "good.sh"
+    good.write_text("#!/bin/sh\nsed -i 's/^- \\*(none yet)\\*$/- Maintainer note/' \"$1\"\n")
+    good.chmod(0o755)
+    proc = run_statefile("--remote", "origin", "edit", "perf", cwd=repos.work, env={"EDITOR": str(good)})
+    assert proc.returncode == 0, proc.stderr
+    assert "- Maintainer note" in (repos.remote_file("perf.md") or "")
+
+
+def test_option_mixups_and_partial_identity(repos: Repos, tmp_path: Path) -> None:
+    proc = run_statefile("--dir", str(tmp_path), "--remote", "origin", "list", cwd=tmp_path)
+    assert_clean_error(proc, 2, "--dir")
+    proc = run_statefile("--remote", "origin", "init", "perf", cwd=repos.work, env={"STATEFILE_AUTHOR_NAME": "Bot"})
+    assert proc.returncode == 0, proc.stderr
+    assert git("log", "-1", "--format=%an <%ae>", "memory/autoloop", cwd=repos.remote).strip() == (
+        "Bot <statefile@users.noreply.github.com>"
+    )
+
+
+def test_one_unreadable_file_does_not_hide_the_others(repos: Repos) -> None:
+    seed(repos, {"good.md": sample_text("fresh")})
+    blob = (
+        subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"], cwd=repos.work, input=b"\xff\xfe", capture_output=True, check=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    git("fetch", "--quiet", "origin", "memory/autoloop", cwd=repos.work)
+    listing = git("ls-tree", "FETCH_HEAD", cwd=repos.work) + f"100644 blob {blob}\tbad.md\n"
+    tree = (
+        subprocess.run(["git", "mktree"], cwd=repos.work, input=listing.encode(), capture_output=True, check=True)
+        .stdout.decode()
+        .strip()
+    )
+    commit = git("commit-tree", tree, "-p", "FETCH_HEAD", "-m", "bad", cwd=repos.work).strip()
+    git("push", "--quiet", "origin", f"{commit}:refs/heads/memory/autoloop", cwd=repos.work)
+    rows = {r["program"]: r for r in json.loads(sf(repos, "--json", "list").stdout)}
+    assert rows["good"]["status"] == "new" and rows["bad"]["status"] == "unreadable"
+    report = json.loads(sf(repos, "report", "--all").stdout)
+    assert "error" in report["statefile"]["programs"]["bad"]
+    assert report["statefile"]["programs"]["good"]["size"] > 0
+    compacted = sf(repos, "compact", "--all")
+    assert compacted.returncode == 7 and "bad" in compacted.stderr

@@ -211,8 +211,11 @@ def test_bad_values_name_their_source_and_key(flags: dict[str, object], message:
 
 def test_aggressive_keep_must_not_exceed_keep_recent(tmp_path: Path) -> None:
     write(tmp_path, ".statefile.toml", "keep-recent = 3\n")
-    with pytest.raises(UsageError, match=r"aggressive-keep \(5, default\) is larger than keep-recent \(3, \.statefile"):
-        resolve(tmp_path)
+    # Only keep-recent set: the default aggressive-keep follows it down.
+    capped = resolve(tmp_path).aggressive_keep
+    assert (capped.value, capped.source) == (3, "default (capped at keep-recent)")
+    with pytest.raises(UsageError, match=r"aggressive-keep \(4, flag --aggressive-keep\) is larger than keep-recent"):
+        resolve(tmp_path, flags={"aggressive_keep": 4})
     assert resolve(tmp_path, flags={"aggressive_keep": 3}).aggressive_keep.value == 3
 
 

@@ -353,7 +353,10 @@ def test_best_metric_cells_are_read_leniently(cell: str, previous: str, best_aft
         (0.93, "0.93"),
         (0.00000649, "0.00000649"),
         (1e-7, "0.0000001"),
-        (1e20, "100000000000000000000"),
+        (1e15 - 1, "999999999999999"),
+        (1e20, "1e+20"),
+        (1e308, "1e+308"),
+        (1.5e-10, "1.5e-10"),
         (-2.5, "-2.5"),
         (-0.0, "0"),
     ],
@@ -589,3 +592,21 @@ def test_corpus_files_accept_a_record_touching_only_its_three_places(path: Path,
     mine = after.machine_state
     for key in ("iteration_count", "last_run", "recent_statuses", "consecutive_errors", "paused", "best_metric"):
         assert state.get(key) == mine.get(key)
+
+
+def test_exact_decimal_metrics_and_one_line_fields() -> None:
+    big = Decimal("99999999999999999999999999999999")
+    after = record(fresh(), RecordRequest("accepted", metric=big, commit="abc", notes="two\n## lines"),
+                   program="p", now=NOW)  # fmt: skip
+    assert after.machine_state["best_metric"] == "9.9999999999999999999999999999999e+31"
+    assert "## lines" not in [line[:8] for line in after.render().splitlines()]
+    assert after.history[0].raw.count("\n- **Notes**: two ## lines\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [({"commit": "abc\n## x"}, "commit"), ({"run_url": "http://x) [y](z"}, "run URL"), ({"commit": "a b"}, "commit")],
+)
+def test_fields_that_would_break_the_file_are_refused(kwargs: dict[str, str], needle: str) -> None:
+    with pytest.raises(UsageError, match=needle):
+        RecordRequest("accepted", **kwargs)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import click
 
 from statefile.app import AppContext
 from statefile.cli_support import emit_json, example, file_program, is_file_argument, pass_app, progress, say
-from statefile.errors import EXIT_CHECK_FAILED, UsageError
+from statefile.errors import EXIT_CHECK_FAILED, StatefileError, UsageError
 
 
 @click.command("compact")
@@ -18,6 +18,7 @@ from statefile.errors import EXIT_CHECK_FAILED, UsageError
 @click.option("--aggressive", is_flag=True, help="Use the aggressive policy now, whatever the file's size.")
 @click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
 @click.option("--max-bytes", type=click.IntRange(min=1), help="Byte budget for this run (overrides config).")
+@click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @example("statefile compact --all --dry-run    ·    statefile compact memory/perf.md --max-bytes 8192")
 @pass_app
 def compact_cmd(
@@ -27,6 +28,7 @@ def compact_cmd(
     aggressive: bool,
     dry_run: bool,
     max_bytes: int | None,
+    summarizer: str | None,
 ) -> None:
     """Fold old history into range lines, prune lessons, archive what moved; stay under the budget.
 
@@ -35,7 +37,7 @@ def compact_cmd(
     """
     from statefile.operations import compact_program
 
-    app = app.with_max_bytes(max_bytes)
+    app = app.with_max_bytes(max_bytes).with_summarizer(summarizer)
     if all_programs and targets:
         raise UsageError("give program names or --all, not both")
     if not all_programs and not targets:
@@ -56,12 +58,20 @@ def compact_cmd(
 
         jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
     results = []
+    failures: list[tuple[str, StatefileError]] = []
     names = [name for _, name in jobs]
     by_name = dict(zip(names, (ctx for ctx, _ in jobs), strict=True))
     with progress(app, names, "compacting") as items:
         for name in items:
             ctx = by_name[name]
-            outcome = compact_program(ctx.store(), name, ctx.policy(aggressive=aggressive), dry_run=dry_run)
+            try:
+                outcome = compact_program(ctx.store(), name, ctx.policy(aggressive=aggressive), dry_run=dry_run)
+            except StatefileError as exc:
+                if not all_programs:
+                    raise
+                # With --all, one broken file must not keep the others over budget: report it, go on, fail at the end.
+                failures.append((name, exc))
+                continue
             results.append(outcome)
     if app.as_json:
         emit_json(
@@ -76,6 +86,15 @@ def compact_cmd(
         if r.dry_run and not app.quiet:
             for item in r.report.moved:
                 click.echo(f"  {item.kind}: {item.label} — {item.reason}")
+    _report_failures(failures)
+
+
+def _report_failures(failures: list[tuple[str, StatefileError]]) -> None:
+    """After ``compact --all``: one line per program that failed, and the worst exit code."""
+    for name, error in failures:
+        click.echo(f"statefile: error: {name}: {error}", err=True)
+    if failures:
+        sys.exit(max(error.exit_code for _, error in failures))
 
 
 @click.command("check")
@@ -186,6 +205,7 @@ def config_cmd(app: AppContext) -> None:
 
 @click.command("demo")
 @click.option("--keep", is_flag=True, help="Keep the temporary repositories and print where they are.")
+@example("statefile demo --keep")
 @pass_app
 def demo_cmd(app: AppContext, keep: bool) -> None:
     """Run the main job end to end on a temporary repo with a bare remote built from the samples.

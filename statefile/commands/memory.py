@@ -29,7 +29,7 @@ def _require(app: AppContext, program: str) -> StateDocument:
 
 @click.command("render")
 @click.argument("program")
-@click.option("--budget", type=click.IntRange(min=1), default=8000, show_default=True, help="Characters at most.")
+@click.option("--budget", type=click.IntRange(min=200), default=8000, show_default=True, help="Characters at most.")
 @click.option("--level", type=click.Choice(["index", "timeline", "full"]), default="full", show_default=True)
 @example("statefile render perf --budget 8000    ·    statefile render perf --level index")
 @pass_app
@@ -99,7 +99,13 @@ def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> 
 
 @click.group("lesson")
 def lesson_group() -> None:
-    """Manage lessons: add, remove (to the archive, restorable), restore, pin, promote to _shared.md."""
+    """Manage lessons: add, remove (to the archive, restorable), restore, pin, unpin, promote to _shared.md.
+
+    \b
+    Example:
+      statefile lesson add perf "Radix beats comparison sort above 1k rows"
+      statefile lesson remove perf 2 --reason "superseded"
+    """
 
 
 @lesson_group.command("add")
@@ -195,6 +201,7 @@ def _selector(selector: str) -> int | str:
 @lesson_group.command("pin")
 @click.argument("program")
 @click.argument("selector")
+@example('statefile lesson pin perf "typed arrays"')
 @pass_app
 def lesson_pin(app: AppContext, program: str, selector: str) -> None:
     """Pin lesson SELECTOR of PROGRAM so compaction never prunes it."""
@@ -207,6 +214,24 @@ def lesson_pin(app: AppContext, program: str, selector: str) -> None:
 
     commit = app.store().update(program, apply, f"statefile: pin a lesson of {program}")
     say(app, "pinned" + (f" ({commit[:10]})" if commit else ""))
+
+
+@lesson_group.command("unpin")
+@click.argument("program")
+@click.argument("selector")
+@example("statefile lesson unpin perf 2")
+@pass_app
+def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
+    """Unpin lesson SELECTOR of PROGRAM (compaction may prune it again)."""
+    from statefile.lessons import unpin_lesson
+
+    def apply(doc: StateDocument | None) -> StateDocument:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'")
+        return unpin_lesson(doc, _selector(selector))
+
+    commit = app.store().update(program, apply, f"statefile: unpin a lesson of {program}")
+    say(app, "unpinned" + (f" ({commit[:10]})" if commit else ""))
 
 
 @lesson_group.command("promote")
@@ -253,15 +278,31 @@ def export_cmd(app: AppContext, out: Path | None) -> None:
 
 @click.command("import")
 @click.argument("source", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--force", is_flag=True, help="Overwrite files that exist with different content.")
 @example("statefile --branch memory/restored import memory.json")
 @pass_app
-def import_cmd(app: AppContext, source: Path) -> None:
-    """Import an export (all files, byte for byte) as one commit on the branch."""
+def import_cmd(app: AppContext, source: Path, force: bool) -> None:
+    """Import an export (all files, byte for byte) as one commit on the branch (or one write to --dir).
+
+    Files that already exist with different content are refused unless --force: an old export would otherwise
+    roll state back and orphan archived iterations.
+    """
+    from statefile.errors import ConflictError
     from statefile.exchange import import_json, loads
 
     raw = sys.stdin.read() if str(source) == "-" else _read(source)
     files = import_json(loads(raw))
-    commit = app.store().write_files(files, f"statefile: import {len(files)} files")
+    store = app.store()
+    if not force:
+        existing = store.read_all()
+        clashes = sorted(path for path, text in files.items() if path in existing and existing[path] != text)
+        if clashes:
+            shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
+            raise ConflictError(
+                f"{len(clashes)} file(s) exist with different content ({shown}); nothing was written — import into "
+                "an empty branch (--branch NEW) or pass --force to overwrite"
+            )
+    commit = store.write_files(files, f"statefile: import {len(files)} files")
     say(app, f"imported {len(files)} files" + (f" ({commit[:10]})" if commit else ""))
 
 

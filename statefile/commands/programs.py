@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,15 @@ def _writable_program(program: str) -> str:
     return validate_program(program)
 
 
-def _metric(value: str | None) -> float | None:
+def _metric(value: str | None) -> Decimal | None:
+    # Parsed straight from the text as a Decimal: a float would round 99999999999999999999 and friends.
     if value is None:
         return None
     try:
-        number = float(value.replace(",", "").rstrip("%"))
-    except ValueError:
+        number = Decimal(value.strip().replace("_", ""))
+    except InvalidOperation:
         raise UsageError(f"--metric {value!r} is not a number; pass the metric value, e.g. --metric 0.93") from None
-    if not math.isfinite(number):
+    if not number.is_finite():
         raise UsageError(f"--metric {value!r} is not a finite number")
     return number
 
@@ -102,6 +103,7 @@ def init_cmd(
 @click.option("--lesson", help="A lesson learned, added to Lessons Learned.")
 @click.option("--at", help="When the iteration ran (ISO 8601, default now).")
 @click.option("--iteration", type=click.IntRange(min=1), help="Iteration number (default: next); taken → exit 5.")
+@click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @example('statefile record perf --status accepted --metric 0.93 --change "Cache parsed rows" --commit a1b2c3d')
 @pass_app
 def record_cmd(
@@ -118,6 +120,7 @@ def record_cmd(
     lesson: str | None,
     at: str | None,
     iteration: int | None,
+    summarizer: str | None,
 ) -> None:
     """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically."""
     from statefile.operations import record_iteration
@@ -137,6 +140,7 @@ def record_cmd(
         at=_when(at),
         iteration=iteration,
     )
+    app = app.with_summarizer(summarizer)
     store = app.store()
     outcome = record_iteration(store, program, request, app.policy(), now=datetime.now(timezone.utc))
     if app.as_json:
@@ -259,7 +263,7 @@ def edit_cmd(app: AppContext, program: str) -> None:
     original = store.read_text(program)
     if original is None:
         raise NotFoundError(f"no program '{program}'; 'statefile init {program}' creates it")
-    edited = click.edit(original, extension=".md", require_save=True)
+    edited = _run_editor(program, original)
     if edited is None or edited == original:
         say(app, "no changes")
         return
@@ -274,6 +278,31 @@ def edit_cmd(app: AppContext, program: str) -> None:
         click.echo(f"statefile: your edited text is saved in {saved}", err=True)
         raise
     say(app, f"saved {program}.md" + (f" ({commit[:10]})" if commit else ""))
+
+
+def _run_editor(program: str, original: str) -> str | None:
+    """Open ``original`` in $EDITOR through a temporary file; ``None`` when the editor left it unchanged."""
+    import tempfile
+
+    from statefile.errors import InvalidDataError
+
+    handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
+    path = Path(name)
+    with open(handle, "w", encoding="utf-8", newline="") as fh:
+        fh.write(original)
+    try:
+        click.edit(filename=str(path))
+    except click.ClickException as exc:
+        raise UsageError(f"the editor failed ({exc.format_message()}); your text is in {path}") from None
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidDataError(
+            f"the edited text is not valid UTF-8 (byte {exc.start}); nothing was saved, your text is in {path}"
+        ) from None
+    path.unlink()
+    return None if text == original else text
 
 
 def _keep_text(program: str, text: str) -> Path:

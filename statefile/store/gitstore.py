@@ -134,8 +134,9 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 def _is_lock_busy(stderr: str) -> bool:
-    # "Unable to create '…/x.lock': File exists." — another git process holds the lock (or a killed one left it).
-    return "File exists" in stderr or "Unable to create" in stderr
+    # "Unable to create '…/x.lock': File exists." — another git process holds the lock (or a killed one left it);
+    # "cannot lock ref '…': is at X but expected Y" — a concurrent fetch in the same clone moved the ref first.
+    return any(sign in stderr for sign in ("File exists", "Unable to create", "cannot lock ref", "but expected"))
 
 
 def git_error(exc: GitCommandError, hint: str = "check the repository and retry") -> GitError:
