@@ -82,7 +82,6 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?i?b?)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
 _SIZE_UNITS.update({"g": 1024**3, "gb": 1024**3, "gib": 1024**3})
 # git check-ref-format, the parts that matter for a branch typed by hand.
-_BAD_REF = re.compile(r"(^[/.-])|([/.]$)|(\.\.)|(//)|(@\{)|(\.lock$)|(/\.)|(\.lock/)|([\s~^:?*\[\\\x00-\x1f\x7f])")
 
 
 def parse_size(raw: object) -> int:
@@ -133,10 +132,13 @@ def _seconds(raw: object) -> float:
 def _branch(raw: object) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError(f"must be a branch name such as 'memory/autoloop', got {raw!r}")
+    from statefile.store.names import validate_branch
+
     name = raw.strip().removeprefix("refs/heads/")
-    if _BAD_REF.search(name):
-        raise ValueError(f"{raw!r} is not a valid git branch name")
-    return name
+    try:
+        return validate_branch(name)
+    except UsageError:
+        raise ValueError(f"{raw!r} is not a valid git branch name") from None
 
 
 def _word(raw: object) -> str:

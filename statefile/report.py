@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from statefile import __version__
+from statefile.atomic import replace_file
 from statefile.config import DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
 
@@ -97,46 +97,23 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` as UTF-8, atomically: a reader sees the old file or the new one.
 
-    The text goes to a temporary file in the same folder, is fsynced, and replaces ``path`` with ``os.replace``.
     Parent folders are created; an existing file's permissions are kept.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            mode: int | None = path.stat().st_mode & 0o7777
+            mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
-            mode = None
-        # O_EXCL: never write through a file (or symlink) someone else put at the temporary name.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            if mode is not None:
-                os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_dir(path.parent)
+            mode = 0o666 & ~_umask()
+        replace_file(path, text.encode("utf-8"), mode=mode)
     except OSError as exc:
         raise UsageError(f"cannot write {path} ({exc.strerror}); check the folder exists and is writable") from None
 
 
-def _fsync_dir(folder: Path) -> None:
-    # Makes the rename itself durable on POSIX; Windows cannot open a directory, and does not need this.
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platform dependent
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - some file systems refuse fsync on directories
-        pass
-    finally:
-        os.close(fd)
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from statefile.archive import archive_dir, make_chunk, part_number, plan_append
+from statefile.config import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
 from statefile.document import StateDocument, parse
 from statefile.errors import BudgetError, InvalidDataError
 from statefile.text import encode
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from statefile.store.folderstore import FolderStore
     from statefile.store.gitstore import GitStore
 
-DEFAULT_BRANCH = "memory/autoloop"
-DEFAULT_MAX_BYTES = 30720  # gh-aw repo-memory's max-file-size in the upstream Autoloop workflow
 BOT_NAME = "statefile"
 BOT_EMAIL = "statefile@users.noreply.github.com"
 

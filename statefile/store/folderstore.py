@@ -16,11 +16,11 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from statefile.archive import archive_dir
+from statefile.atomic import fsync_dir, replace_file
 from statefile.errors import BudgetError, InvalidDataError, NotFoundError, UsageError
 from statefile.store import (
     DEFAULT_MAX_BYTES,
@@ -124,21 +124,9 @@ class FolderStore(Store):
         if data is None:
             if current is not None:
                 os.unlink(target)
-                _fsync_dir(folder)
+                fsync_dir(folder)
             return
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".statefile-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, stat.S_IMODE(current.st_mode) if current is not None else _NEW_FILE_MODE)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(folder)
+        replace_file(target, data, mode=stat.S_IMODE(current.st_mode) if current is not None else _NEW_FILE_MODE)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -268,12 +256,3 @@ def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "folder"
     return "regular file" if stat.S_ISREG(mode) else "special file"
-
-
-def _fsync_dir(folder: Path) -> None:
-    # The rename is durable only once the folder entry is on disk.
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

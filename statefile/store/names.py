@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from statefile.archive import part_number
 from statefile.errors import UsageError
 
 MAX_PROGRAM_LENGTH = 100
@@ -165,9 +166,10 @@ def redact(text: str) -> str:
 
 def validate_part(part: str) -> str:
     """Return ``part`` if it is an archive part file name (``0001.md``), else raise UsageError."""
-    if not isinstance(part, str) or not _PART_RE.fullmatch(part):
+    if not isinstance(part, str) or part_number(part) is None or not _PART_RE.fullmatch(part):
         raise UsageError(f"invalid archive part {part!r}; part names look like 0001.md (see archive_parts())")
     return part
 
 
+# archive.part_number defines a part name; this also caps its length so a name cannot grow without bound.
 _PART_RE = re.compile(r"\d{4,9}\.md")
