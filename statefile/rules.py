@@ -139,7 +139,13 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         if metric is not None and (previous_best is None or improves(metric, previous_best, direction)):
             fields["Best Metric"] = format_number(metric)
         target = parse_number(state.get("target_metric"))
-        if metric is not None and target is not None and reaches(metric, target, direction):
+        # A program already Completed keeps the reason it was completed for (the first time the target was hit).
+        if (
+            metric is not None
+            and target is not None
+            and reaches(metric, target, direction)
+            and not state.get("completed")
+        ):
             fields["Completed"] = True
             reached = f"target metric {format_number(target)} reached"
             fields["Completed Reason"] = f"{reached} at iteration {number} (metric {format_number(metric)})"

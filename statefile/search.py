@@ -160,8 +160,12 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
                 continue
             if len(matched) == len(terms):
                 score = 100.0
-                if len(terms) > 1 and phrase in " ".join(line.text.casefold().split()):
+                folded = " ".join(line.text.casefold().split())
+                if len(terms) > 1 and phrase in folded:
                     score += 50
+                # "variant 3" should rank "… variant 3 …" above "… variant 30 …".
+                if all(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", folded) for t in terms):
+                    score += 25
             elif len(per_block[line.block]) == len(terms):
                 score = 90.0
             else:

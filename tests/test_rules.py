@@ -610,3 +610,12 @@ def test_exact_decimal_metrics_and_one_line_fields() -> None:
 def test_fields_that_would_break_the_file_are_refused(kwargs: dict[str, str], needle: str) -> None:
     with pytest.raises(UsageError, match=needle):
         RecordRequest("accepted", **kwargs)  # type: ignore[arg-type]
+
+
+def test_completed_reason_is_kept_once_completed() -> None:
+    doc = fresh(target_metric=10, best_metric=5, iteration_count=1)
+    done = record(doc, RecordRequest("accepted", metric=11), program="p", now=NOW)
+    reason = done.machine_state["completed_reason"]
+    assert done.machine_state["completed"] is True and "iteration 2" in reason
+    again = record(done, RecordRequest("accepted", metric=12), program="p", now=NOW)
+    assert again.machine_state["completed_reason"] == reason

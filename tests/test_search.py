@@ -66,10 +66,11 @@ def test_all_terms_beat_some_terms_and_phrase_bonus() -> None:
     )
     hits = search({"perf.md": text}, "radix sort")
     scores = [(h.line, h.score) for h in hits]
-    assert scores[0][1] == 150  # the phrase, in live text with no iteration (newest)…
+    # 100 for all terms, +50 for the phrase, +25 when every term is a whole word.
+    assert scores[0][1] == 175  # the phrase, in live text with no iteration (newest)…
     assert hits[0].line == "- radix sort is the way"
-    assert hits[1].line == "- **Change**: radix sort" and hits[1].score == 150
-    assert hits[2].line == "- **Change**: sort radix buckets" and hits[2].score == 100
+    assert hits[1].line == "- **Change**: radix sort" and hits[1].score == 175
+    assert hits[2].line == "- **Change**: sort radix buckets" and hits[2].score == 125
     assert hits[3].line == "- **Change**: only radix here" and hits[3].score == 40
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
@@ -150,3 +151,9 @@ def test_corpus_search_is_consistent() -> None:
         assert "push" in hit.line.casefold() or "blocked" in hit.line.casefold()
     keys = [(-h.score) for h in hits]
     assert keys == sorted(keys)
+
+
+def test_whole_words_rank_above_longer_numbers() -> None:
+    files = {"perf.md": "# Autoloop: perf\n\n## 📚 Lessons Learned\n\n- tried variant 30 first\n- variant 3 won\n"}
+    hits = search(files, "variant 3")
+    assert hits[0].line == "- variant 3 won"
