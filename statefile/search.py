@@ -3,7 +3,8 @@
 Matching is case-insensitive substring matching of each query word, line by line, with the line's *block* (its
 history entry, or its bullet item) as context.  Ranking, best first:
 
-1. lines holding every query word (score 100, +50 when the words also appear as the exact phrase);
+1. lines holding every query word (score 100, +50 when the words also appear as the exact phrase, +25 when every
+   word appears as a whole word — "variant 3" ranks above "variant 30");
 2. lines holding some words whose entry or bullet holds all of them (score 90);
 3. lines holding some words (score ``80 × matched / words``);
 
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 from statefile.archive import ARCHIVE_ROOT, part_number
 from statefile.errors import UsageError
 from statefile.history import Iteration, IterationRange, entry_title, is_bullet_entry, is_entry_heading, parse_entry
+from statefile.store.names import SHARED_PROGRAM
 from statefile.text import line_body, split_lines
 
-SHARED_PROGRAM = "_shared"
-SHARED_PATH = "_shared.md"
+SHARED_PATH = f"{SHARED_PROGRAM}.md"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s+|$)(.*?)(?:\s+#+\s*)?$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s")
