@@ -18,8 +18,10 @@ The resolution and the layout of the new history live in :mod:`statefile.coverag
 Modes.  The normal pass always runs.  When its result is over ``aggressive_at`` of the budget, aggressive steps
 follow until the file is at most ``low_water`` of the budget: keep only ``keep_recent_aggressive`` entries and
 ``max_ranges_aggressive`` ranges, then tighter lesson and foreclosed limits.  When still over ``max_bytes``, the
-last resort folds the remaining entries, merges ranges down to one, drops range summaries (the archive has them)
-and removes the oldest unpinned lessons and avenues, one at a time, only as far as needed.  If even that does not
+last resort gives things up one at a time, only as far as needed, in this order: the older remaining entries
+(oldest first), range lines (merged down to one, then without their summaries: the archive has them), the oldest
+unpinned lessons, the oldest unpinned avenues and, only as the very last step, the newest detailed entry (the one
+just recorded), which then lives on as a range line and verbatim in the archive.  If even that does not
 fit, :class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`) says which sections take the bytes.
 """
 
@@ -555,13 +557,17 @@ def compact(
                 max_foreclosed=policy.max_foreclosed_aggressive,
             )
             candidate = work.build(params)
+    ceiling, folded_newest = params, False
     while candidate.size > policy.max_bytes:
         step = _last_resort_step(work, params, candidate)
         if step is None:
             break
         last_resort = True
+        folded_newest = folded_newest or (params.keep > 0 and step.keep == 0)
         params = step
         candidate = work.build(params)
+    if folded_newest and candidate.size <= policy.max_bytes:
+        params, candidate = _take_back(work, params, candidate, ceiling)
     if candidate.size > policy.max_bytes:
         raise _budget_error(doc, candidate, policy, name)
     if policy.summarizer is not None and candidate.ranges_written:
@@ -584,11 +590,18 @@ def compact(
 
 
 def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) -> _Params | None:
-    """The next smallest thing to give up when the file is still over budget, or ``None`` when nothing is left."""
+    """The next smallest thing to give up when the file is still over budget, or ``None`` when nothing is left.
+
+    The order says what matters most: older detailed entries go first (one at a time, oldest first), then range
+    lines merge down to one and lose their summaries (the archive keeps them), then the oldest unpinned lessons,
+    then the oldest unpinned foreclosed avenues.  The newest detailed entry (normally the one just recorded) is
+    the very last thing to fold: a file that fits only without it keeps it as a range line, with its full text in
+    the archive, rather than failing the write that recorded it.
+    """
     history = work.history
-    free = len(history.free) if history is not None else 0
-    if min(params.keep, free) > 0:
-        return replace(params, keep=min(params.keep, free) - 1)
+    free = min(params.keep, len(history.free) if history is not None else 0)
+    if free > 1:
+        return replace(params, keep=free - 1)
     if candidate.groups > 1 and params.max_ranges > 1:
         return replace(params, max_ranges=min(params.max_ranges, candidate.groups) - 1)
     if not params.force_render and candidate.groups:
@@ -597,7 +610,51 @@ def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) 
         return replace(params, max_lessons=candidate.lessons_kept - 1)
     if candidate.foreclosed_unpinned > 0:
         return replace(params, max_foreclosed=candidate.foreclosed_kept - 1)
+    if free == 1:
+        # Folding the newest entry makes a range line; the loop then comes back here to merge it and to drop
+        # its summary like the others'.
+        return replace(params, keep=0)
     return None
+
+
+def _take_back(
+    work: _Compactor, params: _Params, candidate: _Candidate, ceiling: _Params
+) -> tuple[_Params, _Candidate]:
+    """After the newest entry had to fold, take back what went before it as far as the budget allows.
+
+    Everything given up before the newest entry was given up while the entry still stood; once it is a short
+    range line, avenues, lessons and range summaries may fit again.  They come back in the reverse of the order
+    they went, never beyond the limits in force before the last resort (``ceiling``), so that compacting the
+    result again changes nothing.
+    """
+    max_bytes = work.policy.max_bytes
+
+    def largest(low: int, high: int, make: Callable[[int], _Params]) -> None:
+        # Sizes grow with the limit, so the largest limit that fits is found by bisection; ``low`` fits.
+        nonlocal params, candidate
+        while low < high:
+            middle = (low + high + 1) // 2
+            trial = work.build(make(middle))
+            if trial.size <= max_bytes:
+                low, params, candidate = middle, make(middle), trial
+            else:
+                high = middle - 1
+
+    if params.max_foreclosed is not None and params.max_foreclosed != ceiling.max_foreclosed:
+        total = len(work.foreclosed[1]) if work.foreclosed is not None else 0
+        high = total if ceiling.max_foreclosed is None else min(ceiling.max_foreclosed, total)
+        base = params
+        largest(params.max_foreclosed, high, lambda n: replace(base, max_foreclosed=n))
+    if params.max_lessons < ceiling.max_lessons:
+        total = len(work.lessons[1]) if work.lessons is not None else 0
+        base = params
+        largest(params.max_lessons, min(ceiling.max_lessons, total), lambda n: replace(base, max_lessons=n))
+    if params.force_render and not ceiling.force_render:
+        trial_params = replace(params, force_render=False, text_cap=ceiling.text_cap)
+        trial = work.build(trial_params)
+        if trial.size <= max_bytes:
+            params, candidate = trial_params, trial
+    return params, candidate
 
 
 def _budget_error(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from statefile.compaction import CompactionBudgetError, CompactionPolicy, compac
 from statefile.document import StateDocument, parse
 from statefile.errors import BudgetError, UsageError
 from statefile.history import Iteration, IterationRange, parse_entry, render_iteration
+from statefile.pruning import is_pinned, is_placeholder
 from statefile.ranges import (
     Band,
     band_from_entries,
@@ -397,6 +399,87 @@ def test_last_resort_folds_recent_entries_when_needed() -> None:
     assert result.document.size <= 8192
     assert len(result.document.iterations) < policy.keep_recent_aggressive
     check_invariants(doc, result, policy)
+
+
+def record(doc: StateDocument, change: str = "Cache the parsed frames", notes: str = "Faster.") -> str:
+    """Prepend a new detailed entry after the highest iteration, as `statefile record` does; returns its text."""
+    n = doc.highest_iteration + 1
+    text = render_iteration(
+        number=n,
+        when="2026-06-01 12:00",
+        status="accepted",
+        change=change,
+        metric="600",
+        previous_best="590",
+        delta="+10",
+        commit="abc1234",
+        notes=notes,
+    )
+    doc.prepend_entry(text)
+    return text
+
+
+def unpinned(doc: StateDocument, kind: str) -> list[str]:
+    return [i.text for i in doc.list_items(kind) if not is_pinned(i.text) and not is_placeholder(i.text)]
+
+
+def test_last_resort_keeps_the_entry_just_recorded() -> None:
+    """Regression: under a tight budget the last resort folded the newest entry while lessons could still go."""
+    by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
+    doc = parse(read_raw(by_name["perf-comparison__b18c37b.md"]))
+    newest = record(doc)
+    policy = CompactionPolicy(max_bytes=3000)
+    result = compact(doc, policy)
+    assert result.report.last_resort
+    assert [core(e.raw) for e in result.document.iterations] == [core(newest)]
+    assert result.report.count("lesson") > 0  # lessons went before the newest entry did
+    check_invariants(doc, result, policy)
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:60])
+def test_newest_entry_folds_only_when_nothing_else_can_move(path: Path) -> None:
+    doc = parse(read_raw(path))
+    newest = record(doc)
+    policy = CompactionPolicy(max_bytes=3000)
+    try:
+        result = compact(doc, policy)
+    except BudgetError:
+        return
+    after = result.document
+    if core(newest) in {core(e.raw) for e in after.iterations}:
+        return
+    # Folded: then every other entry, range text, unpinned lesson and avenue must already be gone.
+    assert not after.iterations
+    assert len(after.ranges) <= 1
+    assert not unpinned(after, "lessons") and not unpinned(after, "foreclosed")
+    check_invariants(doc, result, policy)
+
+
+def test_last_resort_order_lessons_before_the_newest_entry_then_the_entry() -> None:
+    lessons = ["- 📌 Never force-push the branch.", *[f"- Lesson {i} about subsystem {i}." for i in range(8)]]
+    fits = make_doc(history_of(30), lessons=lessons)
+    newest = record(fits, change="Big change " + "word " * 150)
+    policy = CompactionPolicy(max_bytes=2600)
+    result = compact(fits, policy)
+    assert [core(e.raw) for e in result.document.iterations] == [core(newest)]
+    assert len(result.document.ranges) == 1
+    assert result.report.count("lesson") > 0  # lessons went, the entry just recorded stayed
+    check_invariants(fits, result, policy)
+    # When even that is not enough, the newest entry folds as the very last step (its text is in the archive)...
+    huge = make_doc(history_of(3), lessons=lessons)
+    newest = record(huge, change="Huge change " + "word " * 600)
+    result = compact(huge, CompactionPolicy(max_bytes=3000))
+    assert not result.document.iterations and result.report.last_resort
+    assert core(newest) in result.archive
+    # ... and what went before it comes back where it fits again: here every lesson.
+    assert len(result.document.list_items("lessons")) == len(lessons) and result.report.count("lesson") == 0
+    check_invariants(huge, result, CompactionPolicy(max_bytes=3000))
+    tight = CompactionPolicy(max_bytes=1750)
+    result = compact(huge, tight)
+    kept = [i.text.rstrip("\n") for i in result.document.list_items("lessons")]
+    assert not result.document.iterations and kept[0] == lessons[0] and 1 < len(kept) < len(lessons)
+    assert kept[1:] == lessons[len(lessons) - len(kept) + 1 :]  # the oldest unpinned went, only as far as needed
+    check_invariants(huge, result, tight)
 
 
 def test_budget_error_names_the_sections_and_what_to_do() -> None:
