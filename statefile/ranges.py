@@ -7,6 +7,9 @@ band (best before → best after, in the Metric Direction) and summary text.  Ba
 
     ### Iters 11–40 — ✅ 17 ❌ 9 ⚠️ 4 · 2026-01-02…2026-01-09 · metric 101.2→131.5 · summary · archive/perf/
 
+When the counts stand for only part of the band (it absorbed agents' range lines, which carry no statuses, or
+spans a gap in the history), the counts field says how many are not counted: ``✅ 4 ⚠️ 17 (+121 uncounted)``.
+
 It keeps the upstream ``### Iters A–B`` prefix (en dash), so humans, agents and
 :func:`statefile.history.parse_entry` read it as a range with the right numbers and metric band.  Every field but
 the prefix is optional; the last ``·`` field names the archive folder holding the folded detail, which is also how
@@ -33,7 +36,7 @@ _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CANONICAL = re.compile(r"^#{3}\s+Iters (\d+)–(\d+) — (.*)$")
 _ARCHIVE_FIELD = re.compile(r"^archive/\S*$")
-_COUNTS_FIELD = re.compile(r"^(?:(?:✅|❌|⚠️|other) \d+)(?: (?:✅|❌|⚠️|other) \d+)*$")
+_COUNTS_FIELD = re.compile(r"^(?:(?:✅|❌|⚠️|other) \d+)(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?$")
 _COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
 _DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
 _METRIC_FIELD = re.compile(r"^metric (\S+?)→(\S+)$")
@@ -64,6 +67,17 @@ class Band:
     def span(self) -> int:
         """How many iteration numbers the band covers."""
         return self.last - self.first + 1
+
+    @property
+    def uncounted(self) -> int:
+        """How many of the band's numbers no status count stands for, when some are counted (else 0).
+
+        Agents' range lines carry no per-iteration statuses, and histories have gaps; a band that absorbed
+        either counts only part of its span.  A band with no counts at all says nothing about statuses, so
+        nothing is missing from what it says.
+        """
+        counted = sum(self.counts)
+        return self.span - counted if 0 < counted < self.span else 0
 
 
 def number(text: str | None) -> float | None:
@@ -267,6 +281,9 @@ def render_band(band: Band, *, program: str | None, text_cap: int, newline: str 
     """The canonical range line for ``band`` (one heading line and its line ending)."""
     fields: list[str] = []
     counts = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
+    if counts and band.uncounted:
+        # Say so when the counts cover only part of the band ("✅ 4 ⚠️ 17" over 142 iterations reads as all).
+        counts += f" (+{band.uncounted} uncounted)"
     if counts:
         fields.append(counts)
     if band.date_from:

@@ -107,9 +107,9 @@ def test_public_names() -> None:
 
 
 def test_canonical_line_parses_back_as_a_range_with_its_band() -> None:
-    band = Band(7, 19, (5, 3, 1, 0), "2026-01-02", "2026-02-10", "20", "55.5", ("Added the thing (30→31)",))
+    band = Band(7, 19, (9, 3, 1, 0), "2026-01-02", "2026-02-10", "20", "55.5", ("Added the thing (30→31)",))
     line = render_band(band, program="perf", text_cap=320)
-    assert line.startswith("### Iters 7–19 — ✅ 5 ❌ 3 ⚠️ 1 · 2026-01-02…2026-02-10 · metric 20→55.5 · Added")
+    assert line.startswith("### Iters 7–19 — ✅ 9 ❌ 3 ⚠️ 1 · 2026-01-02…2026-02-10 · metric 20→55.5 · Added")
     assert line.endswith(" · archive/perf/\n")
     parsed = parse_entry(line)
     assert isinstance(parsed, IterationRange)
@@ -146,6 +146,36 @@ def test_agent_range_shapes_are_understood() -> None:
             day,
         )
         assert band.parts and band.parts[0] in heading  # the agent's text is kept
+
+
+def test_counts_of_a_band_with_agent_ranges_mark_the_uncounted_part() -> None:
+    """Regression: a merged band over agent ranges (no statuses) showed counts that read as complete."""
+    band = Band(1, 142, (4, 0, 17, 0), "2026-01-02", "2026-02-10", "8", "53", ("work",))
+    line = render_band(band, program="perf", text_cap=320)
+    assert line.startswith("### Iters 1–142 — ✅ 4 ⚠️ 17 (+121 uncounted) · 2026-01-02…2026-02-10 · metric 8→53 ·")
+    parsed = parse_entry(line)
+    assert isinstance(parsed, IterationRange)
+    assert (parsed.first, parsed.last, parsed.metric_from, parsed.metric_to) == (1, 142, "8", "53")
+    assert parse_canonical(line) == band
+    assert render_band(band, program="perf", text_cap=320) == line
+    # Complete counts, and no counts at all, carry no marker.
+    assert "uncounted" not in render_band(Band(1, 21, (4, 0, 17, 0)), program=None, text_cap=0)
+    assert render_band(Band(1, 142, parts=("agent text",)), program=None, text_cap=99).startswith(
+        "### Iters 1–142 — agent text ·"
+    )
+
+
+def test_merged_range_over_agent_ranges_says_how_many_are_uncounted() -> None:
+    agent = "### Iters 1–121 — ✅ (metrics 8→53): Foundation through categorical ops\n\n"
+    doc = make_doc([*history_of_range(122, 152), agent])
+    policy = CompactionPolicy(max_ranges=1)
+    result = compact(doc, policy)
+    (rng,) = result.document.ranges
+    assert (rng.first, rng.last) == (1, 142)
+    assert rng.heading.startswith("### Iters 1–142 — ✅ 21 (+121 uncounted) · ")
+    assert (rng.metric_from, rng.metric_to) == ("8", "242")
+    assert "Foundation through categorical ops" in rng.heading
+    check_invariants(doc, result, policy)
 
 
 def test_band_from_entries_counts_and_respects_direction() -> None:
@@ -666,7 +696,9 @@ def test_corpus_shapes_compact_as_expected() -> None:
     apm = parse(read_raw(by_name["python-to-go-migration__idx55619624306.md"]))
     result = compact(apm)
     assert [e.number for e in result.document.iterations] == [94]
-    assert result.document.ranges[0].heading.startswith("### Iters 84–93 — ✅ 1 · 2026-05-16 · metric 551→578.77 ·")
+    assert result.document.ranges[0].heading.startswith(
+        "### Iters 84–93 — ✅ 1 (+9 uncounted) · 2026-05-16 · metric 551→578.77 ·"
+    )
     assert not [w for w in result.document.warnings if w.code == "range-overlaps-entry"]
     messy = parse(read_raw(by_name["perf-comparison__f1d81ce.md"]))
     assert {w.code for w in messy.warnings} >= {"overlapping-ranges", "range-overlaps-entry"}
