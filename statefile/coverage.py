@@ -26,13 +26,12 @@ _RULE = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")
 
 @dataclass(frozen=True)
 class Detail:
+    """A detailed entry: its position in the file, the entry, and its highest and lowest numbers."""
+
     pos: int
     entry: Iteration
     key: int
-
-    @property
-    def low(self) -> int:
-        return min(self.entry.covers)
+    low: int  # stored, not derived: planning reads it for every entry several times per compaction
 
 
 @dataclass
@@ -88,7 +87,9 @@ def resolve_history(doc: StateDocument, lines: Sequence[str]) -> History | None:
     raws = [e.raw for e in entries]
     body, tail = split_tail(raws[-1])
     raws[-1] = body
-    details = [Detail(pos, e, max(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)]
+    details = [
+        Detail(pos, e, max(e.covers), min(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)
+    ]
     dropped, forced, free = _resolve_duplicates(details)
     bands = [
         BaseBand(e.first, e.last, ranges=[(pos, e)]) for pos, e in enumerate(entries) if isinstance(e, IterationRange)
@@ -227,31 +228,32 @@ def _absorb(bands: list[BaseBand], free: list[Detail]) -> tuple[list[BaseBand], 
 def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) -> list[Detail | Group]:
     """The output history, newest first: kept entries and groups (each becomes one range line).
 
-    The newest ``keep`` free entries stay; runs of the others between bands become new groups; a new run joins
-    the statefile-written (or new) group just older than it while that covers fewer than ``band_span`` numbers;
-    then, while there are more than ``max_ranges`` groups, the adjacent pair covering the fewest numbers merges
-    (ties: the older pair), so older history ends up in broader bands.  Groups never merge across a kept entry.
+    The newest ``keep`` free entries stay; runs of the others between bands become new groups, a long run cut
+    into bands that double in span going back (:func:`_chunks`); a new run joins the range line statefile wrote
+    just older than it while that covers fewer than ``band_span`` numbers; then, while there are more than
+    ``max_ranges`` groups, adjacent pairs merge so that spans keep widening going back: the pair covering the
+    fewest numbers among those whose merged band is no broader than the group older than it.  Groups never merge
+    across a kept entry.
     """
     kept = {d.pos for d in history.free[:keep]}
     items: list[tuple[int, Detail | BaseBand]] = [(b.last, b) for b in history.bands]
     items.extend((d.key, d) for d in history.free)
     items.sort(key=lambda item: -item[0])
     sequence: list[Detail | Group] = []
-    run: Group | None = None
+    run: list[Detail] = []
     for _, item in items:
-        if isinstance(item, BaseBand):
-            sequence.append(Group(bases=[item]))
-            run = None
-        elif item.pos in kept:
-            sequence.append(item)
-            run = None
-        else:
-            if run is None:
-                run = Group()
-                sequence.append(run)
-            run.folded.append(item)
-    # Young bands grow: a run of newly folded entries joins the statefile-written (or new) range line just
-    # older than it while that line covers fewer than band_span numbers.
+        if isinstance(item, Detail) and item.pos not in kept:
+            run.append(item)
+            continue
+        if run:
+            sequence.extend(_chunks(run, band_span))
+            run = []
+        sequence.append(item if isinstance(item, Detail) else Group(bases=[item]))
+    if run:
+        sequence.extend(_chunks(run, band_span))
+    # Young bands grow: a run of newly folded entries joins the range line statefile wrote just older than it
+    # while that line covers fewer than band_span numbers.  (Two groups of one run are never re-joined here: the
+    # run was cut on purpose.)
     index = 0
     while index < len(sequence) - 1:
         newer, older = sequence[index], sequence[index + 1]
@@ -260,37 +262,76 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
             and isinstance(older, Group)
             and newer.folded
             and not newer.bases
+            and older.bases
             and _young(older, band_span)
         ):
             sequence[index] = Group(older.bases, older.folded + newer.folded)
             del sequence[index + 1]
             continue
         index += 1
-    # Too many ranges: merge the adjacent pair covering the fewest numbers (ties: the older pair), so older
-    # history ends up in broader bands.  Never across a kept entry, which must stay untouched.
-    while sum(isinstance(s, Group) for s in sequence) > max_ranges:
-        best: tuple[int, int, int] | None = None
+    # Too many ranges: merge an adjacent pair, so that older history sits in broader bands.  A pair may merge
+    # when the merged band is no broader than the group just older than it (or nothing older is left to
+    # compare with); of those, the pair covering the fewest numbers (ties: the older pair).  With spans that
+    # widen going back this keeps them widening (it works like a binary counter: the newest band stays narrow
+    # and the oldest grows only when everything newer is as broad); messy agents' spans converge to it.
+    # Never across a kept entry, which must stay untouched.  Each group's bounds are computed once: a group's
+    # first and last walk all its members.
+    bounds = [(s.first, s.last) if isinstance(s, Group) else (s.low, s.key) for s in sequence]
+    groups = sum(isinstance(s, Group) for s in sequence)
+    while groups > max_ranges:
+        best: tuple[bool, int, int, int] | None = None
         for i in range(len(sequence) - 1):
-            a, b = sequence[i], sequence[i + 1]
-            if isinstance(a, Group) and isinstance(b, Group):
-                score = (a.last - b.first + 1, b.first, i)
+            if isinstance(sequence[i], Group) and isinstance(sequence[i + 1], Group):
+                merged = bounds[i][1] - bounds[i + 1][0] + 1
+                behind = i + 2 < len(sequence) and isinstance(sequence[i + 2], Group)
+                too_broad = behind and merged > bounds[i + 2][1] - bounds[i + 2][0] + 1
+                score = (too_broad, merged, bounds[i + 1][0], i)
                 if best is None or score < best:
                     best = score
         if best is None:
             break
-        i = best[2]
+        i = best[3]
         newer, older = sequence[i], sequence[i + 1]
         assert isinstance(newer, Group) and isinstance(older, Group)
         sequence[i] = Group(older.bases + newer.bases, older.folded + newer.folded)
-        del sequence[i + 1]
+        bounds[i] = (min(bounds[i][0], bounds[i + 1][0]), max(bounds[i][1], bounds[i + 1][1]))
+        del sequence[i + 1], bounds[i + 1]
+        groups -= 1
     return sequence
+
+
+def _chunks(run: list[Detail], band_span: int) -> list[Group]:
+    """A run of entries to fold (newest first) as groups whose spans double going back: ``band_span`` numbers,
+    then twice that, and so on; the oldest group takes the rest, which is at least as broad as the one before.
+
+    So the first fold of a long history gives several bands, older ones broader, rather than one band for
+    everything; a run shorter than two bands (the usual one new entry per iteration) stays one group.  A cut
+    falls only where the numbers above it and below it do not interleave (entries like ``Iteration 12 & 20``),
+    so the groups never overlap.
+    """
+    low = min(d.low for d in run)
+    groups: list[Group] = []
+    size = band_span
+    start = 0
+    while start < len(run):
+        top = run[start].key
+        if top - low + 1 < 2 * size:
+            groups.append(Group(folded=run[start:]))
+            break
+        bottom = run[start].low
+        end = start + 1
+        while end < len(run) and (top - run[end].low < size or run[end].key >= bottom):
+            bottom = min(bottom, run[end].low)
+            end += 1
+        groups.append(Group(folded=run[start:end]))
+        start = end
+        size *= 2
+    return groups
 
 
 def _young(group: Group, band_span: int) -> bool:
     if group.last - group.first + 1 >= band_span:
         return False
-    if not group.bases:
-        return True
     return all(ranges.parse_canonical(entry.heading) is not None for b in group.bases for _, entry in b.ranges)
 
 

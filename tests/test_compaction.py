@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import SAMPLES, corpus_files, read_raw
 from test_compaction_properties import check_invariants, core, intervals
 
 import statefile
@@ -302,6 +302,57 @@ def test_too_many_ranges_merge_into_broader_older_bands() -> None:
     assert merged and all(" / " in r.heading for r in merged)  # merged lines keep both agents' texts
     assert "batch 1" in after.ranges[-1].heading
     check_invariants(doc, result, CompactionPolicy())
+
+
+def test_first_fold_of_a_long_file_makes_bands_broader_going_back() -> None:
+    """Regression: the first compaction of samples/long-running.md made one `### Iters 1–230` band."""
+    doc = parse(read_raw(SAMPLES / "long-running.md"))
+    policy = CompactionPolicy()
+    result = compact(doc, policy)
+    spans = [(r.first, r.last) for r in result.document.ranges]  # newest first
+    assert spans == [(221, 230), (201, 220), (161, 200), (81, 160), (1, 80)]
+    assert all(r.heading.endswith("archive/long-running/") for r in result.document.ranges)
+    assert compact(parse(read_raw(SAMPLES / "long-running.md")), policy).document.render() == (result.document.render())
+    check_invariants(doc, result, policy)  # includes: compacting again changes nothing
+
+
+@pytest.mark.parametrize("iterations", [25, 31, 100, 1000])
+def test_fresh_folds_never_put_newer_history_in_broader_bands(iterations: int) -> None:
+    doc = make_doc(history_of(iterations))
+    policy = CompactionPolicy(max_bytes=10**7)
+    result = compact(doc, policy)
+    widths = [r.last - r.first + 1 for r in result.document.ranges]  # newest first
+    assert 1 <= len(widths) <= policy.max_ranges and sum(widths) == iterations - policy.keep_recent
+    assert widths == sorted(widths)
+    assert len(widths) > 1 or iterations - policy.keep_recent < 2 * policy.band_span
+    check_invariants(doc, result, policy)
+
+
+def test_bands_keep_widening_going_back_as_iterations_are_recorded() -> None:
+    """After the first fold, one new entry per iteration: at most max_ranges bands, never broader when newer."""
+    policy = CompactionPolicy()
+    doc = compact(parse(read_raw(SAMPLES / "long-running.md")), policy).document
+    for n in range(241, 361):
+        doc.prepend_entry(entry(n, "accepted" if n % 3 else "error"))
+        result = compact(doc, policy)
+        if n % 30 == 0:
+            check_invariants(doc, result, policy)
+        doc = result.document
+        widths = [r.last - r.first + 1 for r in doc.ranges]  # newest first
+        assert len(widths) <= policy.max_ranges and widths == sorted(widths), (n, widths)
+        assert len(doc.iterations) == policy.keep_recent
+    assert [(r.first, r.last) for r in doc.ranges][-1] == (1, 80)  # the oldest band grows last
+
+
+def test_interleaved_pair_entries_are_never_cut_apart() -> None:
+    """``Iteration 5 & 48`` reaches across where a band would be cut: the cut must not split what it spans."""
+    pair = "### Iteration 5 & 48 — ✅ two at once\n\n"
+    history = [e for e in history_of(60) if not e.startswith("### Iteration 5 ")]
+    doc = make_doc([pair if e.startswith("### Iteration 48 ") else e for e in history])
+    policy = CompactionPolicy(keep_recent=2, max_bytes=10**7)
+    result = compact(doc, policy)
+    assert [(r.first, r.last) for r in result.document.ranges] == [(49, 58), (5, 48), (1, 4)]
+    check_invariants(doc, result, policy)
 
 
 def history_of_range(low: int, high: int) -> list[str]:
