@@ -253,6 +253,7 @@ class _Compactor:
         self.order_lessons = pruning.newest_last(self.lessons[2] if self.lessons else [])
         self.order_foreclosed = pruning.newest_last(self.foreclosed[2] if self.foreclosed else [])
         self._summaries: dict[tuple[int, ...], str] = {}
+        self._histories: dict[tuple[int, int, int, bool, bool], tuple[str | None, _Candidate]] = {}
         self._rendered: dict[
             tuple[tuple[int, ...], tuple[int, ...], int, bool],
             tuple[str, list[tuple[tuple[int, int], str]], list[MovedItem]],
@@ -426,7 +427,19 @@ class _Compactor:
         policy = self.policy
         candidate = _Candidate("", 0, [], [], [], [])
         edits: list[tuple[int, int, str]] = []
-        history_text = self._history_text(params, candidate, summarize)
+        # The history depends on these limits only; the last resort steps through lesson and avenue limits
+        # with the history unchanged, so each of those steps costs the lists, not the (possibly long) history.
+        key = (params.keep, params.max_ranges, params.text_cap, params.force_render, summarize)
+        planned = self._histories.get(key)
+        if planned is None:
+            part = _Candidate("", 0, [], [], [], [])
+            text = self._history_text(params, part, summarize)
+            planned = self._histories[key] = (text, part)
+        history_text, part = planned
+        candidate.archive.extend(part.archive)
+        candidate.moved.extend(part.moved)
+        candidate.ranges_written.extend(part.ranges_written)
+        candidate.groups = part.groups
         if self.history is not None and history_text is not None and history_text != self.history.original:
             edits.append((*self.history.region, history_text))
         if self.lessons is not None:
