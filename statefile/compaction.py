@@ -1,8 +1,9 @@
 """Compaction: keep a state file under its byte budget by policy, deterministically, losing nothing.
 
 ``compact(doc, policy)`` is a pure function.  It folds detailed iteration entries beyond the newest
-``keep_recent`` into canonical range lines (:mod:`statefile.ranges`), merges range lines when there are more than
-``max_ranges``, collapses duplicate and expired lessons and consolidates a long Foreclosed Avenues list
+``keep_recent`` into canonical range lines (:mod:`statefile.ranges`) -- a long fold as several bands, each
+older one broader -- merges adjacent range lines when there are more than ``max_ranges`` so that spans keep
+widening going back, collapses duplicate and expired lessons and consolidates a long Foreclosed Avenues list
 (:mod:`statefile.pruning`).  Everything that leaves the file is returned verbatim in ``CompactionResult.archive``.
 Maintainer-owned sections (title, Program Info, Current Priorities, Future Directions, unknown sections) and the
 Machine State table are never touched.
@@ -64,7 +65,9 @@ class CompactionPolicy:
     (``(expires YYYY-MM-DD)``; ``None`` never expires anything).  ``summarizer``, when set, is offered each new
     range line's folded entries as plain dicts and may return a shorter one-line summary (see
     :func:`compact`).  ``program`` names the ``archive/{program}/`` folder range lines point to (default: from
-    the ``# Autoloop: {program}`` title).
+    the ``# Autoloop: {program}`` title).  ``band_span`` is how many iteration numbers the newest range line
+    gathers before a new one starts; a long first fold is cut into bands of ``band_span``, twice that, four
+    times that, … numbers going back (see :func:`statefile.coverage.plan_sequence`).
     """
 
     max_bytes: int = 30720
