@@ -120,7 +120,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
         max_bytes = int(app.config().max_bytes.value)
         for name in files:
             try:
-                outcomes.append(check_document(name, read_state_file(Path(name)), max_bytes))
+                outcomes.append(check_document(name, read_state_file(Path(name), max_bytes), max_bytes))
             except StatefileError as exc:
                 outcomes.append(CheckOutcome(name, 0, max_bytes, errors=[str(exc)]))
     if programs or not files:

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from statefile.document import StateDocument
     from statefile.store import Change
 
-from statefile.store.names import SHARED_PROGRAM
-
 
 def _require(app: AppContext, program: str) -> StateDocument:
     doc = app.store().read(program)
@@ -40,6 +38,7 @@ def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
     by a fixed drop order; the last line says what was left out and how to get it.
     """
     from statefile.render import render_view
+    from statefile.store.names import SHARED_PROGRAM
 
     doc = _require(app, program)
     shared = app.store().read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
@@ -242,6 +241,7 @@ def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
 def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     """Copy lesson SELECTOR of PROGRAM into _shared.md, which `render` shows to every program."""
     from statefile.lessons import promote_lesson
+    from statefile.store.names import SHARED_PROGRAM
 
     doc = _require(app, program)
 
@@ -309,7 +309,7 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
 def _read(path: Path) -> str:
     from statefile.files import read_text_file
 
-    return read_text_file(path)
+    return read_text_file(path, bounded=False)  # an export holds every file of a branch
 
 
 COMMANDS = [render_cmd, status_cmd, search_cmd, lesson_group, export_cmd, import_cmd]

@@ -164,7 +164,7 @@ def show_cmd(app: AppContext, target: str) -> None:
     if is_file_argument(target):
         from statefile.files import read_state_file
 
-        doc = read_state_file(Path(target))
+        doc = read_state_file(Path(target), app.config().max_bytes.value)
         name = target
     else:
         loaded = app.store().read(target)

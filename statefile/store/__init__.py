@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from types import TracebackType
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from statefile.archive import archive_dir, make_chunk, part_number, plan_append
 from statefile.config import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
 from statefile.document import StateDocument, parse
-from statefile.errors import BudgetError, InvalidDataError
+from statefile.errors import BudgetError, InvalidDataError, StatefileError
 from statefile.text import encode
 
 if TYPE_CHECKING:
@@ -121,6 +121,24 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def read_text(self, program: str) -> str | None:
         """The raw text of ``{program}.md`` or ``None``; InvalidDataError if it is not UTF-8 or not a file."""
+
+    def read_texts(
+        self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
+    ) -> dict[str, str | None]:
+        """:meth:`read_text` for many programs at once (a git store reads them in one batch, at one tip).
+
+        A program that cannot be read raises its error; with ``errors`` given, it is left out of the result and
+        its error stored there instead, so one bad file does not hide the others.
+        """
+        texts: dict[str, str | None] = {}
+        for name in programs:
+            try:
+                texts[name] = self.read_text(name)
+            except StatefileError as exc:
+                if errors is None:
+                    raise
+                errors[name] = exc
+        return texts
 
     @abc.abstractmethod
     def programs(self) -> dict[str, int]:

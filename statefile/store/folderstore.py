@@ -22,6 +22,7 @@ from pathlib import Path
 from statefile.archive import archive_dir
 from statefile.atomic import fsync_dir, replace_file
 from statefile.errors import BudgetError, InvalidDataError, NotFoundError, UsageError
+from statefile.files import read_limit, too_large
 from statefile.store import (
     DEFAULT_MAX_BYTES,
     LogEntry,
@@ -96,9 +97,11 @@ class FolderStore(Store):
                 ) from None
             raise NotFoundError(f"{folder / name}: cannot read ({exc.strerror}); check permissions") from None
         with os.fdopen(fd, "rb") as handle:
-            mode = os.fstat(handle.fileno()).st_mode
-            if not stat.S_ISREG(mode):
-                raise InvalidDataError(f"{path} in {self.root} is a {_kind(mode)}, not a regular file")
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InvalidDataError(f"{path} in {self.root} is a {_kind(info.st_mode)}, not a regular file")
+            if info.st_size > read_limit(self.max_bytes):
+                raise too_large(f"{path} in {self.root}", info.st_size, self.max_bytes)
             return handle.read()
 
     def _read(self, path: str) -> str | None:
