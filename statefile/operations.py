@@ -205,19 +205,22 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
 
 def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
     """Every program with size, % of budget, iteration count, last run and status."""
+    from statefile.document import read_machine_state
     from statefile.errors import StatefileError
 
     rows = []
-    for name, size in sorted(state_files(store, globs).items()):
-        try:
-            doc = store.read(name)
-        except StatefileError as exc:
+    files = sorted(state_files(store, globs).items())
+    errors: dict[str, StatefileError] = {}
+    texts = store.read_texts([name for name, _ in files], errors=errors)
+    for name, size in files:
+        if name in errors:
             # One unreadable file must not hide the others: it is listed as such.
             rows.append({"program": name, "size": size, "percent_of_budget": round(100 * size / store.max_bytes, 1),
                          "iteration_count": None, "last_run": None, "best_metric": None, "status": "unreadable",
-                         "error": str(exc)})  # fmt: skip
+                         "error": str(errors[name])})  # fmt: skip
             continue
-        state = doc.machine_state if doc is not None else {}
+        text = texts.get(name)
+        state = read_machine_state(text) if text is not None else {}
         if state.get("completed"):
             status = "completed"
         elif state.get("paused"):
@@ -318,17 +321,23 @@ def build_report(
     names = sorted(sizes) if all_programs or (program is None and not selected) else []
     if isinstance(selected, str) and selected not in names:
         names.append(selected)
+    from statefile.document import read_machine_state
     from statefile.errors import StatefileError
 
+    # One batch read at one tip, and only each file's Machine State: the scheduler's view of 1000 programs.
+    errors: dict[str, StatefileError] = {}
+    texts = store.read_texts([name for name in names if name in sizes], errors=errors)
     entries: dict[str, dict[str, Any]] = {}
     for name in names:
-        try:
-            doc = store.read(name) if name in sizes else None
-        except StatefileError as exc:
+        if name in errors:
             if name == selected:
-                raise  # the scheduler's own program: fail loudly rather than report it as healthy
+                raise errors[name]  # the scheduler's own program: fail loudly rather than report it as healthy
             entries[name] = {**program_report(name, sizes[name], store.max_bytes, None, aggressive_at=aggressive_at),
-                             "error": str(exc)}  # fmt: skip
+                             "error": str(errors[name])}  # fmt: skip
             continue
-        entries[name] = program_report(name, sizes.get(name, 0), store.max_bytes, doc, aggressive_at=aggressive_at)
+        text = texts.get(name)
+        state = read_machine_state(text) if text is not None else {}
+        entries[name] = program_report(
+            name, sizes.get(name, 0), store.max_bytes, None, aggressive_at=aggressive_at, state=state
+        )
     return merge_report(existing, entries, selected if isinstance(selected, str) else None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,15 +35,23 @@ _JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", boo
 
 
 def program_report(
-    name: str, size: int, max_bytes: int, doc: StateDocument | None, *, aggressive_at: float = 0.8
+    name: str,
+    size: int,
+    max_bytes: int,
+    doc: StateDocument | None,
+    *,
+    aggressive_at: float = 0.8,
+    state: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One program's entry: its size against the budget and the scheduler's view of its Machine State.
 
     ``headroom`` is negative when the file is over budget.  ``needs_compaction`` is true above ``aggressive_at``
     of the budget, where the upstream prompt asks for aggressive compaction.  ``doc is None`` (no file yet) reads
-    as a brand-new program, as the scheduler reads it.
+    as a brand-new program, as the scheduler reads it.  ``state``, when given, is the Machine State already read
+    (:func:`statefile.document.read_machine_state`) and ``doc`` is not needed.
     """
-    state = doc.machine_state if doc is not None else {}
+    if state is None:
+        state = doc.machine_state if doc is not None else {}
     count = state.get("iteration_count")
     return {
         "file": f"{name}.md",
