@@ -34,6 +34,11 @@ def items(lines: list[str], code_lines: frozenset[int] = frozenset()) -> list[It
     found: list[Item] = []
     start: int | None = None
     for index in range(1, len(lines)):
+        if start is not None and index in code_lines and index - 1 in code_lines:
+            # Inside a code block that opened within this bullet: the whole block belongs to it.  Cutting the
+            # item at a blank or ``|`` line in the block would split the fence, and moving half of it (pruning)
+            # would turn the rest of the file into code.
+            continue
         body = line_body(lines[index])
         starts = index not in code_lines and bool(_ITEM_START.match(body))
         ends = not body.strip() or (index not in code_lines and (body.startswith("#") or body.strip() == "---"))

@@ -537,7 +537,9 @@ def compact(
     Guarantees: the result is at most ``policy.max_bytes`` or :class:`CompactionBudgetError` is raised; every
     iteration number the input covers is covered exactly once; everything removed is in ``archive`` verbatim;
     Machine State and maintainer-owned sections are byte-identical; when not aggressive, the newest
-    ``keep_recent`` detailed entries are untouched; ``compact(result.document)`` changes nothing.
+    ``keep_recent`` detailed entries are untouched; ``compact(result.document)`` changes nothing.  A file with a
+    code fence or HTML block that is never closed is refused with InvalidDataError (see
+    :meth:`StateDocument.require_closed_blocks`): what follows its opening line is code, not sections.
 
     A ``policy.summarizer`` is called once per new range line with its folded entries (plain dicts: number,
     when, status, metric, change, notes).  Its answer is used only when it is one non-empty line, shorter than
@@ -546,6 +548,8 @@ def compact(
     only make the file smaller.
     """
     policy = policy or CompactionPolicy()
+    # Moving text that holds an unclosed fence's opening line would turn what follows back into sections.
+    doc.require_closed_blocks("compact this file")
     name = program or policy.program or program_name(doc)
     work = _Compactor(doc, policy, name)
     params = _Params(

@@ -16,6 +16,7 @@ from typing import Any
 
 from statefile import bullets, history, machine_state
 from statefile.blocks import BlockScan, scan_blocks
+from statefile.errors import InvalidDataError
 from statefile.history import Entry, Iteration, IterationRange
 from statefile.text import detect_newline, heading_key, line_body, split_lines, utf8_size
 
@@ -106,6 +107,7 @@ class StateDocument:
         for name in (
             "machine_state",
             "history",
+            "unclosed_block",
             "warnings",
             "_history_layout",
             "_code_lines",
@@ -291,10 +293,48 @@ class StateDocument:
             lines.extend(block)
         else:
             lines[insert_at:insert_at] = block
+        original = self._text
         self._load("".join(lines))
         created = self._index(kind)
-        assert created is not None
+        if created is None:
+            # The new heading landed inside a code fence or HTML block that is never closed, where it is text,
+            # not a heading.  Closing the block is the maintainer's call, not ours: refuse, changing nothing.
+            self._load(original)
+            self.require_closed_blocks(f"add the '{heading}' section")
+            raise InvalidDataError(f"cannot add the '{heading}' section; check the file's headings")
         return created
+
+    @cached_property
+    def unclosed_block(self) -> int | None:
+        """The 0-based line where a code fence or HTML block opens that is never closed, or ``None``.
+
+        Everything after such a line is code to markdown, not sections or entries: an agent's forgotten closing
+        fence turns the rest of the file into one code block.  A block that merely ends with the file (a closed
+        fence on the last line, an HTML block with no blank line after it) is not unclosed: a heading placed after
+        it would still be a heading, which is what is probed.
+        """
+        last = len(self._lines)
+        for start, end in self._scan.code_ranges:
+            if end >= last:
+                tail = "".join(self._lines[start:])
+                probe = scan_blocks(tail + ("" if tail.endswith(("\n", "\r")) else "\n") + "\n## statefile-probe\n")
+                if not any(h.text == "statefile-probe" for h in probe.headings):
+                    return start
+        return None
+
+    def require_closed_blocks(self, action: str) -> None:
+        """Raise InvalidDataError when the file has an :attr:`unclosed_block`: edits there cannot be placed safely.
+
+        Adding a section or entry after the opening line would hide it inside the block, and moving the text that
+        holds the opening line (compaction) would turn the rest of the file back into sections: either way the
+        file's meaning would change beyond the edit.  ``action`` says what was refused (``"record an iteration"``).
+        """
+        line = self.unclosed_block
+        if line is not None:
+            raise InvalidDataError(
+                f"cannot {action}: a code fence or HTML block opened at line {line + 1} is never closed, so the rest "
+                "of the file is code to markdown; close it (e.g. a ``` line where the code ends), then retry"
+            )
 
     def set_fields(self, fields: dict[str, Any]) -> None:
         """Set Machine State rows by label (``{"Iteration Count": 5}``) or key (``{"iteration_count": 5}``).

@@ -137,7 +137,10 @@ def _new_row(lines: list[str], template: Row | None, label: str, value: str, new
         match = _ROW.match(line_body(lines[template.index]))
         if match:
             tail = _value_padding(match.group(5))
-            return f"{match.group(1)}{label}{match.group(3)}{value}{tail}{line_ending(lines[template.index])}"
+            # The template may be the file's last line, without a line ending: the new row still needs one (set_row
+            # drops it again when the row itself becomes the last line), or it would be glued to the next row.
+            ending = line_ending(lines[template.index]) or newline
+            return f"{match.group(1)}{label}{match.group(3)}{value}{tail}{ending}"
     return f"| {label} | {value} |{newline}"
 
 

@@ -116,6 +116,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     if now.utcoffset() is None:
         raise UsageError("'now' has no timezone; pass an aware UTC time")
     base = parse(new_state_file(program)) if doc is None else doc
+    base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
     old_count = _int(state, "iteration_count")
     number = _iteration_number(base, req, old_count)
