@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from statefile.config import DEFAULT_MAX_BYTES
 from statefile.errors import InvalidDataError, NotFoundError
+from statefile.store import decode_text
 
 if TYPE_CHECKING:
     from statefile.document import StateDocument
@@ -59,12 +60,7 @@ def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: b
         raise NotFoundError(f"{path}: is a folder, not a state file") from None
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidDataError(
-            f"{path}: not valid UTF-8 (byte {exc.start}); re-save it as UTF-8 — statefile will not rewrite it"
-        ) from None
+    return decode_text(data, str(path))
 
 
 def read_state_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDocument:

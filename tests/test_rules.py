@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import corpus_files, read_raw
+from upstream import meaningful, upstream_machine_state
 
 from statefile.document import StateDocument, parse
 from statefile.errors import ConflictError, UsageError
@@ -29,32 +29,8 @@ NOW = datetime(2025, 1, 15, 12, 0, tzinfo=timezone.utc)
 
 
 def upstream_read(text: str) -> dict[str, Any]:
-    """An independent reading of the table, following FORMAT.md's description of the upstream scheduler.
-
-    Written from the prose, not from statefile.machine_state, so the two can disagree and a test can notice.
-    """
-    start = text.find("## ⚙️ Machine State")
-    if start < 0:
-        return {}
-    end = text.find("\n## ", start + 1)
-    section = text[start : end if end >= 0 else len(text)]
-    state: dict[str, Any] = {}
-    for match in re.finditer(r"\|\s*(.+?)\s*\|\s*(.+?)\s*\|", section):
-        key, value = match.group(1).strip(), match.group(2).strip()
-        if key.lower() in ("field", "---", ":---", ":---:", "---:"):
-            continue
-        state[key.lower().replace(" ", "_")] = None if value in ("—", "-", "") else value
-    for key in ("iteration_count", "consecutive_errors"):
-        if key in state:
-            try:
-                state[key] = int(state[key])
-            except (TypeError, ValueError):
-                state[key] = 0
-    for key in ("paused", "completed"):
-        if key in state:
-            state[key] = str(state[key]).lower() == "true"
-    state["recent_statuses"] = [s.strip().lower() for s in (state.get("recent_statuses") or "").split(",") if s.strip()]
-    return state
+    """The table as the upstream scheduler reads it (tests/upstream.py), without its separator-row quirk."""
+    return meaningful(upstream_machine_state(text))
 
 
 def run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,13 +119,8 @@ def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | 
     """Add a lesson to PROGRAM (adding one that is already there changes nothing)."""
     from statefile.lessons import add_lesson
 
-    def apply(doc: StateDocument | None) -> StateDocument:
-        if doc is None:
-            raise NotFoundError(f"no program '{program}'; 'statefile init {program}' creates it")
-        return add_lesson(doc, text, expires=expires.date() if expires else None, pinned=pin)
-
-    commit = app.store().update(program, apply, f"statefile: add a lesson to {program}")
-    say(app, f"added lesson to {program}" + (f" ({commit[:10]})" if commit else ""))
+    day = expires.date() if expires else None
+    _edit_lessons(app, program, "add", lambda doc: add_lesson(doc, text, expires=day, pinned=pin))
 
 
 @lesson_group.command("remove")
@@ -193,6 +189,18 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
     say(app, "restored the lesson" + (f" ({commit[:10]})" if commit else ""))
 
 
+def _edit_lessons(app: AppContext, program: str, verb: str, edit: Callable[[StateDocument], StateDocument]) -> None:
+    """Apply ``edit`` to an existing program's document in one commit and say so."""
+
+    def apply(doc: StateDocument | None) -> StateDocument:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        return edit(doc)
+
+    commit = app.store().update(program, apply, f"statefile: {verb} a lesson of {program}")
+    say(app, f"{verb}: done" + (f" ({commit[:10]})" if commit else ""))
+
+
 def _selector(selector: str) -> int | str:
     return int(selector) if selector.isdigit() else selector
 
@@ -206,13 +214,7 @@ def lesson_pin(app: AppContext, program: str, selector: str) -> None:
     """Pin lesson SELECTOR of PROGRAM so compaction never prunes it."""
     from statefile.lessons import pin_lesson
 
-    def apply(doc: StateDocument | None) -> StateDocument:
-        if doc is None:
-            raise NotFoundError(f"no program '{program}'")
-        return pin_lesson(doc, _selector(selector))
-
-    commit = app.store().update(program, apply, f"statefile: pin a lesson of {program}")
-    say(app, "pinned" + (f" ({commit[:10]})" if commit else ""))
+    _edit_lessons(app, program, "pin", lambda doc: pin_lesson(doc, _selector(selector)))
 
 
 @lesson_group.command("unpin")
@@ -224,13 +226,7 @@ def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
     """Unpin lesson SELECTOR of PROGRAM (compaction may prune it again)."""
     from statefile.lessons import unpin_lesson
 
-    def apply(doc: StateDocument | None) -> StateDocument:
-        if doc is None:
-            raise NotFoundError(f"no program '{program}'")
-        return unpin_lesson(doc, _selector(selector))
-
-    commit = app.store().update(program, apply, f"statefile: unpin a lesson of {program}")
-    say(app, "unpinned" + (f" ({commit[:10]})" if commit else ""))
+    _edit_lessons(app, program, "unpin", lambda doc: unpin_lesson(doc, _selector(selector)))
 
 
 @lesson_group.command("promote")
