@@ -1,0 +1,363 @@
+"""Fault injection: a writer SIGKILLed at random points, many times over, never damages the memory branch.
+
+Each round records one iteration of ``perf`` (the update rules plus compaction with an archive, as ``statefile
+record`` does) and kills the writer after a random delay drawn across the write's own measured duration.  After
+every round, killed or not:
+
+- the branch (local, and the remote's) points at a commit that exists, and ``git fsck --full --strict`` is clean;
+- every file on the branch is valid UTF-8 and parses; archive parts are whole chunks;
+- ``perf.md`` is exactly the old text or exactly the new one (computed independently from the old text), and a
+  clone's local branch never runs ahead of the remote's;
+- the next writer carries on from whatever landed.
+
+Writers are forked from the test process (no interpreter start-up, so a kill can land anywhere in the write) and
+killed with their whole process group (every git they run) or alone (their git processes run on, orphaned).  A
+git killed while holding a ref lock leaves ``….lock`` behind, as plain git does; the writer's error names the file,
+and it is removed as an operator would: those are counted, not hidden.  A few rounds kill the real ``statefile
+record`` command instead.  ``ROUNDS`` says how many kills each mode gets; the slow test runs more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pytest
+from gitutil import STATEFILE
+from test_store_git import LOCAL, clone, fsck_clean, git, make_remote, rev
+
+from statefile.app import AppContext
+from statefile.compaction import CompactionPolicy, compact
+from statefile.document import parse
+from statefile.operations import record_iteration
+from statefile.rules import RecordRequest, record
+from statefile.store import FolderStore, GitStore, Store
+from statefile.synthetic import synthetic_state
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+# A small budget, so most records also compact and append to the archive in the same commit.
+POLICY = CompactionPolicy(max_bytes=6000, program="perf", today=date(2026, 6, 1))
+SEED = synthetic_state("perf", 12, seed=7, lessons=4, foreclosed=2)
+ROUNDS = {"local": 60, "remote": 40, "folder": 60, "cli": 5}
+SLOW_ROUNDS = {"local": 300, "remote": 150, "folder": 300, "cli": 12}
+
+
+def request(n: int) -> RecordRequest:
+    """The iteration round ``n`` records (deterministic, so the new text can be computed independently)."""
+    status = ("accepted", "rejected", "error", "accepted")[n % 4]
+    return RecordRequest(status=status, metric=float(100 + n), change=f"change {n}", notes=f"round {n}.", at=NOW)
+
+
+def expected(old: str, n: int, policy: CompactionPolicy = POLICY) -> str:
+    """What ``perf.md`` must be if round ``n``'s write landed on ``old``."""
+    return compact(record(parse(old), request(n), program="perf", now=NOW), policy).document.render()
+
+
+@dataclass
+class Tally:
+    """What the rounds did: kills that landed mid-write, writes that finished first, stale locks cleared."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
+
+
+# -- the writer and the kill ---------------------------------------------------------------------------------------
+
+
+def fork_writer(write: Callable[[], object]) -> int:
+    """Run ``write`` in a forked child leading its own process group; the child's pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.setpgid(0, 0)
+            write()
+            code = 0
+        finally:
+            os._exit(code)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # the parent sets it too, so a kill right away still reaches the group
+    return pid
+
+
+def kill_after(pid: int, delay: float, *, group: bool) -> str:
+    """Wait ``delay`` seconds, then SIGKILL the writer (and its process group); how the round ended."""
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"the writer failed ({status})"
+            return "finished"
+        time.sleep(min(0.002, max(0.0, deadline - time.monotonic())))
+    with contextlib.suppress(ProcessLookupError):
+        if group:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    if not group:
+        wait_for_group(pid)  # orphaned git processes finish (a push may still land) before anything is checked
+    if os.WIFSIGNALED(status):
+        return "killed (group)" if group else "killed (writer only)"
+    assert os.WEXITSTATUS(status) == 0
+    return "finished"
+
+
+def wait_for_group(pgid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not group_running(pgid):
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"processes of group {pgid} still running after {timeout} s")
+
+
+def group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs.  Zombies do not count: orphans wait for init to reap them,
+    and some container inits take a second or more to do it."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp …: comm may hold spaces and parentheses, so split after the last ')'.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def clear_stale_locks(*git_dirs: Path) -> int:
+    """Remove lock files a killed git left (what the writer's error message tells an operator to do)."""
+    cleared = 0
+    for git_dir in git_dirs:
+        for lock in [*(git_dir / "refs").rglob("*.lock"), *git_dir.glob("*.lock")]:
+            lock.unlink()
+            cleared += 1
+    return cleared
+
+
+# -- what must hold after every round --------------------------------------------------------------------------------
+
+
+def branch_text(where: Path) -> str:
+    """``perf.md`` on the branch of ``where``, after checking the branch and every file on it."""
+    tip = rev(where, LOCAL)
+    assert tip is not None, f"no memory branch in {where}"
+    assert git(where, "cat-file", "-t", tip).strip() == "commit"
+    fsck_clean(where)
+    store = Store.open(where)
+    try:
+        files = store.read_all()  # strict UTF-8: raises on a damaged file
+    finally:
+        store.close()
+    return check_files(files)
+
+
+def check_files(files: dict[str, str]) -> str:
+    for path, text in files.items():
+        doc = parse(text)
+        assert doc.render() == text
+        if path.startswith("archive/"):
+            assert text.startswith("# Archive: perf"), f"{path} is not a whole archive part"
+    doc = parse(files["perf.md"])
+    assert isinstance(doc.machine_state.get("iteration_count"), int)
+    return files["perf.md"]
+
+
+def one_of(text: str, old: str, new: str, where: str) -> str:
+    assert text in (old, new), f"{where}: perf.md is neither the old nor the new version"
+    return "new" if text == new and new != old else "old"
+
+
+# -- the rounds ----------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def timed_write() -> Iterator[list[float]]:
+    took: list[float] = []
+    start = time.perf_counter()
+    yield took
+    took.append(time.perf_counter() - start)
+
+
+def git_rounds(tmp: Path, rounds: int, *, remote: bool, seed: int) -> Tally:
+    bare = make_remote(tmp)
+    repo = clone(bare, tmp / "runner")
+    store = GitStore(repo, remote="origin" if remote else None)
+    store.write_files({"perf.md": SEED}, "seed")
+    store.close()
+    rng = random.Random(seed)
+    tally = Tally()
+    name = "origin" if remote else None
+
+    def write(n: int) -> Callable[[], object]:
+        def run() -> object:
+            with GitStore(repo, remote=name, max_tries=3) as child_store:
+                return record_iteration(child_store, "perf", request(n), POLICY, now=NOW)
+
+        return run
+
+    # One write left alone: it must land, and it says how long a write takes here.
+    old = branch_text(repo)
+    with timed_write() as took:
+        assert kill_after(fork_writer(write(0)), 60, group=True) == "finished"
+    assert branch_text(repo) == expected(old, 0)
+    duration = took[0]
+    current = branch_text(bare if remote else repo)
+    versions = {current}  # every text the branch has had
+    for n in range(1, rounds + 1):
+        old, new = current, expected(current, n)
+        group = rng.random() < 0.7
+        tally.outcomes[kill_after(fork_writer(write(n)), rng.uniform(0, duration * 1.1), group=group)] += 1
+        tally.outcomes["stale locks cleared"] += clear_stale_locks(repo / ".git", *([bare] if remote else []))
+        current = branch_text(bare if remote else repo)
+        tally.outcomes[f"landed {one_of(current, old, new, 'branch')}"] += 1
+        versions.add(current)
+        if remote:
+            local, remote_tip = rev(repo, LOCAL), rev(bare, LOCAL)
+            assert local is not None and remote_tip is not None
+            # The clone may lag the remote (killed before following its own push), never lead or fork from it.
+            assert subprocess.run(["git", "merge-base", "--is-ancestor", local, remote_tip], cwd=repo).returncode == 0
+            assert branch_text(repo) in versions, "the clone's branch is a version the remote never had"
+    # The next writer carries on from whatever the last round left.
+    final = branch_text(bare if remote else repo)
+    assert kill_after(fork_writer(write(rounds + 1)), 60, group=True) == "finished"
+    assert branch_text(bare if remote else repo) == expected(final, rounds + 1)
+    return tally
+
+
+def folder_rounds(tmp: Path, rounds: int, *, seed: int) -> Tally:
+    folder = tmp / "memory"
+    folder.mkdir()
+    (folder / "perf.md").write_text(SEED, "utf-8")
+    rng = random.Random(seed)
+    tally = Tally()
+
+    def write(n: int) -> Callable[[], object]:
+        return lambda: record_iteration(
+            FolderStore(folder, max_bytes=POLICY.max_bytes), "perf", request(n), POLICY, now=NOW
+        )
+
+    def state() -> str:
+        store = FolderStore(folder, max_bytes=POLICY.max_bytes)
+        assert set(store.programs()) == {"perf"}  # temporary files never show up as programs
+        return check_files(store.read_all())
+
+    with timed_write() as took:
+        assert kill_after(fork_writer(write(0)), 60, group=True) == "finished"
+    duration = took[0]
+    current = state()
+    for n in range(1, rounds + 1):
+        old, new = current, expected(current, n)
+        tally.outcomes[kill_after(fork_writer(write(n)), rng.uniform(0, duration * 1.1), group=True)] += 1
+        current = state()
+        tally.outcomes[f"landed {one_of(current, old, new, 'folder')}"] += 1
+    tally.outcomes["temporary files left"] = sum(1 for p in folder.rglob(".statefile-*"))
+    return tally
+
+
+def cli_rounds(tmp: Path, rounds: int, *, seed: int) -> Tally:
+    """The real command, killed with every git it runs: ``statefile --remote origin record …``."""
+    bare = make_remote(tmp)
+    repo = clone(bare, tmp / "runner")
+    with GitStore(repo, remote="origin") as store:
+        store.write_files({"perf.md": SEED}, "seed")
+    policy = AppContext(repo=repo).policy()  # what the command itself will use (config defaults)
+    rng = random.Random(seed)
+    tally = Tally()
+
+    def command(n: int) -> list[str]:
+        req = request(n)
+        fields = ["--status", req.status, "--metric", str(req.metric), "--change", str(req.change)]
+        return [
+            STATEFILE,
+            "--remote",
+            "origin",
+            "record",
+            "perf",
+            *fields,
+            "--notes",
+            str(req.notes),
+            "--at",
+            NOW.isoformat(),
+        ]
+
+    start = time.perf_counter()
+    old = branch_text(bare)
+    subprocess.run(command(0), cwd=repo, check=True, capture_output=True)
+    duration = time.perf_counter() - start
+    assert branch_text(bare) == expected(old, 0, policy)
+    current = branch_text(bare)
+    versions = {old, current}
+    for n in range(1, rounds + 1):
+        old, new = current, expected(current, n, policy)
+        proc = subprocess.Popen(command(n), cwd=repo, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(rng.uniform(duration * 0.3, duration * 1.1))  # start-up is a third of it: kill during the work
+        killed = proc.poll() is None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        tally.outcomes["killed (group)" if killed else "finished"] += 1
+        tally.outcomes["stale locks cleared"] += clear_stale_locks(repo / ".git", bare)
+        current = branch_text(bare)
+        tally.outcomes[f"landed {one_of(current, old, new, 'remote')}"] += 1
+        versions.add(current)
+        assert branch_text(repo) in versions, "the clone's branch is a version the remote never had"
+    return tally
+
+
+def report(mode: str, tally: Tally) -> None:
+    # Printed for the record (pytest -s, or -rA): how many kills each mode survived.
+    print(f"\n[faults] {mode}: {tally}", file=sys.stderr)
+
+
+def check_tally(tally: Tally, rounds: int) -> None:
+    killed = sum(v for k, v in tally.outcomes.items() if k.startswith("killed"))
+    assert killed + tally.outcomes["finished"] == rounds
+    assert killed >= rounds // 3, f"too few kills landed mid-write to mean anything: {tally}"
+    assert tally.outcomes["landed old"] + tally.outcomes["landed new"] == rounds
+
+
+@pytest.mark.parametrize("mode", ["local", "remote", "folder", "cli"])
+def test_a_writer_killed_at_random_points_leaves_old_or_new(tmp_path: Path, mode: str) -> None:
+    run_mode(tmp_path, mode, ROUNDS[mode])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["local", "remote", "folder", "cli"])
+def test_many_more_kills(tmp_path: Path, mode: str) -> None:
+    run_mode(tmp_path, mode, SLOW_ROUNDS[mode] - ROUNDS[mode], seed=99)
+
+
+def run_mode(tmp_path: Path, mode: str, rounds: int, seed: int = 7) -> None:
+    if mode == "folder":
+        tally = folder_rounds(tmp_path, rounds, seed=seed)
+    elif mode == "cli":
+        tally = cli_rounds(tmp_path, rounds, seed=seed)
+    else:
+        tally = git_rounds(tmp_path, rounds, remote=mode == "remote", seed=seed)
+    report(mode, tally)
+    check_tally(tally, rounds)
