@@ -527,44 +527,38 @@ def parse(text: str) -> StateDocument:
 
 # -- the Machine State alone, cheaply --------------------------------------------------------------------------------
 
-# An ATX heading line (up to three spaces of indent) and what could open a fenced code or HTML block: only markdown-it
-# decides whether a heading after those is real, so the cheap reader below hands such files to the full parse.
-_ATX_LINE = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)(.*)")
-_BLOCK_OPENER = re.compile(r" {0,3}(?:```|~~~|<)")
+# Lines that matter to finding the Machine State section: ATX headings of level 1-2 (up to three spaces of indent)
+# and what could open a fenced code or HTML block, since only markdown-it decides whether a heading after those is
+# real.  Searching for them (in C) skips every other line.
+_SECTION_LINE = re.compile(r"^ {0,3}(?:(#{1,2})(?=[ \t\r\n]|$)([^\r\n]*)|```|~~~|<)", re.MULTILINE)
 
 
 def read_machine_state(text: str) -> dict[str, Any]:
     """``parse(text).machine_state``, reading only the lines up to the end of that section when that is safe.
 
-    A scheduler reading every program needs only each table, which sits near the top: this walks lines from the
-    start, finds section headings the way :func:`parse` does, and stops where the Machine State section ends.
-    With markdown-it's heading rules as configured (lists, quotes, tables and setext headings off), a line can
-    only stop being a heading inside a fenced code block or an HTML block, so at the first line that could open
-    one — or with bare CR line endings — it falls back to the full parse.  The result is always equal to
-    ``parse(text).machine_state`` (a property the reliability tests check on fuzzed files).
+    A scheduler reading every program needs only each table, which sits near the top: this finds section headings
+    the way :func:`parse` does and stops where the Machine State section ends.  With markdown-it's heading rules as
+    configured (lists, quotes, tables and setext headings off), a line can only stop being a heading inside a
+    fenced code block or an HTML block, so at the first line that could open one — or with bare CR line endings —
+    it falls back to the full parse.  The result is always equal to ``parse(text).machine_state`` (a property the
+    reliability tests check on fuzzed files).
     """
     if "\r" in text and text.count("\r") != text.count("\r\n"):
         return parse(text).machine_state
-    section: list[str] = []
-    inside = False
-    pos, size = 0, len(text)
-    while pos < size:
-        end = text.find("\n", pos)
-        end = size if end < 0 else end + 1
-        line = text[pos:end]
-        body = line.rstrip("\r\n")
-        if pos == 0 and body.startswith("\ufeff"):
-            body = body[1:]  # scan_blocks drops a leading BOM before looking for headings
-        pos = end
-        if _BLOCK_OPENER.match(body):
-            return parse(text).machine_state
-        heading = _ATX_LINE.match(body)
-        if heading is not None and len(heading.group(1)) <= 2:
-            if inside:
-                break
-            level = len(heading.group(1))
-            # heading_key ignores '#' and spacing, so markdown-it's trimming of a closing '##' does not matter.
-            inside = section_kind(heading.group(2).strip(), level) == "machine_state"
-        if inside:
-            section.append(line)
-    return machine_state.read_state(section) if section else {}
+    # scan_blocks drops a leading BOM before looking for headings; so does this (the heading line is no table row).
+    body = text[1:] if text.startswith("\ufeff") else text
+    start: int | None = None
+    end = len(body)
+    for match in _SECTION_LINE.finditer(body):
+        level = match.group(1)
+        if level is None:
+            return parse(text).machine_state  # a fence or HTML block could hide or fake a heading
+        if start is not None:
+            end = match.start()
+            break
+        # heading_key ignores '#' and spacing, so markdown-it's trimming of a closing '##' does not matter.
+        if section_kind(match.group(2).strip(), len(level)) == "machine_state":
+            start = match.start()
+    if start is None:
+        return {}
+    return machine_state.read_state(split_lines(body[start:end]))

@@ -60,17 +60,24 @@ def table_rows(lines: list[str]) -> list[Row]:
     """Every ``| key | value |`` row in the section, header and separator rows excluded."""
     rows: list[Row] = []
     for index, line in enumerate(lines):
-        body = line_body(line)
-        if not body.lstrip().startswith("|") or _SEPARATOR.match(body):
-            continue
-        match = _ROW.match(body)
-        if not match:
-            continue
-        label, value = match.group(2).strip(), match.group(4).strip()
-        if label.lower() == "field" or not label:
-            continue
-        rows.append(Row(index, label, value))
+        cells = _cells(line)
+        if cells is not None:
+            rows.append(Row(index, *cells))
     return rows
+
+
+def _cells(line: str) -> tuple[str, str] | None:
+    """The (label, value) of a table row line, or ``None`` for any other line (header and separator included)."""
+    body = line_body(line)
+    if not body.lstrip().startswith("|") or _SEPARATOR.match(body):
+        return None
+    match = _ROW.match(body)
+    if not match:
+        return None
+    label, value = match.group(2).strip(), match.group(4).strip()
+    if label.lower() == "field" or not label:
+        return None
+    return label, value
 
 
 def coerce(raw: dict[str, str]) -> dict[str, Any]:
@@ -92,7 +99,13 @@ def coerce(raw: dict[str, str]) -> dict[str, Any]:
 
 def read_state(lines: list[str]) -> dict[str, Any]:
     """The scheduler's view of the table: later duplicate rows win."""
-    return coerce({row.key: row.value for row in table_rows(lines)})
+    # No Row objects on this path: a scheduler reads a thousand tables per run.
+    raw: dict[str, str] = {}
+    for line in lines:
+        cells = _cells(line)
+        if cells is not None:
+            raw[field_key(cells[0])] = cells[1]
+    return coerce(raw)
 
 
 def set_row(lines: list[str], label: str, value: str, newline: str) -> list[str]:
