@@ -8,8 +8,8 @@ git store reads through these instead:
 - :class:`RefReader` – resolves a ref in-process from the loose ref file or ``packed-refs`` (re-read only when it
   changes), the way git and GitPython do; repositories with the reftable backend ask ``git rev-parse``.
 - :class:`CatFile` – one long-lived ``git cat-file --batch`` per store; :meth:`CatFile.read_many` pipelines requests
-  in chunks, so reading 1000 blobs costs ten round trips, not a thousand.  An object larger than the caller's limit
-  is never read: the process is stopped (and restarted on the next read) instead.
+  (a thread writes them while the answers are read), so reading 1000 blobs costs no round trip per blob.  An object
+  larger than the caller's limit is never read: the process is stopped (and restarted on the next read) instead.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,10 @@ from statefile.errors import GitError, NotFoundError
 from statefile.store.names import redact
 
 _HEX = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-# Requests per pipelined chunk: 100 × 41 bytes stays far below a pipe buffer, so writing never blocks on git.
-_CHUNK = 100
+# Requests small enough to write before reading the answers: far below a pipe buffer, so writing never blocks.
+_SMALL_WRITE = 4096
+# Pipe buffers for the long-lived reader: most state files are a few KB to 30 KB.
+_BUFFER = 1 << 16
 # Variables that would point git at another repository than the one asked for.
 _REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY")
 
@@ -152,6 +155,13 @@ class RefReader:
         return out.decode("ascii") if proc.returncode == 0 and _HEX.fullmatch(out) else None
 
 
+def _feed(stdin: IO[bytes], data: bytes) -> None:
+    # Runs in a thread; a closed pipe means the batch was abandoned (the reader says why).
+    with contextlib.suppress(OSError, ValueError):
+        stdin.write(data)
+        stdin.flush()
+
+
 class ObjectTooLarge(Exception):
     """An object is larger than the caller allowed; it was not read."""
 
@@ -176,7 +186,7 @@ class CatFile:
             try:
                 self._proc = subprocess.Popen(
                     self._argv, cwd=self._cwd, env=self._env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, bufsize=_BUFFER,
                 )  # fmt: skip
             except OSError as exc:
                 raise GitError(f"cannot run git cat-file ({exc.strerror}); install git and put it on PATH") from None
@@ -188,24 +198,39 @@ class CatFile:
         return self.read_many([sha], limit)[0]
 
     def read_many(self, shas: Iterable[str], limit: int | None = None) -> list[tuple[str, bytes] | None]:
-        """``read`` for many objects, pipelined in chunks; results in the order asked."""
+        """``read`` for many objects, fully pipelined; results in the order asked.
+
+        A thread writes the requests while this one reads the answers, so git never waits for us and we never
+        wait for a round trip (writing everything first could deadlock once both pipes are full).
+        """
         wanted = list(shas)
         out: list[tuple[str, bytes] | None] = []
+        if not wanted:
+            return out
+        stdin, stdout = self._pipes()
+        requests = b"".join(sha.encode("ascii") + b"\n" for sha in wanted)
+        feeder: threading.Thread | None = None
         try:
-            for start in range(0, len(wanted), _CHUNK):
-                chunk = wanted[start : start + _CHUNK]
-                stdin, stdout = self._pipes()
-                stdin.write(b"".join(sha.encode("ascii") + b"\n" for sha in chunk))
+            if len(requests) <= _SMALL_WRITE:
+                stdin.write(requests)
                 stdin.flush()
-                for _ in chunk:
-                    try:
-                        out.append(self._answer(stdout, limit))
-                    except ObjectTooLarge as exc:
-                        exc.index = len(out)
-                        raise
+            else:
+                feeder = threading.Thread(target=_feed, args=(stdin, requests), daemon=True)
+                feeder.start()
+            for _ in wanted:
+                try:
+                    out.append(self._answer(stdout, limit))
+                except ObjectTooLarge as exc:
+                    exc.index = len(out)
+                    raise
         except (BrokenPipeError, ConnectionError, ValueError) as exc:
             self.close()
             raise GitError(f"git cat-file stopped unexpectedly ({exc}); run `git fsck` and retry") from None
+        finally:
+            if feeder is not None:
+                if self._proc is None or len(out) < len(wanted):
+                    self.close()  # a failed batch: stop git so the feeder's write fails instead of blocking
+                feeder.join()
         return out
 
     def _answer(self, stdout: IO[bytes], limit: int | None) -> tuple[str, bytes] | None:

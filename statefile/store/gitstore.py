@@ -203,6 +203,7 @@ class GitStore(Store):
         # gitdb's loose-object writer, made on the first write (reads never need it).
         self._loose: LooseObjectDB | None = None
         self._trees: dict[bytes, Tree] = {}
+        self._listing: tuple[str, dict[str, tuple[int, str]]] | None = None
         self._roots: dict[str, bytes] = {}
         self._random = random.Random()
 
@@ -403,6 +404,8 @@ class GitStore(Store):
         """Program name → (size, blob id) of every regular ``*.md`` file at the top of ``tip``'s tree."""
         if tip is None:
             return {}
+        if self._listing is not None and self._listing[0] == tip:
+            return self._listing[1]  # a commit never changes: programs() then read_texts() list it once
         files: dict[str, tuple[int, str]] = {}
         for record in self._run("ls-tree", "-l", "-z", "--full-tree", tip).split(b"\0"):
             meta, _, raw_name = record.partition(b"\t")
@@ -412,6 +415,7 @@ class GitStore(Store):
             name = raw_name[:-3].decode("utf-8", "replace")
             if is_program_name(name):
                 files[name] = (int(fields[3]), fields[2].decode("ascii"))
+        self._listing = (tip, files)
         return files
 
     def read_texts(
