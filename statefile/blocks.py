@@ -8,6 +8,7 @@ under a paragraph is a section divider in these files, never a heading.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -55,7 +56,16 @@ def scan_blocks(text: str) -> BlockScan:
     if src.startswith("\ufeff"):
         src = src[1:]
     tokens: list = []  # type: ignore[type-arg]
-    md.block.parse(src, md, {}, tokens)
+    # markdown-it allocates a Token per block: on a 4 MB history that is a few hundred thousand objects, and the
+    # cyclic collector's passes over them made the scan superlinear (10,000 entries: 390 ms with, 280 ms without).
+    # Nothing here forms cycles; the collector is back on (if it was on) before anything else runs.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        md.block.parse(src, md, {}, tokens)
+    finally:
+        if collecting:
+            gc.enable()
     headings: list[Heading] = []
     code: list[tuple[int, int]] = []
     pending_level = 0

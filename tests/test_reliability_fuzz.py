@@ -372,3 +372,20 @@ def test_a_block_that_never_closes_is_refused_not_edited(opener: str) -> None:
     assert doc.render() == text
     assert parse(LESSON_WITH_FENCE).unclosed_block is None  # a closed fence, even on the last lines, is fine
     assert parse("# t\n\n```\ncode\n```").unclosed_block is None
+
+
+def test_the_block_scan_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """scan_blocks pauses the cyclic collector while markdown-it allocates its tokens (linear time on big files)."""
+    import gc
+
+    from statefile.blocks import scan_blocks
+
+    assert gc.isenabled()
+    assert scan_blocks(CORPUS[0] if CORPUS else "# t\n").headings
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        scan_blocks("# t\n\n```\nx\n")
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
