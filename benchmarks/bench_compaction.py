@@ -11,30 +11,18 @@ iteration entries is timed through:
   again     compact() of the compacted document        (the steady state: one new entry per run)
 
 Prints median milliseconds per operation, the per-iteration cost, and the 10k/1k ratio (10 means linear).
+benchmarks/run.py runs this with the others (goals: linear, 10,000 iterations parsed and compacted in under 1 s).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
+
+from _timing import Row, median_ms
 
 from statefile.compaction import CompactionPolicy, compact
 from statefile.document import parse
 from statefile.synthetic import synthetic_state
-
-
-def median_ms(action: Callable[[], object], reps: int, setup: Callable[[], object] | None = None) -> float:
-    """Median wall time of ``action`` over ``reps`` runs, ``setup`` (untimed) before each."""
-    times = []
-    for _ in range(reps):
-        if setup is not None:
-            setup()
-        start = time.perf_counter()
-        action()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def measure(iterations: int, reps: int, policy: CompactionPolicy) -> dict[str, float]:
@@ -58,6 +46,46 @@ def measure(iterations: int, reps: int, policy: CompactionPolicy) -> dict[str, f
         "compact": median_ms(run, reps, setup=fresh),
         "again": median_ms(lambda: compact(compacted, policy), reps),
     }
+
+
+def rows(quick: bool = False, sizes: tuple[int, ...] = (100, 1000, 10_000)) -> list[Row]:
+    """Rows for benchmarks/run.py: parse and compact at each size, and the 10k/1k ratios (10 = linear)."""
+    policy = CompactionPolicy(max_bytes=30720)
+    results = {n: measure(n, 3 if quick else 5, policy) for n in sizes}
+    bench = "parse and compaction"
+    out: list[Row] = []
+    for n, row in results.items():
+        size = f"{n:,} iterations ({row['bytes'] / 1024:,.0f} KB)"
+        out.append(Row(bench, size, "parse", row["parse"], note=f"{row['parse'] * 1000 / n:.0f} µs/iteration"))
+        total = row["parse"] + row["compact"]
+        out.append(
+            Row(
+                bench,
+                size,
+                "parse + compact",
+                total,
+                goal="< 1000 ms" if n >= 10_000 else "",
+                met=total < 1000 if n >= 10_000 else None,
+                note=f"compact {row['compact']:.1f} ms, {row['compact'] * 1000 / n:.0f} µs/iteration; "
+                f"again (steady state) {row['again']:.2f} ms",
+            )
+        )
+    if 1000 in results and 10_000 in results:
+        for key, label in (("parse", "parse"), ("compact", "compact")):
+            ratio = results[10_000][key] / results[1000][key]
+            out.append(
+                Row(
+                    bench,
+                    "10,000 vs 1,000",
+                    f"{label} time ratio (10 = linear)",
+                    results[10_000][key],
+                    versus=f"{label} at 1,000",
+                    ratio=ratio,
+                    goal="≤ 12× (linear)",
+                    met=ratio <= 12,
+                )
+            )
+    return out
 
 
 def main() -> None:

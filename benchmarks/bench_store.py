@@ -11,38 +11,40 @@ flow appends one line to ``perf.md`` and publishes it:
     statefile        GitStore(remote="origin").update(): fetch, gitdb objects, push (no checkout)
   local flows (no remote):
     GitPython index  a checkout of the branch: edit, repo.index.add, repo.index.commit (no compare-and-swap)
+    pygit2 floor     libgit2 in-process: read blob, edit, blob + tree + commit, ref.set_target (compare-and-swap);
+                     the floor for a read-modify-commit from Python (skipped when pygit2 is not installed)
     statefile        GitStore.update(): gitdb objects + one `git update-ref NEW OLD`
   sizes of all programs:
     blob.size        GitPython: tree.blobs → blob.size (one cat-file round trip per blob)
     statefile        GitStore.programs(): one `git ls-tree -l`
 
-Prints the median milliseconds per operation and each naive flow's ratio to statefile's.
+Prints the median milliseconds per operation and each flow's ratio to statefile's.  benchmarks/run.py runs this
+with the others and writes benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import git as gitpython
+from _timing import Row, measure, pin_identity, sh
 
 from statefile.document import StateDocument, parse
 from statefile.store import Store
 
+pygit2: ModuleType | None
+try:
+    import pygit2
+except ImportError:  # the floor row is optional: pip install pygit2 to measure it
+    pygit2 = None
+
 BRANCH = "memory/autoloop"
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
-
-
-def sh(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
 def state_text(program: str, entries: int) -> str:
@@ -93,22 +95,37 @@ def edit_file(path: Path, counter: list[int]) -> None:
     path.write_text(edit(parse(path.read_text("utf-8")), counter).render(), "utf-8")
 
 
-def measure(flows: dict[str, tuple[Callable[[], object], int]]) -> dict[str, float]:
-    """Median milliseconds of each flow, ``{name: (fn, runs)}``, after one warm-up run each.
+def naive_pull(kept: Path, path: str, counter: list[int], message: str) -> None:
+    """The naive flow in a kept clone of the branch: pull, edit ``path``, add, commit, push."""
+    sh(kept, "pull", "-q", "--ff-only", "origin", BRANCH)
+    edit_file(kept / path, counter)
+    sh(kept, "add", path)
+    sh(kept, "commit", "-q", "-m", message)
+    sh(kept, "push", "-q", "origin", f"HEAD:{BRANCH}")
 
-    The flows take turns (one run of each per round) so that load from other processes on the machine falls on
-    all of them alike rather than on whichever happened to run during a busy moment.
+
+def pygit2_floor(repo_path: Path, counter: list[int], message: str) -> object:
+    """The in-process floor: libgit2 reads perf.md, the same edit, then blob, tree, commit and a CAS ref update.
+
+    Returns the function making one update; ``repo_path`` must have the branch as a local branch.
     """
-    samples: dict[str, list[float]] = {name: [] for name in flows}
-    for fn, _ in flows.values():
-        fn()
-    for round_ in range(max(runs for _, runs in flows.values())):
-        for name, (fn, runs) in flows.items():
-            if round_ < runs:
-                start = time.perf_counter()
-                fn()
-                samples[name].append((time.perf_counter() - start) * 1000)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    assert pygit2 is not None
+    repo = pygit2.Repository(str(repo_path))
+    sig = pygit2.Signature("statefile bench", "bench@statefile.invalid")
+    blob_mode = pygit2.GIT_FILEMODE_BLOB
+
+    def update() -> None:
+        ref = repo.references[f"refs/heads/{BRANCH}"]
+        commit = repo[ref.target]
+        text = repo[commit.tree["perf.md"].id].data.decode("utf-8")
+        new = edit(parse(text), counter).render().encode("utf-8")
+        builder = repo.TreeBuilder(commit.tree)
+        builder.insert("perf.md", repo.create_blob(new), blob_mode)
+        new_commit = repo.create_commit(None, sig, sig, message, builder.write(), [commit.id])
+        # libgit2 moves the ref only if it still points where it did when read: a compare-and-swap.
+        ref.set_target(new_commit, "statefile bench")
+
+    return update
 
 
 def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
@@ -132,12 +149,8 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
         kept = root / "naive-pull"
         sh(root, "clone", "-q", "--single-branch", "--branch", BRANCH, str(remote), str(kept))
 
-        def naive_pull() -> None:
-            sh(kept, "pull", "-q", "--ff-only", "origin", BRANCH)
-            edit_file(kept / "perf.md", counter)
-            sh(kept, "add", "perf.md")
-            sh(kept, "commit", "-q", "-m", message)
-            sh(kept, "push", "-q", "origin", f"HEAD:{BRANCH}")
+        def naive_pull_flow() -> None:
+            naive_pull(kept, "perf.md", counter, message)
 
         runner = root / "runner"
         sh(root, "clone", "-q", str(remote), str(runner))  # on main, as a CI checkout is
@@ -163,6 +176,13 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
         def statefile_local() -> None:
             local.update("perf", lambda doc: edit(doc, counter), message)
 
+        floor = None
+        if pygit2 is not None:
+            floor_repo = root / "floor"
+            sh(root, "clone", "-q", "--branch", BRANCH, str(remote), str(floor_repo))
+            sh(floor_repo, "checkout", "-q", "--detach")  # the branch is then not checked out: no work tree to sync
+            floor = pygit2_floor(floor_repo, counter, message)
+
         # -- sizes -------------------------------------------------------------------------------------------------
         def blob_sizes() -> dict[str, int]:
             tree = index_repo.commit(f"origin/{BRANCH}").tree
@@ -173,22 +193,28 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
 
         assert blob_sizes().keys() == statefile_sizes().keys()
         heavy = max(3, reps // 3) if files >= 1000 else reps  # a full clone of 1000 files is slow: fewer runs
-        ms = measure(
-            {
-                "naive clone": (naive_clone, heavy),
-                "naive pull": (naive_pull, reps),
-                "statefile remote": (statefile_remote, reps),
-                "gitpython index": (gitpython_index, reps),
-                "statefile local": (statefile_local, reps),
-                "blob.size": (blob_sizes, heavy),
-                "programs": (statefile_sizes, reps),
-            }
-        )
+        flows = {
+            "naive clone": (naive_clone, heavy),
+            "naive pull": (naive_pull_flow, reps),
+            "statefile remote": (statefile_remote, reps),
+            "gitpython index": (gitpython_index, reps),
+            "statefile local": (statefile_local, reps),
+            "blob.size": (blob_sizes, heavy),
+            "programs": (statefile_sizes, reps),
+        }
+        if floor is not None:
+            flows["pygit2 floor"] = (floor, reps)
+        ms = measure(flows)
         rows: list[tuple[str, str, float, float | None]] = [
             ("remote update", "naive clone/edit/commit/push", ms["naive clone"], ms["statefile remote"]),
             ("remote update", "naive pull/edit/commit/push", ms["naive pull"], ms["statefile remote"]),
             ("remote update", "statefile GitStore (fetch+push)", ms["statefile remote"], None),
             ("local update", "GitPython index add+commit", ms["gitpython index"], ms["statefile local"]),
+            *(
+                [("local update", "pygit2 floor (libgit2 in-process, CAS)", ms["pygit2 floor"], ms["statefile local"])]
+                if "pygit2 floor" in ms
+                else []
+            ),
             ("local update", "statefile GitStore (update-ref CAS)", ms["statefile local"], None),
             ("program sizes", "GitPython blob.size per file", ms["blob.size"], ms["programs"]),
             ("program sizes", "statefile programs() (ls-tree -l)", ms["programs"], None),
@@ -201,14 +227,22 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def rows(quick: bool = False, sizes: tuple[int, ...] = (1, 100, 1000)) -> list[Row]:
+    """The in-process update rows for benchmarks/run.py: each flow as a ratio *to statefile* (> 1 = slower)."""
+    out: list[Row] = []
+    for files in sizes:
+        for group, flow, ms, ratio in bench(files, 5 if quick else 15):
+            versus = "" if ratio is None else "statefile"
+            out.append(Row(f"in-process {group}", f"P={files}", flow, ms, versus, ratio))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=15, help="timed runs per flow (median reported)")
     parser.add_argument("--sizes", default="1,100,1000", help="comma-separated file counts P")
     args = parser.parse_args()
-    for key, value in (("NAME", "statefile bench"), ("EMAIL", "bench@statefile.invalid")):
-        os.environ.setdefault(f"GIT_AUTHOR_{key}", value)
-        os.environ.setdefault(f"GIT_COMMITTER_{key}", value)
+    pin_identity()
     print(f"statefile store benchmark: median of {args.reps} runs, ms per operation (python {sys.version.split()[0]})")
     print(f"{'P':>5}  {'operation':<14} {'flow':<38} {'median ms':>10} {'× statefile':>12}")
     for files in (int(p) for p in args.sizes.split(",")):
