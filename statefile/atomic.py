@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -15,6 +14,8 @@ def replace_file(target: Path, data: bytes, *, mode: int) -> None:
     """Write ``data`` to ``target`` atomically, with permission bits ``mode``; the folder must exist."""
     # mkstemp creates the file with O_EXCL in the target's folder: never written through something someone else put
     # there, and on the same file system, so os.replace is a rename.
+    import tempfile  # ~10 ms to import; only a write needs it (``statefile report`` without --out does not)
+
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -22,7 +22,6 @@ whose objects are missing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import random
 import shutil
@@ -115,6 +114,8 @@ def encode_tree(entries: Tree) -> bytes:
 
 def object_sha(kind: str, data: bytes) -> bytes:
     """The binary sha git gives an object of ``kind`` with ``data`` (computed without writing it)."""
+    import hashlib  # here, not at the top: loading OpenSSL costs ~10 ms that read-only commands need not pay
+
     return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(data)) + data).digest()
 
 
