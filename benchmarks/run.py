@@ -98,9 +98,11 @@ def explain(row: Row, every: list[Row]) -> str:
             "with other load on a shared machine (see its spread between runs)."
         )
     if row.bench == "parse and compaction" and row.ratio is not None:
+        per = {r.size.split(" ")[0]: r.note.split(" ")[0] for r in every if r.bench == row.bench and r.flow == "parse"}
         return (
-            f"{row.flow}: {row.ratio:.1f}× for 10× the iterations; the 10,000-iteration file (3 MB) no longer fits "
-            "the CPU caches the 300 KB one does, so per-iteration cost rises somewhat — compare the µs/iteration notes."
+            f"{row.flow}: {row.ratio:.1f}× for 10× the iterations, i.e. the cost per iteration rises from "
+            f"{per.get('1,000', '?')} to {per.get('10,000', '?')} µs on a 3 MB file; no step is quadratic (the "
+            "100 → 1,000 step is linear), and 10,000 iterations stay well inside the one-second goal."
         )
     return ""
 

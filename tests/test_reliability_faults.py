@@ -15,6 +15,8 @@ killed with their whole process group (every git they run) or alone (their git p
 git killed while holding a ref lock leaves ``….lock`` behind, as plain git does; the writer's error names the file,
 and it is removed as an operator would: those are counted, not hidden.  A few rounds kill the real ``statefile
 record`` command instead.  ``ROUNDS`` says how many kills each mode gets; the slow test runs more.
+
+Last, a guard on start-up: read-only commands (what a scheduler pre-step runs) import no heavy library.
 """
 
 from __future__ import annotations
@@ -361,3 +363,29 @@ def run_mode(tmp_path: Path, mode: str, rounds: int, seed: int = 7) -> None:
         tally = git_rounds(tmp_path, rounds, remote=mode == "remote", seed=seed)
     report(mode, tally)
     check_tally(tally, rounds)
+
+
+# -- start-up: a scheduler pre-step must not pay for what it does not use ------------------------------------------
+
+_IMPORTS = """
+import contextlib, io, json, sys
+from statefile.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+heavy = ("git", "gitdb", "markdown_it", "frontmatter", "yaml", "hashlib")
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("args", [["--version"], ["report", "--all"], ["list"]], ids=lambda a: a[0])
+def test_read_only_commands_import_no_heavy_library(tmp_path: Path, args: list[str]) -> None:
+    """GitPython (70-90 ms), markdown-it (20-40 ms) and OpenSSL (10 ms) are for writes and full parses only."""
+    bare = make_remote(tmp_path)
+    repo = clone(bare, tmp_path / "runner")
+    with GitStore(repo) as store:
+        store.write_files({"perf.md": SEED}, "seed")
+    proc = subprocess.run([sys.executable, "-c", _IMPORTS, *args], cwd=repo, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
