@@ -36,6 +36,13 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     for kind, count in counts.items():
         if count > 1:
             yield Anomaly("duplicate-section", f"section '{SECTION_KINDS[kind][0][3:]}' appears {count} times")
+    unclosed = doc.unclosed_block
+    if unclosed is not None:
+        yield Anomaly(
+            "unclosed-block",
+            f"a code fence or HTML block opened at line {unclosed + 1} is never closed: the rest of the file is code, "
+            "and record/compact refuse to edit it; close the block",
+        )
     if doc.history_misplaced:
         yield Anomaly("missing-history-heading", "iteration entries sit under another section (no history heading)")
     yield from _history_anomalies(doc)

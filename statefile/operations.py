@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from statefile.store import Change, Store
 
 # Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
-CHECK_ERRORS = frozenset({"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state"})
+CHECK_ERRORS = frozenset(
+    {"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state", "unclosed-block"}
+)
 
 
 @dataclass(frozen=True)

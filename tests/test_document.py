@@ -188,3 +188,10 @@ def test_new_state_file_reads_back_through_upstream() -> None:
         "title", "machine_state", "program_info", "priorities", "lessons", "foreclosed", "future", "history",
     ]  # fmt: skip
     assert parse(text).warnings == ()
+
+
+def test_an_unclosed_fence_is_an_anomaly() -> None:
+    text = statefile.new_state_file("x").replace("## 📚 Lessons Learned", "```\n## 📚 Lessons Learned")
+    codes = {w.code for w in parse(text).warnings}
+    assert "unclosed-block" in codes
+    assert "unclosed-block" not in {w.code for w in parse(statefile.new_state_file("x")).warnings}
