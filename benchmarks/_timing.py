@@ -170,3 +170,18 @@ def machine() -> str:
         f"{cpu}, {os.cpu_count()} cores, {memory}; {platform.system()} {platform.release()}; "
         f"Python {platform.python_version()}; {git_version}; load average at start {load}"
     )
+
+
+def sized_main(doc: str, rows: Callable[[bool, tuple[int, ...]], list[Row]], default_sizes: str, noun: str) -> int:
+    """The command line of a benchmark whose rows come per size: ``--quick``, ``--sizes``; prints the rows."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs")
+    parser.add_argument("--sizes", default=default_sizes, help=f"comma-separated {noun}")
+    args = parser.parse_args()
+    pin_identity()
+    for row in rows(args.quick, tuple(int(p) for p in args.sizes.split(","))):
+        ratio = f"{row.ratio:.2f}× {row.versus}" if row.ratio is not None else ""
+        print(f"{row.size:>7}  {row.flow:<58} {row.ms:>9.1f} ms  {ratio}  {row.goal}")
+    return 0

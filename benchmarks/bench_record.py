@@ -20,12 +20,11 @@ benchmarks/bench_store.py's rows.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 from pathlib import Path
 
-from _timing import STATEFILE, Row, compare, measure, pin_identity, run, sh
+from _timing import STATEFILE, Row, compare, measure, run, sh, sized_main
 from bench_store import BRANCH, make_remote, naive_pull, perf_text, pygit2, pygit2_floor
 
 BENCH = "record one iteration"
@@ -103,15 +102,7 @@ def rows(quick: bool = False, sizes: tuple[int, ...] = (1, 100, 1000)) -> list[R
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
-    parser.add_argument("--sizes", default="1,100,1000", help="comma-separated file counts P")
-    args = parser.parse_args()
-    pin_identity()
-    for row in rows(args.quick, tuple(int(p) for p in args.sizes.split(","))):
-        ratio = f"{row.ratio:.2f}× {row.versus}" if row.ratio is not None else ""
-        print(f"{row.size:>7}  {row.flow:<52} {row.ms:>8.1f} ms  {ratio}")
-    return 0
+    return sized_main(__doc__ or "", rows, "1,100,1000", "file counts P")
 
 
 if __name__ == "__main__":

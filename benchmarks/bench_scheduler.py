@@ -18,14 +18,13 @@ Goals: fetched ≤ 0.3× upstream; from scratch ≤ 1.0× upstream.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from _fixtures import main_only_clone, make_memory_remote, runner_clone, url
-from _timing import STATEFILE, Row, compare, measure, pin_identity, run
+from _timing import STATEFILE, Row, compare, measure, run, sized_main
 
 BENCH = "scheduler view"
 PRESTEP = str(Path(__file__).resolve().with_name("upstream_prestep.py"))
@@ -100,15 +99,7 @@ def rows(quick: bool = False, sizes: tuple[int, ...] = (10, 300, 1000)) -> list[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs")
-    parser.add_argument("--sizes", default="10,300,1000", help="comma-separated program counts P")
-    args = parser.parse_args()
-    pin_identity()
-    for row in rows(args.quick, tuple(int(p) for p in args.sizes.split(","))):
-        ratio = f"{row.ratio:.2f}×" if row.ratio is not None else ""
-        print(f"{row.size:>7}  {row.flow:<58} {row.ms:>9.1f} ms  {ratio:>7}  {row.goal}")
-    return 0
+    return sized_main(__doc__ or "", rows, "10,300,1000", "program counts P")
 
 
 if __name__ == "__main__":
