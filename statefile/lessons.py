@@ -34,7 +34,7 @@ from statefile.archive import make_chunk
 from statefile.bullets import Item
 from statefile.document import StateDocument, parse
 from statefile.errors import NotFoundError, UsageError
-from statefile.pruning import is_pinned
+from statefile.pruning import EXPIRES_PATTERN, PIN_PATTERN, is_pinned
 from statefile.text import encode, line_body, split_lines
 
 SHARED_FILE = "_shared.md"
@@ -57,8 +57,9 @@ _RESTORED = re.compile(r"^<!-- statefile:restored id=([0-9a-f]{12}) restored=(\d
 _REASON = re.compile(r"^- \*\*Reason\*\*: (.*)$")
 _OPEN_FENCE = re.compile(r"^(`{3,})markdown$")
 _ORIGIN = re.compile(r"\s*\(from [^()]*\)\s*$")
-_EXPIRES = re.compile(r"\s*\(expires \d{4}-\d{2}-\d{2}\)", re.I)
-_PIN_MARK = re.compile(r"📌\s*|<!--\s*pin(?:ned)?\s*-->", re.I)
+_EXPIRES = re.compile(rf"\s*{EXPIRES_PATTERN}", re.I)
+# Spaces after the mark go with it, never the line ending.
+_PIN_MARK = re.compile(rf"(?:{PIN_PATTERN})[ \t]*", re.I)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from datetime import date
 from itertools import pairwise
 
-_PIN = re.compile(r"📌|<!--\s*pin(?:ned)?\s*-->", re.I)
-_EXPIRES = re.compile(r"\(expires (\d{4})-(\d{2})-(\d{2})\)", re.I)
+#: What marks a lesson pinned, and what gives it an expiry date: one definition, used by lessons.py too.
+PIN_PATTERN = r"📌|<!--\s*pin(?:ned)?\s*-->"
+EXPIRES_PATTERN = r"\(expires (\d{4})-(\d{2})-(\d{2})\)"
+_PIN = re.compile(PIN_PATTERN, re.I)
+_EXPIRES = re.compile(EXPIRES_PATTERN, re.I)
 _CONSOLIDATED = re.compile(r"\s*\*\(\+(\d+) similar in archive\)\*")
 _ITER_REF = re.compile(r"\biter(?:ation)?s?\.?\s*#?(\d+)", re.I)
 _WORD = re.compile(r"[^\W_]+")
