@@ -2,7 +2,7 @@
 
     python benchmarks/bench_compaction.py [--reps N] [--sizes 100,1000,10000] [--budget 30720]
 
-For each size, a synthetic state file (statefile.synthetic, upstream template format) with that many detailed
+For each size, a synthetic state file (statefile.model.synthetic, upstream template format) with that many detailed
 iteration entries is timed through:
 
   parse     statefile.parse(text)                      (the document model; markdown-it block scan)
@@ -20,9 +20,9 @@ import argparse
 
 from _timing import Row, median_ms
 
-from statefile.compaction import CompactionPolicy, compact
-from statefile.document import parse
-from statefile.synthetic import synthetic_state
+from statefile.model.document import parse
+from statefile.model.synthetic import synthetic_state
+from statefile.policy.compaction import CompactionPolicy, compact
 
 
 def measure(iterations: int, reps: int, policy: CompactionPolicy) -> dict[str, float]:

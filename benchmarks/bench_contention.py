@@ -29,8 +29,8 @@ from pathlib import Path
 
 from _timing import Row, pin_identity, sh
 
+from statefile.model.synthetic import synthetic_state
 from statefile.store import Store
-from statefile.synthetic import synthetic_state
 
 BENCH = "contention"
 BRANCH = "memory/autoloop"
@@ -40,9 +40,9 @@ STATEFILE_WRITER = """
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from statefile.app import AppContext
-from statefile.operations import record_iteration
-from statefile.rules import RecordRequest
+from statefile.app.context import AppContext
+from statefile.app.operations import record_iteration
+from statefile.policy.rules import RecordRequest
 from statefile.store import Store
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -60,8 +60,8 @@ REPO_MEMORY_WRITER = """
 import subprocess, sys
 from datetime import datetime, timezone
 from pathlib import Path
-from statefile.document import parse
-from statefile.rules import RecordRequest, record
+from statefile.model.document import parse
+from statefile.policy.rules import RecordRequest, record
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 branch = "memory/autoloop"

@@ -34,7 +34,7 @@ from types import ModuleType
 import git as gitpython
 from _timing import Row, measure, pin_identity, sh
 
-from statefile.document import StateDocument, parse
+from statefile.model.document import StateDocument, parse
 from statefile.store import Store
 
 pygit2: ModuleType | None

@@ -10,26 +10,26 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover - names for type checkers; runtime goes through __getattr__
-    from statefile.document import Anomaly, Section, StateDocument, parse  # noqa: F401
     from statefile.errors import BudgetError, ConflictError, StatefileError  # noqa: F401
-    from statefile.history import Iteration, IterationRange, OpaqueEntry  # noqa: F401
-    from statefile.template import new_state_file  # noqa: F401
+    from statefile.model.document import Anomaly, Section, StateDocument, parse  # noqa: F401
+    from statefile.model.history import Iteration, IterationRange, OpaqueEntry  # noqa: F401
+    from statefile.model.template import new_state_file  # noqa: F401
 
 _EXPORTS = {
-    "parse": "statefile.document",
-    "StateDocument": "statefile.document",
-    "Section": "statefile.document",
-    "Anomaly": "statefile.document",
-    "Iteration": "statefile.history",
-    "IterationRange": "statefile.history",
-    "OpaqueEntry": "statefile.history",
-    "new_state_file": "statefile.template",
+    "parse": "statefile.model.document",
+    "StateDocument": "statefile.model.document",
+    "Section": "statefile.model.document",
+    "Anomaly": "statefile.model.document",
+    "Iteration": "statefile.model.history",
+    "IterationRange": "statefile.model.history",
+    "OpaqueEntry": "statefile.model.history",
+    "new_state_file": "statefile.model.template",
     "StatefileError": "statefile.errors",
     "BudgetError": "statefile.errors",
     "ConflictError": "statefile.errors",
-    "CompactionPolicy": "statefile.compaction",
-    "CompactionResult": "statefile.compaction",
-    "compact": "statefile.compaction",
+    "CompactionPolicy": "statefile.policy.compaction",
+    "CompactionResult": "statefile.policy.compaction",
+    "compact": "statefile.policy.compaction",
     "Store": "statefile.store",
     "GitStore": "statefile.store",
     "FolderStore": "statefile.store",

@@ -10,7 +10,7 @@ import pytest
 from gitutil import Repos, git, make_repos, run_statefile
 from upstream import meaningful, upstream_machine_state
 
-from statefile.demo import sample_text
+from statefile.cli.demo import sample_text
 from statefile.store import Store
 
 

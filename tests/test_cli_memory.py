@@ -11,7 +11,7 @@ import pytest
 from conftest import corpus_files, read_raw
 from gitutil import Repos, git, make_repos, run_statefile
 
-from statefile.demo import sample_text
+from statefile.cli.demo import sample_text
 from statefile.store import Store
 
 

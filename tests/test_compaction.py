@@ -11,12 +11,14 @@ from conftest import SAMPLES, corpus_files, read_raw
 from test_compaction_properties import check_invariants, core, intervals
 
 import statefile
-from statefile.compaction import CompactionBudgetError, CompactionPolicy, compact, program_name
-from statefile.document import StateDocument, parse
 from statefile.errors import BudgetError, UsageError
-from statefile.history import Iteration, IterationRange, parse_entry, render_iteration
-from statefile.pruning import is_pinned, is_placeholder
-from statefile.ranges import (
+from statefile.model.document import StateDocument, parse
+from statefile.model.history import Iteration, IterationRange, parse_entry, render_iteration
+from statefile.model.synthetic import synthetic_state
+from statefile.model.template import new_state_file
+from statefile.policy.compaction import CompactionBudgetError, CompactionPolicy, compact, program_name
+from statefile.policy.pruning import is_pinned, is_placeholder
+from statefile.policy.ranges import (
     Band,
     band_from_entries,
     band_from_range,
@@ -26,8 +28,6 @@ from statefile.ranges import (
     parse_canonical,
     render_band,
 )
-from statefile.synthetic import synthetic_state
-from statefile.template import new_state_file
 
 
 def entry(n: int, status: str = "accepted", metric: str | None = None, change: str | None = None) -> str:

@@ -1,10 +1,10 @@
 """Compaction's guarantees, checked on every corpus file, on synthetic files of 15 to 10,000 iterations and on
 hypothesis-made messy histories (overlapping ranges, entries inside ranges, duplicates, opaque entries).
 
-The guarantees (see statefile.compaction): output within budget or a clean BudgetError; every iteration number the
-input covers is covered exactly once by the output; everything removed is in the archive verbatim; Machine State
-reads back identically through the upstream scheduler's logic; compaction is idempotent; maintainer-owned sections
-are byte-identical; the newest ``keep_recent`` entries are untouched when not aggressive.
+The guarantees (see statefile.policy.compaction): output within budget or a clean BudgetError; every iteration
+number the input covers is covered exactly once by the output; everything removed is in the archive verbatim;
+Machine State reads back identically through the upstream scheduler's logic; compaction is idempotent;
+maintainer-owned sections are byte-identical; the newest ``keep_recent`` entries are untouched when not aggressive.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from upstream import upstream_machine_state
 
-from statefile.compaction import CompactionPolicy, CompactionResult, compact
-from statefile.document import MAINTAINER_OWNED, StateDocument, parse
 from statefile.errors import BudgetError
-from statefile.history import Iteration, IterationRange
-from statefile.pruning import is_pinned
-from statefile.synthetic import synthetic_state
-from statefile.template import new_state_file
+from statefile.model.document import MAINTAINER_OWNED, StateDocument, parse
+from statefile.model.history import Iteration, IterationRange
+from statefile.model.synthetic import synthetic_state
+from statefile.model.template import new_state_file
+from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
+from statefile.policy.pruning import is_pinned
 
 BUDGETS = (30720, 8192)
 _TRAILER = re.compile(r"(?:(?:\r\n|\r|\n)(?:[ \t]*|\s{0,3}-{3,}\s*))*\Z")

@@ -1,4 +1,4 @@
-"""Settings resolution (statefile.config): precedence, sources, file formats, gh-aw frontmatter, errors."""
+"""Settings resolution (statefile.app.config): precedence, sources, file formats, gh-aw frontmatter, errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from statefile.config import OPTIONS, Config, option_docs, parse_size, resolve_config
+from statefile.app.config import OPTIONS, Config, option_docs, parse_size, resolve_config
 from statefile.errors import UsageError
 
 WORKFLOW = """\

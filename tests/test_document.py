@@ -9,8 +9,8 @@ from conftest import corpus_files, read_raw
 from upstream import meaningful, upstream_machine_state
 
 import statefile
-from statefile.document import parse
-from statefile.history import Iteration, IterationRange, OpaqueEntry
+from statefile.model.document import parse
+from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 
 CORPUS = corpus_files()
 

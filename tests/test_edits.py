@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
 
 import statefile
-from statefile.document import parse
+from statefile.model.document import parse
 
 CORPUS = corpus_files()
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statefile.errors import UsageError
-from statefile.exchange import FORMAT, VERSION, check_path, dumps, export_json, import_json, loads
-from statefile.text import encode
+from statefile.model.text import encode
+from statefile.store.exchange import FORMAT, VERSION, check_path, dumps, export_json, import_json, loads
 
 
 def corpus() -> dict[str, str]:

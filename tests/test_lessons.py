@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import corpus_files, read_raw
 
-from statefile.archive import plan_append
-from statefile.document import StateDocument, parse
 from statefile.errors import NotFoundError, UsageError
-from statefile.lessons import (
+from statefile.model.archive import plan_append
+from statefile.model.document import StateDocument, parse
+from statefile.model.template import new_state_file
+from statefile.policy.lessons import (
     SHARED_TEMPLATE,
     add_lesson,
     find_lesson,
@@ -26,9 +27,8 @@ from statefile.lessons import (
     tombstones,
     unpin_lesson,
 )
-from statefile.pruning import is_pinned
-from statefile.render import render_view
-from statefile.template import new_state_file
+from statefile.policy.pruning import is_pinned
+from statefile.views.render import render_view
 
 CORPUS = corpus_files()
 

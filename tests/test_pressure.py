@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import corpus_files, read_raw
 
-from statefile.archive import make_chunk, plan_append
-from statefile.document import parse
-from statefile.history import render_iteration
-from statefile.pressure import (
+from statefile.model.archive import make_chunk, plan_append
+from statefile.model.document import parse
+from statefile.model.history import render_iteration
+from statefile.model.template import new_state_file
+from statefile.model.text import utf8_size
+from statefile.views.status import (
     TYPICAL_ENTRY_BYTES,
     count_archived_entries,
     estimate_tokens,
@@ -19,8 +21,6 @@ from statefile.pressure import (
     pressure_lines,
     typical_entry_bytes,
 )
-from statefile.template import new_state_file
-from statefile.text import utf8_size
 
 CORPUS = corpus_files()
 

@@ -38,13 +38,13 @@ import pytest
 from gitutil import STATEFILE
 from test_store_git import LOCAL, clone, fsck_clean, git, make_remote, rev
 
-from statefile.app import AppContext
-from statefile.compaction import CompactionPolicy, compact
-from statefile.document import parse
-from statefile.operations import record_iteration
-from statefile.rules import RecordRequest, record
+from statefile.app.context import AppContext
+from statefile.app.operations import record_iteration
+from statefile.model.document import parse
+from statefile.model.synthetic import synthetic_state
+from statefile.policy.compaction import CompactionPolicy, compact
+from statefile.policy.rules import RecordRequest, record
 from statefile.store import FolderStore, GitStore, Store
-from statefile.synthetic import synthetic_state
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 # A small budget, so most records also compact and append to the archive in the same commit.

@@ -6,7 +6,7 @@ headings and tables), change line endings (CRLF, CR, mixed), add a BOM, NULs or 
 mutant:
 
 - parsing never raises and renders back byte for byte;
-- :func:`statefile.document.read_machine_state` (the scheduler's fast path) agrees with the full parse;
+- :func:`statefile.model.document.read_machine_state` (the scheduler's fast path) agrees with the full parse;
 - compaction either fits the budget with every invariant of test_compaction_properties (exactly-once
   coverage, verbatim archive, Machine State and maintainer text untouched, idempotence) or raises the documented
   BudgetError; its result renders and re-parses to the same document;
@@ -30,14 +30,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
 
-from statefile.compaction import CompactionPolicy, compact
-from statefile.document import parse, read_machine_state
+from statefile.app.operations import compact_program, record_iteration
 from statefile.errors import BudgetError, InvalidDataError, StatefileError
-from statefile.files import read_state_file
-from statefile.operations import compact_program, record_iteration
-from statefile.rules import RecordRequest, record
+from statefile.model.document import parse, read_machine_state
+from statefile.model.text import split_lines
+from statefile.policy.compaction import CompactionPolicy, compact
+from statefile.policy.rules import RecordRequest, record
 from statefile.store import FolderStore
-from statefile.text import split_lines
+from statefile.store.files import read_state_file
 
 CORPUS = [read_raw(path) for path in corpus_files()]
 BUDGETS = (30720, 8192, 3000)
@@ -378,7 +378,7 @@ def test_the_block_scan_leaves_the_garbage_collector_as_it_found_it() -> None:
     """scan_blocks pauses the cyclic collector while markdown-it allocates its tokens (linear time on big files)."""
     import gc
 
-    from statefile.blocks import scan_blocks
+    from statefile.model.blocks import scan_blocks
 
     assert gc.isenabled()
     assert scan_blocks(CORPUS[0] if CORPUS else "# t\n").headings

@@ -23,8 +23,8 @@ from gitutil import Repos, git, make_repos, run_statefile
 
 from statefile.cli import main
 from statefile.errors import EXIT_GIT, EXIT_INVALID_DATA, EXIT_USAGE
+from statefile.model.synthetic import synthetic_state
 from statefile.store import Store
-from statefile.synthetic import synthetic_state
 
 BRANCH = "memory/autoloop"
 LOCAL = f"refs/heads/{BRANCH}"

@@ -9,11 +9,11 @@ from conftest import corpus_files, read_raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statefile.document import StateDocument, parse
 from statefile.errors import UsageError
-from statefile.history import render_iteration
-from statefile.render import MIN_BUDGET, one_line, render_view
-from statefile.template import new_state_file
+from statefile.model.document import StateDocument, parse
+from statefile.model.history import render_iteration
+from statefile.model.template import new_state_file
+from statefile.views.render import MIN_BUDGET, one_line, render_view
 
 CORPUS = corpus_files()
 LEVELS = ("index", "timeline", "full")

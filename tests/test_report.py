@@ -1,4 +1,5 @@
-"""autoloop.json reporting (statefile.report): program entries, merging into the scheduler's JSON, safe writes."""
+"""autoloop.json reporting (statefile.integrations.autoloop): program entries, merging into the scheduler's JSON,
+safe writes."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import pytest
 from conftest import corpus_files, read_raw
 
 from statefile import __version__
-from statefile.document import parse
 from statefile.errors import UsageError
-from statefile.report import merge_report, program_report, read_json_object, write_json_atomic
-from statefile.template import new_state_file
+from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_json_atomic
+from statefile.model.document import parse
+from statefile.model.template import new_state_file
 
 # What the upstream scheduler writes when it selects a program (githubnext/autoloop autoloop_scheduler.py).
 UPSTREAM = {

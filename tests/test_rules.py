@@ -1,4 +1,4 @@
-"""The upstream update rules (statefile.rules.record): every rule, both directions, and the real corpus."""
+"""The upstream update rules (statefile.policy.rules.record): every rule, both directions, and the real corpus."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ import pytest
 from conftest import corpus_files, read_raw
 from upstream import meaningful, upstream_machine_state
 
-from statefile.document import StateDocument, parse
 from statefile.errors import ConflictError, UsageError
-from statefile.history import Iteration
-from statefile.rules import (
+from statefile.model.document import StateDocument, parse
+from statefile.model.history import Iteration
+from statefile.model.template import new_state_file
+from statefile.policy.rules import (
     RecordRequest,
     format_delta,
     format_number,
     parse_number,
     record,
 )
-from statefile.template import new_state_file
 
 NOW = datetime(2025, 1, 15, 12, 0, tzinfo=timezone.utc)
 

@@ -7,12 +7,12 @@ import re
 import pytest
 from conftest import corpus_files, read_raw
 
-from statefile.archive import make_chunk, plan_append
-from statefile.document import parse
 from statefile.errors import UsageError
-from statefile.history import render_iteration
-from statefile.search import classify, hit_line, search
-from statefile.template import new_state_file
+from statefile.model.archive import make_chunk, plan_append
+from statefile.model.document import parse
+from statefile.model.history import render_iteration
+from statefile.model.template import new_state_file
+from statefile.views.search import classify, hit_line, search
 
 
 def entry(n: int, change: str, notes: str = "ok") -> str:

@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 from test_store_git import BRANCH, LOCAL, clone, commit_count, fsck_clean, git, make_remote, make_repo, rev
 
-from statefile.document import StateDocument, parse
+from statefile.model.document import StateDocument, parse
 from statefile.store import Store
 
 # A writer: open the store at argv[1] (through argv[2] as remote unless "-"), make argv[4] updates to "perf", each
 # adding the line "- {name}-{i}".  Exits non-zero on any error; prints the retries it needed.
 WORKER = """
 import sys
-from statefile.document import StateDocument, parse
+from statefile.model.document import StateDocument, parse
 from statefile.store import Store, Change
 
 path, remote, name, count, tries = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -45,7 +45,7 @@ print(retries)
 # A writer that never stops (until killed): alternates plain updates and compactions with archive text.
 LOOPER = """
 import sys
-from statefile.document import StateDocument, parse
+from statefile.model.document import StateDocument, parse
 from statefile.store import Store, Change
 
 store = Store.open(sys.argv[1], remote=None if sys.argv[2] == "-" else sys.argv[2], max_bytes=4000)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from test_store_git import appender, git, make_repo
 
-from statefile.document import StateDocument, parse
 from statefile.errors import BudgetError, NotFoundError, UsageError
+from statefile.model.document import StateDocument, parse
 from statefile.store import Change, FolderStore
-from statefile.store.folderstore import LOCK_NAME
+from statefile.store.folder import LOCK_NAME
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_missing_folder_and_bad_budget_are_clear_errors(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from statefile.document import parse
+from statefile.model.document import parse
 from statefile.store import FolderStore
 
 store = FolderStore(sys.argv[1])

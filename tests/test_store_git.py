@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from statefile.document import StateDocument, parse
 from statefile.errors import BudgetError, ConflictError, GitError, NotFoundError, UsageError
+from statefile.model.document import StateDocument, parse
 from statefile.store import BOT_EMAIL, BOT_NAME, Change, GitStore, Store
 
 BRANCH = "memory/autoloop"

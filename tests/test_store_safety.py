@@ -11,10 +11,10 @@ import git as gitpython
 import pytest
 from test_store_git import BRANCH, LOCAL, appender, clone, git, make_remote, make_repo, rev
 
-from statefile.document import StateDocument, parse
 from statefile.errors import GitError, InvalidDataError, NotFoundError, UsageError
+from statefile.model.document import StateDocument, parse
 from statefile.store import FolderStore, GitStore, Store
-from statefile.store.gitstore import git_error
+from statefile.store.git import git_error
 from statefile.store.names import (
     redact,
     validate_branch,

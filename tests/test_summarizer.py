@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from statefile.errors import UsageError
-from statefile.summarizer import command_summarizer
+from statefile.integrations.summarizer import command_summarizer
 
 ENTRIES = [
     {"number": 4, "when": "2026-01-01 10:00", "status": "accepted", "metric": "12", "change": "cache", "notes": "ok"},
@@ -142,9 +142,9 @@ def test_bad_commands_and_settings_are_usage_errors() -> None:
 
 def test_plugs_into_compaction_and_falls_back() -> None:
     """A failing or verbose summarizer leaves compaction's deterministic range summary in place."""
-    from statefile.compaction import CompactionPolicy, compact
-    from statefile.document import parse
-    from statefile.synthetic import synthetic_state
+    from statefile.model.document import parse
+    from statefile.model.synthetic import synthetic_state
+    from statefile.policy.compaction import CompactionPolicy, compact
 
     doc_text = synthetic_state("perf", iterations=30, seed=1)
     results = {}

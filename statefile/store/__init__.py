@@ -24,15 +24,15 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from statefile.archive import archive_dir, make_chunk, part_number, plan_append
-from statefile.config import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
-from statefile.document import StateDocument, parse
+from statefile.app.config import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
 from statefile.errors import BudgetError, InvalidDataError, StatefileError
-from statefile.text import encode
+from statefile.model.archive import archive_dir, make_chunk, part_number, plan_append
+from statefile.model.document import StateDocument, parse
+from statefile.model.text import encode
 
 if TYPE_CHECKING:
-    from statefile.store.folderstore import FolderStore
-    from statefile.store.gitstore import GitStore
+    from statefile.store.folder import FolderStore
+    from statefile.store.git import GitStore
 
 BOT_NAME = "statefile"
 BOT_EMAIL = "statefile@users.noreply.github.com"
@@ -107,7 +107,7 @@ class Store(abc.ABC):
         ``author`` is ``"Name <email>"``; by default commits are made by ``statefile
         <statefile@users.noreply.github.com>`` unless GIT_AUTHOR_*/GIT_COMMITTER_* are set.
         """
-        from statefile.store.gitstore import GitStore
+        from statefile.store.git import GitStore
 
         return GitStore(path, branch, remote, max_bytes=max_bytes, author=author, max_tries=max_tries)
 
@@ -296,11 +296,11 @@ def first_line(message: str) -> str:
 def __getattr__(name: str) -> Any:
     # GitPython costs ~165 ms to import: load each store's module only when it is asked for.
     if name == "GitStore":
-        from statefile.store.gitstore import GitStore
+        from statefile.store.git import GitStore
 
         return GitStore
     if name == "FolderStore":
-        from statefile.store.folderstore import FolderStore
+        from statefile.store.folder import FolderStore
 
         return FolderStore
     raise AttributeError(f"module 'statefile.store' has no attribute {name!r}")

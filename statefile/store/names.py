@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from statefile.archive import part_number
 from statefile.errors import UsageError
+from statefile.model.archive import part_number
 
 MAX_PROGRAM_LENGTH = 100
 #: The repository-wide shared lessons file (``_shared.md``): stored like a program, never listed as one.

@@ -1,0 +1,157 @@
+"""What a command runs with: resolved configuration and the store it reads and writes.
+
+The CLI builds one :class:`AppContext` from the global options; commands ask it for the config, the store and
+the compaction policy.  Everything is resolved lazily so ``statefile --help`` never touches git.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from statefile.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from statefile.app.config import Config
+    from statefile.policy.compaction import CompactionPolicy
+    from statefile.store import Store
+
+
+def find_repo_root(start: Path) -> Path | None:
+    """The top of the git repository containing ``start`` (a ``.git`` folder or file), or ``None``."""
+    current = start.resolve()
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+@dataclass
+class AppContext:
+    """Global options as given (``None`` = not given) and the objects resolved from them."""
+
+    repo: Path | None = None
+    branch: str | None = None
+    remote: str | None = None
+    folder: Path | None = None
+    max_bytes: int | None = None
+    as_json: bool = False
+    quiet: bool = False
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    _config: Config | None = None
+    _store: Store | None = None
+
+    @property
+    def root(self) -> Path | None:
+        """The repository the configuration is read from (``--repo``, else the one around the cwd)."""
+        if self.repo is not None:
+            return self.repo
+        return find_repo_root(Path.cwd())
+
+    def config(self) -> Config:
+        """Settings resolved from flags > environment > TOML > workflow frontmatter > defaults."""
+        if self._config is None:
+            from statefile.app.config import resolve_config
+
+            flags: dict[str, Any] = {}
+            if self.max_bytes is not None:
+                flags["max_bytes"] = self.max_bytes
+            if self.branch is not None:
+                flags["branch"] = self.branch
+            if self.remote is not None:
+                flags["remote"] = self.remote
+            root = self.root if self.repo is None or self.repo.is_dir() else None
+            self._config = resolve_config(root, flags, self.env)
+        return self._config
+
+    def store(self) -> Store:
+        """The store commands read and write: a folder with ``--dir``, else the memory branch of the repo."""
+        if self._store is not None:
+            return self._store
+        config = self.config()
+        max_bytes = config.max_bytes.value
+        if self.folder is not None:
+            from statefile.store import FolderStore
+
+            if config.remote.value:
+                raise UsageError(
+                    f"--dir works on a plain folder and cannot use a remote ({config.remote.source}); "
+                    "drop --remote/STATEFILE_REMOTE or --dir"
+                )
+            if not self.folder.is_dir():
+                raise NotFoundError(f"--dir {self.folder}: no such folder; create it or check the path")
+            self._store = FolderStore(self.folder, max_bytes=max_bytes)
+            return self._store
+        if self.repo is not None and not self.repo.exists():
+            raise NotFoundError(f"--repo {self.repo}: no such folder; pass the path of a git repository")
+        root = self.root
+        if root is None:
+            where = self.repo or Path.cwd()
+            raise NotFoundError(
+                f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
+            )
+        from statefile.store import BOT_EMAIL, BOT_NAME, Store
+
+        author = None
+        if config.author_name.value or config.author_email.value:
+            author = f"{config.author_name.value or BOT_NAME} <{config.author_email.value or BOT_EMAIL}>"
+        store = Store.open(
+            root, branch=config.branch.value, remote=config.remote.value, max_bytes=max_bytes, author=author
+        )
+        if store.remote is not None:
+            # Reads come from local refs; one fetch makes every command see the remote's current state.
+            store.fetch()
+        self._store = store
+        return store
+
+    @property
+    def globs(self) -> tuple[str, ...]:
+        """Which ``{name}.md`` files are state files (the configured file-glob)."""
+        return tuple(self.config().file_glob.value)
+
+    def with_max_bytes(self, max_bytes: int | None) -> AppContext:
+        """The same options with a command-level ``--max-bytes`` (``None``: unchanged)."""
+        if max_bytes is None:
+            return self
+        return replace(self, max_bytes=max_bytes, _config=None, _store=None)
+
+    def with_summarizer(self, command: str | None) -> AppContext:
+        """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
+        if command is None:
+            return self
+        return replace(self, env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None, _store=None)
+
+    def with_folder(self, folder: Path) -> AppContext:
+        """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
+        return replace(self, folder=folder, _store=None)
+
+    def policy(self, *, aggressive: bool = False) -> CompactionPolicy:
+        """The compaction policy from the configuration (``aggressive``: aggressive mode whatever the size)."""
+        import datetime as dt
+
+        from statefile.policy.compaction import CompactionPolicy
+
+        config = self.config()
+        summarizer = None
+        if config.summarizer.value:
+            from statefile.integrations.summarizer import command_summarizer
+
+            summarizer = command_summarizer(config.summarizer.value, timeout=config.summarizer_timeout.value)
+        return CompactionPolicy(
+            max_bytes=config.max_bytes.value,
+            keep_recent=config.keep_recent.value,
+            keep_recent_aggressive=config.aggressive_keep.value,
+            aggressive_at=config.aggressive_at.value,
+            low_water=min(0.6, config.aggressive_at.value),
+            force_aggressive=aggressive,
+            today=dt.datetime.now(dt.timezone.utc).date(),
+            summarizer=summarizer,
+        )
+
+
+def validate_positive(name: str, value: int | None) -> None:
+    """Reject a non-positive number given for ``name`` with a usage error."""
+    if value is not None and value <= 0:
+        raise UsageError(f"{name} must be a positive number, got {value}")

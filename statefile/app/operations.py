@@ -1,0 +1,345 @@
+"""What statefile does, one function per command, over a :class:`~statefile.store.Store`.
+
+The CLI parses arguments and prints; these functions decide and call the pure core (rules, compaction, report)
+and the store.  Update functions handed to ``Store.update`` are pure functions of the document they get, because
+the store calls them again when a concurrent writer got in first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from statefile.errors import ConflictError, NotFoundError
+
+if TYPE_CHECKING:
+    from statefile.model.document import StateDocument
+    from statefile.policy.compaction import CompactionPolicy, CompactionReport
+    from statefile.policy.rules import RecordRequest
+    from statefile.store import Change, Store
+
+# Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
+CHECK_ERRORS = frozenset(
+    {"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state", "unclosed-block"}
+)
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    """What ``record`` did: the commit, the iteration number and status, and what compaction moved."""
+
+    program: str
+    commit: str
+    iteration: int
+    status: str
+    size: int
+    compaction: dict[str, Any]
+
+
+@dataclass
+class CompactOutcome:
+    """What ``compact`` did (or would do, with ``dry_run``) to one program."""
+
+    program: str
+    commit: str
+    report: CompactionReport
+    dry_run: bool
+    archive_preview: str = ""
+
+
+@dataclass
+class CheckOutcome:
+    """One program's (or file's) check: its size, errors (which fail the check) and warnings."""
+
+    name: str
+    size: int
+    max_bytes: int
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No errors."""
+        return not self.errors
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "size": self.size,
+            "max_bytes": self.max_bytes,
+            "errors": self.errors,
+            "warnings": self.warnings,
+        }
+
+
+def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, int]:
+    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob), name → bytes."""
+    from fnmatch import fnmatchcase
+
+    return {name: size for name, size in store.programs().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
+
+
+def _policy_for(policy: CompactionPolicy, program: str) -> CompactionPolicy:
+    return replace(policy, program=program)
+
+
+def _compaction_message(program: str, report: CompactionReport) -> str:
+    folded = [m.label for m in report.moved if m.kind == "iteration"]
+    numbers = sorted(int(n) for label in folded for n in re.findall(r"\d+", label)[:1])
+    what = f"iterations {numbers[0]}–{numbers[-1]} to archive" if numbers else report.summary()
+    return f"statefile: compact {program} — {what}"
+
+
+def record_iteration(
+    store: Store, program: str, request: RecordRequest, policy: CompactionPolicy, *, now: datetime
+) -> RecordOutcome:
+    """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write."""
+    from statefile.model.history import STATUS_GLYPHS
+    from statefile.policy.compaction import compact
+    from statefile.policy.rules import record
+    from statefile.store import Change
+
+    landed: dict[str, Any] = {}
+
+    def apply(doc: StateDocument | None) -> Change:
+        recorded = record(doc, request, program=program, now=now)
+        number = recorded.history[0].covers[0] if recorded.history else 0
+        result = compact(recorded, _policy_for(policy, program))
+        glyph = STATUS_GLYPHS.get(request.status, "•")
+        message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
+        if result.report.changed:
+            message += f"\n\n{result.report.summary()}"
+        # Overwritten on every call: the store keeps only the last call's result, and so do we.
+        landed.update(number=number, report=result.report, size=result.document.size)
+        return Change(
+            result.document,
+            archive=result.archive,
+            archive_label=f"compaction of {program}.md while recording iteration {number}",
+            message=message,
+        )
+
+    commit = store.update(program, apply, f"statefile: record iteration of {program}")
+    report: CompactionReport = landed["report"]
+    return RecordOutcome(program, commit, landed["number"], request.status, landed["size"], report.as_dict())
+
+
+def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
+    """Create ``{program}.md`` from the upstream template; an existing program is a conflict."""
+    from statefile.model.document import parse
+    from statefile.model.template import new_state_file
+
+    def create(doc: StateDocument | None) -> StateDocument:
+        if doc is not None:
+            raise ConflictError(f"program '{program}' already exists; use 'statefile show {program}' to see it")
+        return parse(new_state_file(program, **fields))
+
+    return store.update(program, create, f"statefile: init {program}")
+
+
+def compact_program(store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool) -> CompactOutcome:
+    """Compact one program by policy (or, with ``dry_run``, report what would move and change nothing)."""
+    from statefile.policy.compaction import compact
+    from statefile.store import Change
+
+    policy = _policy_for(policy, program)
+    if dry_run:
+        doc = store.read(program)
+        if doc is None:
+            raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
+        result = compact(doc, policy)
+        return CompactOutcome(program, "", result.report, True, result.archive)
+
+    landed: dict[str, Any] = {}
+
+    def apply(doc: StateDocument | None) -> StateDocument | Change:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
+        result = compact(doc, policy)
+        landed["report"] = result.report
+        if not result.report.changed:
+            return doc
+        return Change(
+            result.document,
+            archive=result.archive,
+            archive_label=f"compaction of {program}.md",
+            message=_compaction_message(program, result.report) + f"\n\n{result.report.summary()}",
+        )
+
+    commit = store.update(program, apply, f"statefile: compact {program}")
+    return CompactOutcome(program, commit, landed["report"], False)
+
+
+def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcome:
+    """Check one parsed file: within budget and readable by the scheduler (errors), plus its warnings."""
+    outcome = CheckOutcome(name, doc.size, max_bytes)
+    if doc.size > max_bytes:
+        outcome.errors.append(
+            f"over budget: {doc.size} bytes > {max_bytes}; run 'statefile compact {name}' to fold old entries"
+        )
+    for warning in doc.warnings:
+        (outcome.errors if warning.code in CHECK_ERRORS else outcome.warnings).append(str(warning))
+    return outcome
+
+
+def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, ...] = ("*.md",)) -> list[CheckOutcome]:
+    """Check the named programs (all when ``None``); unreadable files are errors, not exceptions."""
+    from statefile.errors import StatefileError
+
+    sizes = state_files(store, globs)
+    names = programs if programs else sorted(sizes)
+    outcomes: list[CheckOutcome] = []
+    for name in names:
+        try:
+            doc = store.read(name)
+        except StatefileError as exc:
+            outcomes.append(CheckOutcome(name, sizes.get(name, 0), store.max_bytes, errors=[str(exc)]))
+            continue
+        if doc is None:
+            outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[f"no program '{name}'"]))
+            continue
+        outcomes.append(check_document(name, doc, store.max_bytes))
+    return outcomes
+
+
+def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
+    """Every program with size, % of budget, iteration count, last run and status."""
+    from statefile.errors import StatefileError
+    from statefile.model.document import read_machine_state
+
+    rows = []
+    files = sorted(state_files(store, globs).items())
+    errors: dict[str, StatefileError] = {}
+    texts = store.read_texts([name for name, _ in files], errors=errors)
+    for name, size in files:
+        if name in errors:
+            # One unreadable file must not hide the others: it is listed as such.
+            rows.append({"program": name, "size": size, "percent_of_budget": round(100 * size / store.max_bytes, 1),
+                         "iteration_count": None, "last_run": None, "best_metric": None, "status": "unreadable",
+                         "error": str(errors[name])})  # fmt: skip
+            continue
+        text = texts.get(name)
+        state = read_machine_state(text) if text is not None else {}
+        if state.get("completed"):
+            status = "completed"
+        elif state.get("paused"):
+            status = "paused"
+        else:
+            recent = state.get("recent_statuses") or []
+            status = recent[-1] if recent else "new"
+        rows.append(
+            {
+                "program": name,
+                "size": size,
+                "percent_of_budget": round(100 * size / store.max_bytes, 1),
+                "iteration_count": state.get("iteration_count"),
+                "last_run": state.get("last_run"),
+                "best_metric": state.get("best_metric"),
+                "status": status,
+            }
+        )
+    return rows
+
+
+def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]:
+    """The verbatim text of iteration ``number``: ``(where, text)`` from the file itself or its archive."""
+    from statefile.model.archive import find_iteration
+    from statefile.model.history import Iteration
+
+    doc = store.read(program)
+    if doc is None:
+        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    for entry in doc.history:
+        if isinstance(entry, Iteration) and number in entry.covers:
+            return f"{program}.md", entry.raw
+    for part in reversed(store.archive_parts(program)):
+        found = find_iteration(store.read_archive(program, part), number)
+        if found is not None:
+            return f"archive/{program}/{part}", found
+    ranges = [e for e in doc.ranges if number in e.covers]
+    hint = f"; it is summarized in '{ranges[0].heading.strip('# ')}'" if ranges else ""
+    raise NotFoundError(f"iteration {number} of '{program}' is not in the file or its archive{hint}")
+
+
+_ITERATION_IN_MESSAGE = re.compile(r"iteration (\d+)")
+
+
+def program_log(store: Store, program: str, limit: int) -> list[dict[str, Any]]:
+    """The branch history of ``{program}.md``: when, which iteration, what changed (commit subject)."""
+    if store.read_text(program) is None and not store.log(program, 1):
+        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    rows = []
+    for entry in store.log(program, limit):
+        subject = entry.message.splitlines()[0] if entry.message else ""
+        match = _ITERATION_IN_MESSAGE.search(subject)
+        rows.append(
+            {
+                "commit": entry.commit,
+                "when": entry.when.isoformat(),
+                "author": entry.author,
+                "iteration": int(match.group(1)) if match else None,
+                "message": subject,
+            }
+        )
+    return rows
+
+
+def save_edit(store: Store, program: str, original: str, edited: str) -> str:
+    """Commit a maintainer's edit, refusing if the file changed on the branch since it was opened."""
+    from statefile.model.document import parse
+
+    new_doc = parse(edited)
+
+    def apply(doc: StateDocument | None) -> StateDocument:
+        current = doc.render() if doc is not None else ""
+        if current != original:
+            raise ConflictError(
+                f"'{program}' changed on the branch while you were editing; your text was kept, edit again"
+            )
+        return new_doc
+
+    return store.update(program, apply, f"statefile: edit {program} by hand")
+
+
+def build_report(
+    store: Store,
+    existing: dict[str, Any],
+    *,
+    program: str | None,
+    all_programs: bool,
+    aggressive_at: float,
+    globs: tuple[str, ...] = ("*.md",),
+) -> dict[str, Any]:
+    """The scheduler's autoloop.json with statefile's sizes merged in (every existing key kept)."""
+    from statefile.integrations.autoloop import merge_report, program_report
+
+    sizes = state_files(store, globs)
+    selected = program if program is not None else existing.get("selected")
+    if program is not None and program not in sizes:
+        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    names = sorted(sizes) if all_programs or (program is None and not selected) else []
+    if isinstance(selected, str) and selected not in names:
+        names.append(selected)
+    from statefile.errors import StatefileError
+    from statefile.model.document import read_machine_state
+
+    # One batch read at one tip, and only each file's Machine State: the scheduler's view of 1000 programs.
+    errors: dict[str, StatefileError] = {}
+    texts = store.read_texts([name for name in names if name in sizes], errors=errors)
+    entries: dict[str, dict[str, Any]] = {}
+    for name in names:
+        if name in errors:
+            if name == selected:
+                raise errors[name]  # the scheduler's own program: fail loudly rather than report it as healthy
+            entries[name] = {**program_report(name, sizes[name], store.max_bytes, None, aggressive_at=aggressive_at),
+                             "error": str(errors[name])}  # fmt: skip
+            continue
+        text = texts.get(name)
+        state = read_machine_state(text) if text is not None else {}
+        entries[name] = program_report(
+            name, sizes.get(name, 0), store.max_bytes, None, aggressive_at=aggressive_at, state=state
+        )
+    return merge_report(existing, entries, selected if isinstance(selected, str) else None)

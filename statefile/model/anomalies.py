@@ -1,0 +1,94 @@
+"""Find what is odd about a state file without refusing to read it: the basis of ``StateDocument.warnings``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from itertools import pairwise
+from typing import TYPE_CHECKING
+
+from statefile.model.history import Iteration, IterationRange
+
+if TYPE_CHECKING:
+    from statefile.model.document import Anomaly, StateDocument
+
+
+def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
+    """Yield every anomaly in ``doc``, in a stable order."""
+    from statefile.model.document import SECTION_KINDS, Anomaly
+
+    if not doc.render().strip():
+        yield Anomaly("empty", "the file is empty")
+        return
+    state_section = doc.section("machine_state")
+    if state_section is None:
+        yield Anomaly("missing-machine-state", "no Machine State section: the scheduler treats this as a new program")
+    else:
+        if state_section.title is not None and "⚙️ Machine State" not in state_section.title:
+            yield Anomaly(
+                "machine-state-heading",
+                f"heading '## {state_section.title}' is not the exact '## ⚙️ Machine State' the upstream scheduler "
+                "looks for; any statefile write restores it",
+            )
+        if not doc.machine_state or len(doc.machine_state) <= 1:
+            yield Anomaly("empty-machine-state", "the Machine State section has no table rows")
+    counts = Counter(s.kind for s in doc.sections if s.kind in SECTION_KINDS)
+    for kind, count in counts.items():
+        if count > 1:
+            yield Anomaly("duplicate-section", f"section '{SECTION_KINDS[kind][0][3:]}' appears {count} times")
+    unclosed = doc.unclosed_block
+    if unclosed is not None:
+        yield Anomaly(
+            "unclosed-block",
+            f"a code fence or HTML block opened at line {unclosed + 1} is never closed: the rest of the file is code, "
+            "and record/compact refuse to edit it; close the block",
+        )
+    if doc.history_misplaced:
+        yield Anomaly("missing-history-heading", "iteration entries sit under another section (no history heading)")
+    yield from _history_anomalies(doc)
+
+
+def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
+    from statefile.model.document import Anomaly
+
+    iterations = [e for e in doc.history if isinstance(e, Iteration)]
+    ranges = [e for e in doc.history if isinstance(e, IterationRange)]
+    seen = Counter(n for e in iterations for n in e.covers)
+    dupes = sorted(n for n, c in seen.items() if c > 1)
+    if dupes:
+        yield Anomaly("duplicate-iteration", f"iteration numbers appear more than once: {_numbers(dupes)}")
+    overlap: set[int] = set()
+    for rng in ranges:
+        overlap.update(n for n in seen if rng.first <= n <= rng.last)
+    if overlap:
+        yield Anomaly("range-overlaps-entry", f"detailed entries fall inside a range: {_numbers(sorted(overlap))}")
+    ordered = sorted(ranges, key=lambda r: r.first)
+    for a, b in pairwise(ordered):
+        if b.first <= a.last:
+            yield Anomaly("overlapping-ranges", f"ranges {a.first}–{a.last} and {b.first}–{b.last} overlap")
+    covered: set[int] = set(seen)
+    for rng in ranges:
+        covered.update(range(rng.first, min(rng.last, rng.first + 1_000_000) + 1))
+    highest = max(covered, default=0)
+    if covered:
+        missing = [n for n in range(1, highest + 1) if n not in covered]
+        if missing:
+            yield Anomaly("history-gap", f"no entry or range covers iterations {_numbers(missing)}")
+    count = doc.machine_state.get("iteration_count")
+    if isinstance(count, int) and covered and count != highest:
+        yield Anomaly(
+            "iteration-count-mismatch",
+            f"Iteration Count is {count} but the history goes up to iteration {highest}",
+        )
+
+
+def _numbers(values: list[int]) -> str:
+    """Compact '1–3, 7, 9–12' rendering of sorted numbers (first 10 spans)."""
+    spans: list[tuple[int, int]] = []
+    for n in values:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], n)
+        else:
+            spans.append((n, n))
+    text = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in spans[:10])
+    return text + (", …" if len(spans) > 10 else "")

@@ -1,0 +1,565 @@
+"""The state-file document model: parse any text, render it back byte for byte, edit one part at a time.
+
+A document is a list of sections split at top-level ``#``/``##`` headings (found with markdown-it-py, so a heading
+inside a code fence is text).  Each section keeps its original lines, line endings included; ``render()`` joins
+them, so an untouched file comes back identical.  Edits replace only the lines they own and then re-read the text,
+which keeps every derived view (machine state, history, warnings) consistent with what ``render()`` returns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from statefile.errors import InvalidDataError
+from statefile.model import history, machine_state
+from statefile.model import lists as bullets
+from statefile.model.blocks import BlockScan, scan_blocks
+from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.text import detect_newline, heading_key, line_body, split_lines, utf8_size
+
+# Known sections: kind → (canonical heading, aliases matched against the normalized heading key).
+SECTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "machine_state": ("## ⚙️ Machine State", ("machine state",)),
+    "program_info": ("## 📋 Program Info", ("program info", "program information")),
+    "priorities": ("## 🎯 Current Priorities", ("current priorities", "priorities")),
+    "lessons": ("## 📚 Lessons Learned", ("lessons learned", "lessons")),
+    "foreclosed": ("## 🚧 Foreclosed Avenues", ("foreclosed avenues", "foreclosed")),
+    "future": ("## 🔭 Future Directions", ("future directions",)),
+    "history": ("## 📊 Iteration History", ("iteration history", "history", "iteration log")),
+}
+CANONICAL_ORDER: tuple[str, ...] = tuple(SECTION_KINDS)
+# Sections a maintainer owns: compaction never changes them.
+MAINTAINER_OWNED: frozenset[str] = frozenset({"title", "preamble", "program_info", "priorities", "future", "other"})
+HISTORY_MARKER = "<!-- New entries are prepended below this line -->"
+
+
+def section_kind(title: str | None, level: int) -> str:
+    """The kind of a section from its heading (``"other"`` for unknown ones, ``"title"`` for the ``#`` title)."""
+    if title is None:
+        return "preamble"
+    if level == 1:
+        return "title"
+    key = heading_key(title)
+    for kind, (_, aliases) in SECTION_KINDS.items():
+        if any(key == alias or key.startswith(alias + " ") for alias in aliases):
+            return kind
+    return "other"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of lines from one top-level heading to the next (the preamble has no heading)."""
+
+    kind: str
+    title: str | None
+    level: int
+    start: int
+    lines: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The section's text exactly as in the file."""
+        return "".join(self.lines)
+
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of the section."""
+        return utf8_size(self.text)
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """Something odd about a file that does not stop it being read: a code and a sentence."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+@dataclass(frozen=True)
+class HistoryLayout:
+    """Where the history's entries live: section index, first entry line, and each entry's line span."""
+
+    section: int
+    first_entry: int
+    spans: tuple[tuple[int, int], ...]
+    misplaced: bool
+
+
+class StateDocument:
+    """A parsed state file.  Build one with :func:`parse`; ``render()`` gives the text back."""
+
+    def __init__(self, text: str) -> None:
+        self._load(text)
+
+    # -- reading -------------------------------------------------------------------------------------------------
+
+    def _load(self, text: str) -> None:
+        self._text = text
+        self._lines = split_lines(text)
+        self._scan: BlockScan = scan_blocks(text)
+        self._sections = self._split_sections()
+        for name in (
+            "machine_state",
+            "history",
+            "unclosed_block",
+            "warnings",
+            "_history_layout",
+            "_code_lines",
+            "_heading_levels",
+        ):
+            self.__dict__.pop(name, None)
+
+    def _split_sections(self) -> tuple[Section, ...]:
+        cuts = [h for h in self._scan.headings if h.level <= 2 and h.line < len(self._lines)]
+        sections: list[Section] = []
+        first = cuts[0].line if cuts else len(self._lines)
+        if first > 0 or not cuts:
+            sections.append(Section("preamble", None, 0, 0, tuple(self._lines[:first])))
+        for index, head in enumerate(cuts):
+            end = cuts[index + 1].line if index + 1 < len(cuts) else len(self._lines)
+            kind = section_kind(head.text, head.level)
+            sections.append(Section(kind, head.text, head.level, head.line, tuple(self._lines[head.line : end])))
+        return tuple(sections)
+
+    def render(self) -> str:
+        """The document's text: byte-identical to the input when nothing was edited."""
+        return self._text
+
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of the rendered file (what max-file-size limits)."""
+        return utf8_size(self._text)
+
+    @property
+    def newline(self) -> str:
+        """The line ending new lines are written with (the file's first one)."""
+        return detect_newline(self._text)
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        """All sections in file order, the preamble (text before the first heading) included when present."""
+        return self._sections
+
+    def section(self, kind: str) -> Section | None:
+        """The first section of ``kind`` (see SECTION_KINDS), or ``None``."""
+        return next((s for s in self._sections if s.kind == kind), None)
+
+    def _index(self, kind: str) -> int | None:
+        return next((i for i, s in enumerate(self._sections) if s.kind == kind), None)
+
+    @cached_property
+    def _code_lines(self) -> frozenset[int]:
+        return frozenset(line for start, end in self._scan.code_ranges for line in range(start, end))
+
+    @cached_property
+    def machine_state(self) -> dict[str, Any]:
+        """The Machine State table as the upstream scheduler reads it (``{}`` when there is no table)."""
+        section = self.section("machine_state")
+        if section is None:
+            return {}
+        return machine_state.read_state(list(section.lines))
+
+    @cached_property
+    def _history_layout(self) -> HistoryLayout | None:
+        index = self._index("history")
+        misplaced = False
+        if index is None:
+            # Agents have dropped the history heading and left the entries under whatever section came last.
+            index = self._stray_entries_section()
+            misplaced = index is not None
+        if index is None:
+            return None
+        section = self._sections[index]
+        starts = [
+            i
+            for i in range(1, len(section.lines))
+            if self._entry_starts(section.start + i, section.lines[i], allow_bullets=not misplaced)
+        ]
+        if misplaced:
+            starts = starts[next(k for k, i in enumerate(starts) if self._is_entry_head(section, i)) :]
+        spans = tuple(
+            (start, starts[k + 1] if k + 1 < len(starts) else len(section.lines)) for k, start in enumerate(starts)
+        )
+        first = starts[0] if starts else len(section.lines)
+        return HistoryLayout(index, first, spans, misplaced)
+
+    @cached_property
+    def _heading_levels(self) -> dict[int, int]:
+        return {head.line: head.level for head in self._scan.headings}
+
+    def _heading_at(self, line: int) -> int:
+        return self._heading_levels.get(line, 0)
+
+    def _entry_starts(self, line: int, text: str, *, allow_bullets: bool) -> bool:
+        if line in self._code_lines:
+            return False
+        if text.startswith("###") and self._heading_at(line) == 3:
+            return True
+        return allow_bullets and history.is_bullet_entry(text)
+
+    def _is_entry_head(self, section: Section, offset: int) -> bool:
+        return history.is_entry_heading(history.entry_title(section.lines[offset]))
+
+    def _stray_entries_section(self) -> int | None:
+        for index, section in enumerate(self._sections):
+            if section.kind in ("machine_state", "title", "preamble"):
+                continue
+            for offset in range(1, len(section.lines)):
+                line = section.start + offset
+                if self._heading_at(line) == 3 and self._is_entry_head(section, offset):
+                    return index
+        return None
+
+    @cached_property
+    def history(self) -> tuple[Entry, ...]:
+        """Iteration History entries in file order (newest first): iterations, ranges and opaque entries."""
+        layout = self._history_layout
+        if layout is None:
+            return ()
+        lines = self._sections[layout.section].lines
+        return tuple(history.parse_entry("".join(lines[a:b])) for a, b in layout.spans)
+
+    @property
+    def iterations(self) -> tuple[Iteration, ...]:
+        """Only the detailed iteration entries."""
+        return tuple(e for e in self.history if isinstance(e, Iteration))
+
+    @property
+    def ranges(self) -> tuple[IterationRange, ...]:
+        """Only the compressed range entries."""
+        return tuple(e for e in self.history if isinstance(e, IterationRange))
+
+    @property
+    def highest_iteration(self) -> int:
+        """The highest iteration number the history mentions (0 when it mentions none)."""
+        return max((max(e.covers) for e in self.history if e.covers), default=0)
+
+    def list_items(self, kind: str) -> list[bullets.Item]:
+        """Bullets of a list section (``lessons``, ``foreclosed``, ``future``), in file order."""
+        index = self._index(kind)
+        if index is None:
+            return []
+        section = self._sections[index]
+        code = frozenset(line - section.start for line in self._code_lines if line >= section.start)
+        return bullets.items(list(section.lines), code)
+
+    @cached_property
+    def warnings(self) -> tuple[Anomaly, ...]:
+        """Anomalies found in the file (see :mod:`statefile.model.anomalies`)."""
+        from statefile.model.anomalies import find_anomalies
+
+        return tuple(find_anomalies(self))
+
+    @property
+    def history_misplaced(self) -> bool:
+        """True when entries were found under another section because the history heading is missing."""
+        layout = self._history_layout
+        return bool(layout and layout.misplaced)
+
+    # -- editing -------------------------------------------------------------------------------------------------
+
+    def _replace_section_lines(self, index: int, new_lines: Iterable[str]) -> None:
+        section = self._sections[index]
+        lines = list(self._lines)
+        lines[section.start : section.start + len(section.lines)] = list(new_lines)
+        self._load("".join(lines))
+
+    def _ensure_section(self, kind: str) -> int:
+        """Index of the first section of ``kind``, creating it (heading + blank line) in canonical position."""
+        found = self._index(kind)
+        if found is not None:
+            return found
+        nl = self.newline
+        heading, _ = SECTION_KINDS[kind]
+        rank = CANONICAL_ORDER.index(kind)
+        insert_at: int | None = None  # line index
+        for section in self._sections:
+            if section.kind in CANONICAL_ORDER and CANONICAL_ORDER.index(section.kind) > rank:
+                insert_at = section.start
+                break
+        lines = list(self._lines)
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            lines[-1] += nl
+        block = [heading + nl, nl]
+        if insert_at is None:
+            if lines and line_body(lines[-1]).strip():
+                block.insert(0, nl)
+            lines.extend(block)
+        else:
+            lines[insert_at:insert_at] = block
+        original = self._text
+        self._load("".join(lines))
+        created = self._index(kind)
+        if created is None:
+            # The new heading landed inside a code fence or HTML block that is never closed, where it is text,
+            # not a heading.  Closing the block is the maintainer's call, not ours: refuse, changing nothing.
+            self._load(original)
+            self.require_closed_blocks(f"add the '{heading}' section")
+            raise InvalidDataError(f"cannot add the '{heading}' section; check the file's headings")
+        return created
+
+    @cached_property
+    def unclosed_block(self) -> int | None:
+        """The 0-based line where a code fence or HTML block opens that is never closed, or ``None``.
+
+        Everything after such a line is code to markdown, not sections or entries: an agent's forgotten closing
+        fence turns the rest of the file into one code block.  A block that merely ends with the file (a closed
+        fence on the last line, an HTML block with no blank line after it) is not unclosed: a heading placed after
+        it would still be a heading, which is what is probed.
+        """
+        last = len(self._lines)
+        for start, end in self._scan.code_ranges:
+            if end >= last:
+                tail = "".join(self._lines[start:])
+                probe = scan_blocks(tail + ("" if tail.endswith(("\n", "\r")) else "\n") + "\n## statefile-probe\n")
+                if not any(h.text == "statefile-probe" for h in probe.headings):
+                    return start
+        return None
+
+    def require_closed_blocks(self, action: str) -> None:
+        """Raise InvalidDataError when the file has an :attr:`unclosed_block`: edits there cannot be placed safely.
+
+        Adding a section or entry after the opening line would hide it inside the block, and moving the text that
+        holds the opening line (compaction) would turn the rest of the file back into sections: either way the
+        file's meaning would change beyond the edit.  ``action`` says what was refused (``"record an iteration"``).
+        """
+        line = self.unclosed_block
+        if line is not None:
+            raise InvalidDataError(
+                f"cannot {action}: a code fence or HTML block opened at line {line + 1} is never closed, so the rest "
+                "of the file is code to markdown; close it (e.g. a ``` line where the code ends), then retry"
+            )
+
+    def set_fields(self, fields: dict[str, Any]) -> None:
+        """Set Machine State rows by label (``{"Iteration Count": 5}``) or key (``{"iteration_count": 5}``).
+
+        ``None`` writes ``—``; booleans write ``true``/``false``; lists are comma-joined.  Only the edited rows'
+        lines change; missing rows are added in canonical order; a missing section is created after the title; a
+        drifted section heading is restored to the exact ``## ⚙️ Machine State`` the scheduler looks for.
+        """
+        index = self._ensure_section("machine_state")
+        lines = list(self._sections[index].lines)
+        nl = self.newline
+        if not machine_state.table_rows(lines) and not any("|" in line for line in lines):
+            lines = _append_block(lines, machine_state.new_table({}, nl), nl)
+        for name, value in fields.items():
+            lines = machine_state.set_row(lines, _label_for(name), _cell_text(value), nl)
+        canonical = SECTION_KINDS["machine_state"][0]
+        if line_body(lines[0]) != canonical:
+            # The upstream scheduler finds the table only under this exact heading; a drifted one
+            # ("## Machine State", "## \ufffd\ufffd Machine State") makes the program look brand new.
+            lines[0] = canonical + lines[0][len(line_body(lines[0])) :]
+        self._replace_section_lines(index, lines)
+
+    def set_field(self, name: str, value: Any) -> None:
+        """Set one Machine State row (see :meth:`set_fields`)."""
+        self.set_fields({name: value})
+
+    def ensure_history_section(self) -> int:
+        """Make sure entries live under a history heading; returns the section index.
+
+        When the heading is missing but entries sit under another section, a ``## 📊 Iteration History`` heading is
+        inserted right above the first entry, so the entries become history without moving a byte of them.
+        """
+        layout = self._history_layout
+        if layout is not None and layout.misplaced:
+            section = self._sections[layout.section]
+            at = section.start + layout.first_entry
+            nl = self.newline
+            lines = list(self._lines)
+            if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
+                lines[at - 1] += nl
+            lines[at:at] = [SECTION_KINDS["history"][0] + nl, nl]
+            self._load("".join(lines))
+        return self._ensure_section("history")
+
+    def prepend_entry(self, entry_text: str) -> None:
+        """Insert an entry (its text, ending in a newline) above the newest one, replacing the empty placeholder."""
+        index = self.ensure_history_section()
+        layout = self._history_layout
+        assert layout is not None
+        lines = list(self._sections[index].lines)
+        nl = self.newline
+        at = layout.first_entry
+        placeholder = _placeholder_line(lines, at)
+        if placeholder is not None:
+            # The template's "*(No iterations yet.)*" is not user text: the first entry replaces it.
+            del lines[placeholder]
+            at -= 1
+            blank_after = 0 < placeholder < len(lines) and not line_body(lines[placeholder]).strip()
+            if blank_after and not line_body(lines[placeholder - 1]).strip():
+                del lines[placeholder]
+                at -= 1
+        if not layout.spans:
+            # No entries yet: after the intro, before trailing blank lines, one blank line between.
+            at = len(lines)
+            while at > 1 and not line_body(lines[at - 1]).strip():
+                at -= 1
+            if not lines[at - 1].endswith(("\n", "\r")):
+                lines[at - 1] += nl
+            # The entry ends in its own blank line; the blank lines it replaces would only pile up below it.
+            lines[at:] = [nl, *split_lines(entry_text)]
+        else:
+            lines[at:at] = split_lines(entry_text)
+        self._replace_section_lines(index, lines)
+
+    def replace_history(self, entries_text: list[str]) -> None:
+        """Replace all history entries with ``entries_text`` (each an entry's full text), keeping the intro."""
+        index = self.ensure_history_section()
+        layout = self._history_layout
+        assert layout is not None
+        lines = list(self._sections[index].lines)
+        new_lines = lines[: layout.first_entry]
+        for text in entries_text:
+            if new_lines and not new_lines[-1].endswith(("\n", "\r")):
+                new_lines[-1] += self.newline
+            new_lines.extend(split_lines(text))
+        self._replace_section_lines(index, new_lines)
+
+    def replace_items(self, kind: str, keep: list[bullets.Item], extra: list[str] | None = None) -> None:
+        """Rewrite a list section keeping only the ``keep`` bullets (in order) plus ``extra`` new bullet lines."""
+        index = self._index(kind)
+        if index is None:
+            return
+        lines = list(self._sections[index].lines)
+        found = self.list_items(kind)
+        if not found:
+            return
+        kept_text = [item.text for item in keep] + list(extra or [])
+        first, last = found[0].start, found[-1].end
+        between = [ln for ln in range(first, last) if not any(i.start <= ln < i.end for i in found)]
+        # Non-bullet lines between bullets (comments, blank lines) stay, after the kept bullets.
+        new_block: list[str] = []
+        for text in kept_text:
+            if new_block and not new_block[-1].endswith(("\n", "\r")):
+                new_block[-1] += self.newline
+            new_block.extend(split_lines(text))
+        new_block.extend(lines[ln] for ln in between if line_body(lines[ln]).strip())
+        if last == len(lines) and new_block and not lines[last - 1].endswith(("\n", "\r")):
+            new_block[-1] = new_block[-1].rstrip("\r\n")
+        lines[first:last] = new_block
+        self._replace_section_lines(index, lines)
+
+    def add_lesson(self, text: str) -> None:
+        """Append a bullet to Lessons Learned (creating the section, replacing ``*(none yet)*``)."""
+        self._add_item("lessons", text)
+
+    def add_foreclosed(self, text: str) -> None:
+        """Append a bullet to Foreclosed Avenues."""
+        self._add_item("foreclosed", text)
+
+    def add_future_direction(self, text: str) -> None:
+        """Append a bullet to Future Directions."""
+        self._add_item("future", text)
+
+    def _add_item(self, kind: str, text: str) -> None:
+        index = self._ensure_section(kind)
+        section = self._sections[index]
+        code = frozenset(line - section.start for line in self._code_lines if line >= section.start)
+        self._replace_section_lines(index, bullets.add_item(list(section.lines), text, self.newline, code))
+
+    def copy(self) -> StateDocument:
+        """An independent document with the same text."""
+        return StateDocument(self._text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateDocument) and other._text == self._text
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+    def __repr__(self) -> str:
+        return f"<StateDocument {self.size} bytes, {len(self._sections)} sections, {len(self.history)} entries>"
+
+
+_PLACEHOLDER_RE = re.compile(r"^\s*\*\(No iterations yet\.?\)\*\s*$", re.I)
+
+
+def _placeholder_line(lines: list[str], before: int) -> int | None:
+    for index in range(1, min(before, len(lines))):
+        if _PLACEHOLDER_RE.match(line_body(lines[index])):
+            return index
+    return None
+
+
+def _append_block(lines: list[str], block: list[str], nl: str) -> list[str]:
+    end = len(lines)
+    while end > 1 and (not line_body(lines[end - 1]).strip() or line_body(lines[end - 1]).strip() == "---"):
+        end -= 1
+    out = list(lines)
+    if not out[end - 1].endswith(("\n", "\r")):
+        out[end - 1] += nl
+    out[end:end] = [nl, *block]
+    return out
+
+
+def _label_for(name: str) -> str:
+    if " " in name or name[:1].isupper():
+        return name
+    key = name.lower()
+    for label in machine_state.CANONICAL_ROWS:
+        if machine_state.field_key(label) == key:
+            return label
+    return " ".join(part.capitalize() for part in key.split("_"))
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return machine_state.NONE_VALUE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    text = str(value)
+    return text if text.strip() else machine_state.NONE_VALUE
+
+
+def parse(text: str) -> StateDocument:
+    """Parse any text into a :class:`StateDocument`.  Never raises; ``parse(t).render() == t``."""
+    return StateDocument(text)
+
+
+# -- the Machine State alone, cheaply --------------------------------------------------------------------------------
+
+# Lines that matter to finding the Machine State section: ATX headings of level 1-2 (up to three spaces of indent)
+# and what could open a fenced code or HTML block, since only markdown-it decides whether a heading after those is
+# real.  Searching for them (in C) skips every other line.
+_SECTION_LINE = re.compile(r"^ {0,3}(?:(#{1,2})(?=[ \t\r\n]|$)([^\r\n]*)|```|~~~|<)", re.MULTILINE)
+
+
+def read_machine_state(text: str) -> dict[str, Any]:
+    """``parse(text).machine_state``, reading only the lines up to the end of that section when that is safe.
+
+    A scheduler reading every program needs only each table, which sits near the top: this finds section headings
+    the way :func:`parse` does and stops where the Machine State section ends.  With markdown-it's heading rules as
+    configured (lists, quotes, tables and setext headings off), a line can only stop being a heading inside a
+    fenced code block or an HTML block, so at the first line that could open one — or with bare CR line endings —
+    it falls back to the full parse.  The result is always equal to ``parse(text).machine_state`` (a property the
+    reliability tests check on fuzzed files).
+    """
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return parse(text).machine_state
+    # scan_blocks drops a leading BOM before looking for headings; so does this (the heading line is no table row).
+    body = text[1:] if text.startswith("\ufeff") else text
+    start: int | None = None
+    end = len(body)
+    for match in _SECTION_LINE.finditer(body):
+        level = match.group(1)
+        if level is None:
+            return parse(text).machine_state  # a fence or HTML block could hide or fake a heading
+        if start is not None:
+            end = match.start()
+            break
+        # heading_key ignores '#' and spacing, so markdown-it's trimming of a closing '##' does not matter.
+        if section_kind(match.group(2).strip(), len(level)) == "machine_state":
+            start = match.start()
+    if start is None:
+        return {}
+    return machine_state.read_state(split_lines(body[start:end]))

@@ -1,0 +1,190 @@
+"""The ⚙️ Machine State table: read it the way the upstream scheduler does, edit one row without touching others.
+
+Pure functions over the section's lines.  Reading follows FORMAT.md ("How the upstream scheduler reads the table")
+with two deliberate differences, both where the upstream regex misreads a table: separator rows of any length
+(``|-------|-------|``) are skipped rather than read as a key ``-------``, and an empty cell reads as ``None``
+instead of swallowing the next row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from statefile.model.text import line_body, line_ending
+
+# Rows of a fresh file, in the template's order (FORMAT.md).  New rows are inserted in this order.
+CANONICAL_ROWS: tuple[str, ...] = (
+    "Last Run",
+    "Iteration Count",
+    "Best Metric",
+    "Target Metric",
+    "Metric Direction",
+    "Branch",
+    "PR",
+    "Issue",
+    "Paused",
+    "Pause Reason",
+    "Completed",
+    "Completed Reason",
+    "Consecutive Errors",
+    "Recent Statuses",
+)
+NONE_VALUE = "—"
+_NULLS = ("—", "-", "")
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_ROW = re.compile(r"^(\s*\|\s*)(.*?)(\s*\|\s*)(.*?)(\s*\|.*)$")
+
+
+def field_key(label: str) -> str:
+    """The scheduler's key for a row label: lower-cased, spaces to underscores (``Last Run`` → ``last_run``)."""
+    return label.strip().lower().replace(" ", "_")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: its index in the section's lines, the label cell and the raw value cell."""
+
+    index: int
+    label: str
+    value: str
+
+    @property
+    def key(self) -> str:
+        """The scheduler's key for this row."""
+        return field_key(self.label)
+
+
+def table_rows(lines: list[str]) -> list[Row]:
+    """Every ``| key | value |`` row in the section, header and separator rows excluded."""
+    rows: list[Row] = []
+    for index, line in enumerate(lines):
+        cells = _cells(line)
+        if cells is not None:
+            rows.append(Row(index, *cells))
+    return rows
+
+
+def _cells(line: str) -> tuple[str, str] | None:
+    """The (label, value) of a table row line, or ``None`` for any other line (header and separator included)."""
+    body = line_body(line)
+    if not body.lstrip().startswith("|") or _SEPARATOR.match(body):
+        return None
+    match = _ROW.match(body)
+    if not match:
+        return None
+    label, value = match.group(2).strip(), match.group(4).strip()
+    if label.lower() == "field" or not label:
+        return None
+    return label, value
+
+
+def coerce(raw: dict[str, str]) -> dict[str, Any]:
+    """Apply the scheduler's conversions to raw cell text keyed by scheduler key."""
+    state: dict[str, Any] = {key: (None if value in _NULLS else value) for key, value in raw.items()}
+    for key in ("iteration_count", "consecutive_errors"):
+        if key in state:
+            try:
+                state[key] = int(state[key])
+            except (TypeError, ValueError):
+                state[key] = 0
+    for key in ("paused", "completed"):
+        if key in state:
+            state[key] = str(state[key]).lower() == "true"
+    statuses = state.get("recent_statuses") or ""
+    state["recent_statuses"] = [s.strip().lower() for s in str(statuses).split(",") if s.strip()]
+    return state
+
+
+def read_state(lines: list[str]) -> dict[str, Any]:
+    """The scheduler's view of the table: later duplicate rows win."""
+    # No Row objects on this path: a scheduler reads a thousand tables per run.
+    raw: dict[str, str] = {}
+    for line in lines:
+        cells = _cells(line)
+        if cells is not None:
+            raw[field_key(cells[0])] = cells[1]
+    return coerce(raw)
+
+
+def set_row(lines: list[str], label: str, value: str, newline: str) -> list[str]:
+    """Return new section lines with row ``label`` set to ``value``; only that row's line changes.
+
+    The last row with that key is the one the scheduler reads, so that is the one edited; a missing row is
+    inserted in canonical order, copying the spacing of an existing row.
+    """
+    value = value.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    key = field_key(label)
+    rows = table_rows(lines)
+    out = list(lines)
+    for row in reversed(rows):
+        if row.key == key:
+            line = lines[row.index]
+            match = _ROW.match(line_body(line))
+            assert match is not None  # table_rows only returns rows that match
+            cell_pad = _value_padding(match.group(5))
+            new_body = match.group(1) + match.group(2) + match.group(3) + value + cell_pad
+            out[row.index] = new_body + line_ending(line)
+            return out
+    template = rows[-1] if rows else None
+    new_line = _new_row(lines, template, label, value, newline)
+    position = _insert_position(lines, rows, key)
+    if position > 0 and not line_ending(out[position - 1]):
+        # Inserting after a last line without a line ending: that line gets one, the new last line goes without,
+        # so a file that had no final newline still has none.
+        out[position - 1] += newline
+        new_line = line_body(new_line)
+    out.insert(position, new_line)
+    return out
+
+
+def _value_padding(tail: str) -> str:
+    # Keep the row's style (a space before the closing pipe or none) but not column padding that no longer aligns.
+    stripped = tail.lstrip(" \t")
+    return (" " if stripped != tail else "") + stripped
+
+
+def _new_row(lines: list[str], template: Row | None, label: str, value: str, newline: str) -> str:
+    if template is not None:
+        match = _ROW.match(line_body(lines[template.index]))
+        if match:
+            tail = _value_padding(match.group(5))
+            # The template may be the file's last line, without a line ending: the new row still needs one (set_row
+            # drops it again when the row itself becomes the last line), or it would be glued to the next row.
+            ending = line_ending(lines[template.index]) or newline
+            return f"{match.group(1)}{label}{match.group(3)}{value}{tail}{ending}"
+    return f"| {label} | {value} |{newline}"
+
+
+def _insert_position(lines: list[str], rows: list[Row], key: str) -> int:
+    order = [field_key(name) for name in CANONICAL_ROWS]
+    rank = order.index(key) if key in order else len(order)
+    after: Row | None = None
+    for row in rows:
+        row_rank = order.index(row.key) if row.key in order else None
+        if row_rank is not None and row_rank < rank:
+            after = row
+    if after is not None:
+        return after.index + 1
+    if rows:
+        # Nothing canonical comes before it: goes first, right after the header and separator.
+        return rows[0].index
+    # No rows at all: after a separator line if there is one, else after a header line, else at the end.
+    for index, line in enumerate(lines):
+        if _SEPARATOR.match(line_body(line)) and "-" in line:
+            return index + 1
+    return _end_of_content(lines)
+
+
+def _end_of_content(lines: list[str]) -> int:
+    end = len(lines)
+    while end > 1 and (not line_body(lines[end - 1]).strip() or line_body(lines[end - 1]).strip() == "---"):
+        end -= 1
+    return end
+
+
+def new_table(fields: dict[str, str], newline: str) -> list[str]:
+    """A fresh two-column table (header, separator, one row per field in the given order)."""
+    rows = ["| Field | Value |", "|-------|-------|"] + [f"| {k} | {v} |" for k, v in fields.items()]
+    return [row + newline for row in rows]

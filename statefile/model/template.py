@@ -1,0 +1,110 @@
+"""A new state file in the upstream template's layout (FORMAT.md, "Layout of a freshly created file")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from statefile.model.document import _cell_text, _label_for
+from statefile.model.machine_state import CANONICAL_ROWS, field_key
+from statefile.model.text import one_line
+
+
+def new_state_file(program: str, **fields: Any) -> str:
+    """A fresh ``{program}.md``.  ``fields`` set Machine State rows by key (``metric_direction="lower"``)
+    and, with ``goal=``/``metric=``, the Program Info lines."""
+    goal = one_line(str(fields.pop("goal", None) or "")) or "*(describe the goal)*"
+    metric_name = one_line(str(fields.pop("metric", None) or "")) or "*(metric name)*"
+    values: dict[str, Any] = {
+        "last_run": None,
+        "iteration_count": 0,
+        "best_metric": None,
+        "target_metric": None,
+        "metric_direction": "higher",
+        "branch": f"`autoloop/{program}`",
+        "pr": None,
+        "issue": None,
+        "paused": False,
+        "pause_reason": None,
+        "completed": False,
+        "completed_reason": None,
+        "consecutive_errors": 0,
+        "recent_statuses": None,
+    }
+    for name, value in fields.items():
+        values[field_key(_label_for(name))] = value
+    labels = {field_key(label): label for label in CANONICAL_ROWS}
+    rows = [f"| {labels.get(key) or _label_for(key)} | {_cell_text(value)} |" for key, value in values.items()]
+    direction = values["metric_direction"] or "higher"
+    issue = _cell_text(values["issue"])
+    pr = _cell_text(values["pr"])
+    return "\n".join(
+        [
+            f"# Autoloop: {program}",
+            "",
+            "🤖 *This file is maintained by the Autoloop agent. Maintainers may freely edit any section.*",
+            "",
+            "---",
+            "",
+            "## ⚙️ Machine State",
+            "",
+            "> 🤖 *Updated automatically after each iteration. The pre-step scheduler reads this table — keep it "
+            "accurate.*",
+            "",
+            "| Field | Value |",
+            "|-------|-------|",
+            *rows,
+            "",
+            "---",
+            "",
+            "## 📋 Program Info",
+            "",
+            f"**Goal**: {goal}",
+            f"**Metric**: {metric_name} ({direction} is better)",
+            f"**Branch**: [`autoloop/{program}`](../../tree/autoloop/{program})",
+            f"**Pull Request**: {pr}",
+            f"**Issue**: {issue}",
+            "",
+            "---",
+            "",
+            "## 🎯 Current Priorities",
+            "",
+            "<!-- Maintainers: add priorities here to steer the agent. The agent reads this before each iteration. -->",
+            "",
+            "*(No specific priorities set — agent is exploring freely.)*",
+            "",
+            "---",
+            "",
+            "## 📚 Lessons Learned",
+            "",
+            "Key findings and insights accumulated across iterations.",
+            "",
+            "- *(none yet)*",
+            "",
+            "---",
+            "",
+            "## 🚧 Foreclosed Avenues",
+            "",
+            "Approaches that have been conclusively ruled out, with reasons.",
+            "",
+            "- *(none yet)*",
+            "",
+            "---",
+            "",
+            "## 🔭 Future Directions",
+            "",
+            "Ideas for future iterations, from maintainers and the agent.",
+            "",
+            "- *(none yet)*",
+            "",
+            "---",
+            "",
+            "## 📊 Iteration History",
+            "",
+            "All iterations in reverse chronological order (newest first).",
+            "",
+            "<!-- New entries are prepended below this line -->",
+            "",
+            "*(No iterations yet.)*",
+            "",
+        ]
+    )

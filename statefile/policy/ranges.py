@@ -1,0 +1,364 @@
+"""Range lines: the data a compressed band of history carries, its one canonical line, and how bands merge.
+
+A :class:`Band` is what a range line says about iterations ``first``–``last``: status counts, date span, metric
+band (best before → best after, in the Metric Direction) and summary text.  Bands come from detailed entries
+(:func:`band_from_entries`), from range lines agents wrote in any shape or from our own canonical lines
+(:func:`band_from_range`), and combine with :func:`merge_bands`.  :func:`render_band` writes the canonical line::
+
+    ### Iters 11–40 — ✅ 17 ❌ 9 ⚠️ 4 · 2026-01-02…2026-01-09 · metric 101.2→131.5 · summary · archive/perf/
+
+When the counts stand for only part of the band (it absorbed agents' range lines, which carry no statuses, or
+spans a gap in the history), the counts field says how many are not counted: ``✅ 4 ⚠️ 17 (+121 uncounted)``.
+
+It keeps the upstream ``### Iters A–B`` prefix (en dash), so humans, agents and
+:func:`statefile.model.history.parse_entry` read it as a range with the right numbers and metric band.  Every field but
+the prefix is optional; the last ``·`` field names the archive folder holding the folded detail, which is also how
+:func:`parse_canonical` recognises a line statefile wrote.  Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from statefile.model.history import Iteration, IterationRange
+
+SEP = " · "
+PART_SEP = " / "
+ELLIPSIS = "…"
+# Status buckets, in the order the counts field lists them; "other" is pending, phantom, unknown, ….
+STATUS_BUCKETS: tuple[str, ...] = ("✅", "❌", "⚠️", "other")
+_BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
+
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_CANONICAL = re.compile(r"^#{3}\s+Iters (\d+)–(\d+) — (.*)$")
+_ARCHIVE_FIELD = re.compile(r"^archive/\S*$")
+_COUNTS_FIELD = re.compile(r"^(?:(?:✅|❌|⚠️|other) \d+)(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?$")
+_COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
+_DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
+_METRIC_FIELD = re.compile(r"^metric (\S+?)→(\S+)$")
+# What history.parse_entry would take for a metric band; a summary must not offer one when the line has none.
+_ARROW_BAND = re.compile(r"(\d%?\s*)(?:→|->|–>|=>)(\s*~?-?\d)")
+_ITERATION_PREFIX = re.compile(
+    r"^\**Iter(?:ation)?s?\.?\s+#?\d+(?:\s*(?:&|and|,|/|\+)\s*#?\d+)?\**\s*(?:\(partial\))?", re.I
+)
+_WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?(?:\s*UTC)?)?")
+_RUN_LINK = re.compile(r"\[Run[^\]]*\]\([^)]*\)")
+_CLAUSE_END = re.compile(r"\s+[—–]\s+|[.;:]\s|\s\(")
+
+
+@dataclass(frozen=True)
+class Band:
+    """What one range line says about iterations ``first``–``last`` (see the module docstring)."""
+
+    first: int
+    last: int
+    counts: tuple[int, int, int, int] = (0, 0, 0, 0)
+    date_from: str | None = None
+    date_to: str | None = None
+    metric_from: str | None = None
+    metric_to: str | None = None
+    parts: tuple[str, ...] = ()
+
+    @property
+    def span(self) -> int:
+        """How many iteration numbers the band covers."""
+        return self.last - self.first + 1
+
+    @property
+    def uncounted(self) -> int:
+        """How many of the band's numbers no status count stands for, when some are counted (else 0).
+
+        Agents' range lines carry no per-iteration statuses, and histories have gaps; a band that absorbed
+        either counts only part of its span.  A band with no counts at all says nothing about statuses, so
+        nothing is missing from what it says.
+        """
+        counted = sum(self.counts)
+        return self.span - counted if 0 < counted < self.span else 0
+
+
+def number(text: str | None) -> float | None:
+    """The first number in a metric cell (``"578.77%"`` → 578.77, ``"N/A"`` → None)."""
+    if not text:
+        return None
+    match = _NUMBER.search(text.replace(",", ""))
+    if not match:
+        return None
+    try:
+        return float(match.group(0))
+    except ValueError:
+        return None
+
+
+def _number_text(text: str | None) -> str | None:
+    if not text:
+        return None
+    match = _NUMBER.search(text.replace(",", ""))
+    return match.group(0).lstrip("+") if match else None
+
+
+def _better(a: str, b: str, direction: str) -> str:
+    """The better of two numeric metric texts in ``direction`` (ties keep ``a``)."""
+    va, vb = number(a), number(b)
+    if va is None:
+        return b
+    if vb is None:
+        return a
+    if direction == "lower":
+        return b if vb < va else a
+    return b if vb > va else a
+
+
+def bucket(status: str | None) -> int:
+    """Index into :data:`STATUS_BUCKETS` for a status word."""
+    return _BUCKET_OF.get(status or "", 3)
+
+
+def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str) -> Band:
+    """The band of detailed ``entries`` (any order), with ``summary`` as its text.
+
+    Metric band: best before = the oldest entry's "previous best" (or the first accepted metric when no entry
+    says), best after = the best of that and every accepted entry's metric, in ``direction``.
+    """
+    ordered = sorted(entries, key=lambda e: e.covers[0])
+    counts = [0, 0, 0, 0]
+    dates: list[str] = []
+    before: str | None = None
+    accepted: list[str] = []
+    for entry in ordered:
+        counts[bucket(entry.status)] += len(entry.covers)
+        if entry.when:
+            dates.append(entry.when[:10])
+        if before is None:
+            before = _number_text(entry.previous_best)
+        if entry.status == "accepted":
+            value = _number_text(entry.metric)
+            if value is not None:
+                accepted.append(value)
+    if before is None and accepted:
+        before = accepted[0]
+    after = before
+    for value in accepted:
+        after = value if after is None else _better(after, value, direction)
+    first = min(n for e in ordered for n in e.covers)
+    last = max(n for e in ordered for n in e.covers)
+    return Band(
+        first=first,
+        last=last,
+        counts=(counts[0], counts[1], counts[2], counts[3]),
+        date_from=min(dates) if dates else None,
+        date_to=max(dates) if dates else None,
+        metric_from=before,
+        metric_to=after,
+        parts=(summary,) if summary else (),
+    )
+
+
+def parse_canonical(heading: str) -> Band | None:
+    """The band of a canonical range line statefile wrote (``None`` for any other line)."""
+    match = _CANONICAL.match(heading.rstrip("\r\n"))
+    if not match:
+        return None
+    fields = match.group(3).split(SEP)
+    if not _ARCHIVE_FIELD.match(fields[-1]):
+        return None
+    fields.pop()
+    counts = [0, 0, 0, 0]
+    date_from = date_to = metric_from = metric_to = None
+    if fields and _COUNTS_FIELD.match(fields[0]):
+        for glyph, count in _COUNT_ITEM.findall(fields.pop(0)):
+            counts[STATUS_BUCKETS.index(glyph)] += int(count)
+    if fields and (dates := _DATES_FIELD.match(fields[0])):
+        fields.pop(0)
+        date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
+    if fields and (metric := _METRIC_FIELD.match(fields[0])):
+        fields.pop(0)
+        metric_from, metric_to = metric.group(1), metric.group(2)
+    summary = SEP.join(fields).strip()
+    first, last = int(match.group(1)), int(match.group(2))
+    return Band(
+        first=min(first, last),
+        last=max(first, last),
+        counts=(counts[0], counts[1], counts[2], counts[3]),
+        date_from=date_from,
+        date_to=date_to,
+        metric_from=metric_from,
+        metric_to=metric_to,
+        parts=(summary,) if summary else (),
+    )
+
+
+def band_from_range(entry: IterationRange) -> Band:
+    """The band an existing range line stands for: parsed exactly if statefile wrote it, leniently otherwise.
+
+    For an agent's line the text after ``Iters A–B`` is kept whole as the summary (it is the agent's own
+    account); dates and the metric band are read from it where present; status counts are unknown (zero).
+    """
+    canonical = parse_canonical(entry.heading)
+    if canonical is not None:
+        return canonical
+    dates = _DATE.findall(entry.heading)
+    return Band(
+        first=entry.first,
+        last=entry.last,
+        date_from=min(dates) if dates else None,
+        date_to=max(dates) if dates else None,
+        metric_from=_number_text(entry.metric_from),
+        metric_to=_number_text(entry.metric_to),
+        parts=(" ".join(entry.summary.split()),) if entry.summary.strip() else (),
+    )
+
+
+def merge_bands(bands: Iterable[Band], direction: str) -> Band:
+    """One band standing for all of ``bands`` (covering from the lowest first to the highest last).
+
+    Counts add up, the date span widens, best before is the oldest band's, best after the best of all; summary
+    parts stay in chronological order.
+    """
+    ordered = sorted(bands, key=lambda b: (b.first, b.last))
+    if not ordered:
+        raise ValueError("merge_bands needs at least one band")
+    counts = [sum(b.counts[i] for b in ordered) for i in range(4)]
+    starts = [b.date_from for b in ordered if b.date_from]
+    ends = [b.date_to for b in ordered if b.date_to]
+    metric_from = next((b.metric_from for b in ordered if b.metric_from is not None), None)
+    metric_to: str | None = None
+    for band in ordered:
+        if band.metric_to is not None:
+            metric_to = band.metric_to if metric_to is None else _better(metric_to, band.metric_to, direction)
+    return Band(
+        first=ordered[0].first,
+        last=max(b.last for b in ordered),
+        counts=(counts[0], counts[1], counts[2], counts[3]),
+        date_from=min(starts) if starts else None,
+        date_to=max(ends) if ends else None,
+        metric_from=metric_from,
+        metric_to=metric_to,
+        parts=tuple(p for b in ordered for p in b.parts),
+    )
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, ``…`` marking the cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:/·—–-") + ELLIPSIS
+
+
+def join_parts(parts: Sequence[str], cap: int) -> str:
+    """Summary parts joined with `` / ``, within ``cap`` characters.
+
+    When the whole does not fit, each part gets an equal share (the archive keeps every original line); with
+    too many parts for a useful share, the newest are kept after a leading ``…``.
+    """
+    parts = [" ".join(p.split()) for p in parts if p.strip()]
+    if cap <= 0 or not parts:
+        return ""
+    joined = PART_SEP.join(parts)
+    if len(joined) <= cap:
+        return joined
+    prefix = ""
+    most = max(1, cap // 40)
+    if len(parts) > most:
+        parts = parts[-most:]
+        prefix = ELLIPSIS + PART_SEP
+    room = cap - len(prefix) - len(PART_SEP) * (len(parts) - 1)
+    share = max(8, room // len(parts))
+    return clip(prefix + PART_SEP.join(clip(p, share) for p in parts), cap)
+
+
+def render_band(band: Band, *, program: str | None, text_cap: int, newline: str = "\n") -> str:
+    """The canonical range line for ``band`` (one heading line and its line ending)."""
+    fields: list[str] = []
+    counts = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
+    if counts and band.uncounted:
+        # Say so when the counts cover only part of the band ("✅ 4 ⚠️ 17" over 142 iterations reads as all).
+        counts += f" (+{band.uncounted} uncounted)"
+    if counts:
+        fields.append(counts)
+    if band.date_from:
+        to = band.date_to or band.date_from
+        fields.append(band.date_from if to == band.date_from else f"{band.date_from}…{to}")
+    if band.metric_from is not None and band.metric_to is not None:
+        fields.append(f"metric {band.metric_from}→{band.metric_to}")
+    summary = join_parts(band.parts, text_cap)
+    if summary and not (band.metric_from is not None and band.metric_to is not None):
+        # Without a metric field of our own, an arrow between numbers in the summary would be read as the band.
+        summary = _ARROW_BAND.sub(r"\1 to \2", summary)
+    if summary:
+        fields.append(summary)
+    fields.append(f"archive/{program}/" if program else "archive/")
+    return f"### Iters {band.first}–{band.last} — {SEP.join(fields)}{newline}"
+
+
+def short_change(change: str) -> str:
+    """The first clause of a Change line (``Add `x.ts` — long details`` → ``Add `x.ts```)."""
+    text = " ".join(change.split()).strip("*_ ")
+    match = _CLAUSE_END.search(text)
+    if match and match.start() >= 8:
+        text = text[: match.start()]
+    return clip(text.rstrip(" .,"), 60)
+
+
+def change_of(entry: Iteration) -> str | None:
+    """What an entry tried: its Change line, or for a heading-only entry (``### Iteration 77 — date — ✅ fillna
+    (32→33)``) the heading's own words."""
+    if entry.change:
+        return entry.change
+    title = _ITERATION_PREFIX.sub("", entry.heading.lstrip("#-*+ "))
+    title = _RUN_LINK.sub("", _WHEN.sub("", title))
+    title = re.sub(r"^[\s—–:|·-]+", "", title)
+    title = re.sub(r"^(?:✅|❌|⚠️|⚠|⏳)\s*", "", title).strip(" —–-|·")
+    return title or None
+
+
+def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
+    """A deterministic one-line summary of ``entries``: accepted entries' changes, oldest first, within ``cap``.
+
+    With no accepted entry saying what it changed, the changes tried are listed instead (``tried: …``).  Only as
+    many entries are read as fit; the rest are counted (``(+N more)``), so the cost does not grow with history.
+    """
+    ordered = sorted(entries, key=lambda e: e.covers[0])
+    pool = [e for e in ordered if e.status == "accepted" and change_of(e)]
+    lead = ""
+    if not pool:
+        pool, lead = [e for e in ordered if change_of(e)], "tried: "
+    if not pool:
+        return ""
+    text, seen = lead, set()
+    for index, entry in enumerate(pool):
+        item = short_change(change_of(entry) or "")
+        if not item or item in seen:
+            continue  # repeated changes add nothing
+        seen.add(item)
+        rest = len(pool) - index - 1
+        piece = (", " if text != lead else "") + item
+        tail = f" (+{rest} more)" if rest else ""
+        if len(text) + len(piece) + len(tail) > cap:
+            if text == lead:
+                return clip(lead + item, cap)
+            return text + f" (+{rest + 1} more)"
+        text += piece
+    return text
+
+
+def entry_dict(entry: Iteration) -> dict[str, Any]:
+    """An entry as the plain dict a summarizer receives."""
+    return {
+        "number": entry.number,
+        "when": entry.when,
+        "status": entry.status,
+        "metric": entry.metric,
+        "change": entry.change,
+        "notes": entry.notes,
+    }

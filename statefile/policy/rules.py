@@ -1,0 +1,304 @@
+"""The upstream update rules, as one pure function: ``record(doc, request) -> new document``.
+
+FORMAT.md ("The update rules the upstream prompt gives the agent after every iteration") tells the agent, in prose,
+how to update its state file after each run.  :func:`record` applies those rules deterministically.  It never
+mutates its input and touches only three places of the file: rows of the ⚙️ Machine State table, the history's
+insertion point (one new entry), and Lessons Learned (one new bullet, when a lesson is given).
+
+Where the upstream prose is silent, these are the decisions (each one also noted where it is made):
+
+- **Best Metric is a ratchet.**  It moves only when an *accepted* metric improves on it in the Metric Direction.
+  An accepted iteration that ties or regresses (a refactor, a change accepted for other reasons) leaves Best Metric
+  as it is; its entry still shows the metric and the signed delta against the best, so nothing is hidden.
+- **Completion** is checked on accepted iterations only, against that iteration's metric: Target Metric reached
+  (``>=`` for higher-is-better, ``<=`` for lower-is-better) sets Completed and a Completed Reason.
+- **Rejected** leaves Consecutive Errors alone (the upstream rules only reset it on accepted).
+- **Other status words** (``pending-ci``, ``local-only``, …) are neither failures nor confirmed successes: they
+  leave Consecutive Errors alone, so they neither extend nor break an error streak.
+- **Accepted un-pauses**: Paused becomes false and a Pause Reason is cleared to ``—``.
+- **Last Run never goes backwards**: recording with an explicit ``at`` older than the current Last Run keeps the
+  later time, because the scheduler uses Last Run to decide when the program is due again.
+- **The new entry goes on top** of the history, even for an explicit ``iteration`` lower than the newest one: the
+  history reads in recording order.
+- **A drifted Machine State heading** (``## Machine State`` without the emoji, or a corrupted emoji) is rewritten
+  to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for (``StateDocument.set_fields`` does it);
+  otherwise the recorded state would be invisible to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Context, Decimal, InvalidOperation
+from typing import Any
+
+from statefile.errors import ConflictError, UsageError
+from statefile.model import machine_state
+from statefile.model.document import StateDocument, _cell_text, parse
+from statefile.model.history import render_iteration
+from statefile.model.template import new_state_file
+
+#: How many statuses Recent Statuses keeps (the upstream prompt says the last 10).
+RECENT_STATUSES_KEPT = 10
+#: Consecutive errors at which the program is paused (upstream: "3 or more").
+PAUSE_AFTER_ERRORS = 3
+#: Statuses that count as errors.
+ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
+
+_STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+# A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
+# starts with a dash that is not a sign, so it reads as no number.
+_LEADING_NUMBER = re.compile(
+    r"^[\s`*_~≈]*([+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-]?\d+)?|[+\-−]?\.\d+)(?![\d,])"
+)
+_LOWER_DIRECTION = re.compile(r"\b(lower|less|min|minimi[sz]e|decrease)\b", re.I)
+
+
+@dataclass(frozen=True)
+class RecordRequest:
+    """One iteration's outcome, as ``statefile record`` receives it.
+
+    ``status`` is a lower-case word: ``accepted``, ``rejected``, ``error``, ``ci-fix-exhausted`` or any other word
+    (``pending-ci``, ``local-only``, …); it is stripped and lower-cased.  ``at`` must be timezone-aware (``None``
+    means the ``now`` given to :func:`record`).  ``iteration`` asks for an explicit number; one the history already
+    covers is a :class:`~statefile.errors.ConflictError`.  Invalid values raise :class:`~statefile.errors.UsageError`.
+    """
+
+    status: str
+    metric: float | Decimal | None = None
+    change: str | None = None
+    notes: str | None = None
+    commit: str | None = None
+    run_url: str | None = None
+    pr: int | None = None
+    ci_fix_attempts: int = 0
+    lesson: str | None = None
+    at: datetime | None = None
+    iteration: int | None = None
+
+    def __post_init__(self) -> None:
+        status = self.status.strip().lower() if isinstance(self.status, str) else ""
+        if not _STATUS_RE.match(status):
+            raise UsageError(
+                f"status {self.status!r} is not a status word; use accepted, rejected, error, ci-fix-exhausted "
+                "or another lower-case word such as pending-ci"
+            )
+        object.__setattr__(self, "status", status)
+        if self.metric is not None and (isinstance(self.metric, bool) or not math.isfinite(self.metric)):
+            raise UsageError(f"metric {self.metric!r} is not a finite number; pass the measured value")
+        for name in ("change", "notes", "commit", "run_url", "lesson"):
+            value = getattr(self, name)
+            if value is not None:
+                # Every field is one line of the file: a newline would start a heading or a new bullet of its own.
+                object.__setattr__(self, name, " ".join(str(value).split()) or None)
+        if self.commit is not None and not re.fullmatch(r"[0-9A-Za-z._/-]{1,64}", self.commit):
+            raise UsageError(f"commit {self.commit!r} is not a commit id; pass a sha such as a1b2c3d")
+        if self.run_url is not None and re.search(r"[\s()<>\[\]]", self.run_url):
+            raise UsageError(f"run URL {self.run_url!r} contains spaces or brackets; pass the run's URL as it is")
+        if self.iteration is not None and self.iteration < 1:
+            raise UsageError(f"iteration {self.iteration} is not a positive number; iterations start at 1")
+        if self.ci_fix_attempts < 0:
+            raise UsageError(f"CI fix attempts {self.ci_fix_attempts} is negative; pass 0 or more")
+        if self.pr is not None and self.pr < 1:
+            raise UsageError(f"PR number {self.pr} is not positive; pass the pull request's number")
+        if self.at is not None and self.at.utcoffset() is None:
+            raise UsageError("the iteration time has no timezone; pass an aware UTC time such as 2025-01-15T12:00:00Z")
+
+
+def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: datetime) -> StateDocument:
+    """Apply the upstream update rules for one iteration and return the new document (``doc`` is not changed).
+
+    ``doc is None`` starts from a fresh file for ``program``.  Raises :class:`~statefile.errors.ConflictError`
+    when ``req.iteration`` is already in the history (as a detailed entry or inside a range).
+    """
+    if now.utcoffset() is None:
+        raise UsageError("'now' has no timezone; pass an aware UTC time")
+    base = parse(new_state_file(program)) if doc is None else doc
+    base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
+    state = base.machine_state
+    old_count = _int(state, "iteration_count")
+    number = _iteration_number(base, req, old_count)
+    at = (req.at or now).astimezone(timezone.utc)
+    direction = metric_direction(state)
+    previous_best = parse_number(state.get("best_metric"))
+    metric = _decimal(req.metric) if req.metric is not None else None
+
+    fields: dict[str, Any] = {
+        "Last Run": _later_run(state.get("last_run"), at),
+        "Iteration Count": max(old_count, number),
+    }
+    statuses = [*state.get("recent_statuses", []), req.status][-RECENT_STATUSES_KEPT:]
+    fields["Recent Statuses"] = statuses
+    errors = _int(state, "consecutive_errors")
+    if req.status == "accepted":
+        fields["Consecutive Errors"] = 0
+        fields["Paused"] = False
+        fields["Pause Reason"] = None
+        # The ratchet: only an improvement (or the first metric ever) moves Best Metric.
+        if metric is not None and (previous_best is None or improves(metric, previous_best, direction)):
+            fields["Best Metric"] = format_number(metric)
+        target = parse_number(state.get("target_metric"))
+        # A program already Completed keeps the reason it was completed for (the first time the target was hit).
+        if (
+            metric is not None
+            and target is not None
+            and reaches(metric, target, direction)
+            and not state.get("completed")
+        ):
+            fields["Completed"] = True
+            reached = f"target metric {format_number(target)} reached"
+            fields["Completed Reason"] = f"{reached} at iteration {number} (metric {format_number(metric)})"
+    elif req.status in ERROR_STATUSES:
+        errors += 1
+        fields["Consecutive Errors"] = errors
+        if errors >= PAUSE_AFTER_ERRORS:
+            fields["Paused"] = True
+            fields["Pause Reason"] = (
+                f"{errors} consecutive errors (last: iteration {number}, {req.status}); "
+                "fix the cause, then set Paused to false"
+            )
+    # rejected and other words: Consecutive Errors unchanged (see the module docstring).
+    if req.pr is not None:
+        fields["PR"] = f"#{req.pr}"
+
+    new = base.copy()
+    # Called even when no row changes: set_fields also restores a drifted Machine State heading.
+    new.set_fields(_changed_fields(new, fields))
+    new.prepend_entry(
+        render_iteration(
+            number=number,
+            when=at.strftime("%Y-%m-%d %H:%M"),
+            status=req.status,
+            run_url=req.run_url,
+            change=req.change,
+            metric=format_number(metric) if metric is not None else None,
+            previous_best=(format_number(previous_best) if previous_best is not None else "—")
+            if metric is not None
+            else None,
+            delta=format_delta(metric - previous_best) if metric is not None and previous_best is not None else None,
+            commit=req.commit,
+            ci_fix_attempts=req.ci_fix_attempts,
+            notes=req.notes,
+            newline=new.newline,
+        )
+    )
+    if req.lesson and req.lesson.strip():
+        new.add_lesson(req.lesson)
+    return new
+
+
+def _int(state: dict[str, Any], key: str) -> int:
+    value = state.get(key)
+    # The scheduler reads a missing or garbled count as 0; so do we.
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _iteration_number(doc: StateDocument, req: RecordRequest, count: int) -> int:
+    if req.iteration is None:
+        # One past everything known: a count that lags the history (agents forget to bump it) or a history that
+        # lags the count (entries lost) must not make the new number collide with an old one.
+        return max(count, doc.highest_iteration) + 1
+    for entry in doc.history:
+        if req.iteration in entry.covers:
+            raise ConflictError(
+                f"iteration {req.iteration} is already recorded ({entry.heading.strip()}); "
+                "omit --iteration to take the next free number"
+            )
+    return req.iteration
+
+
+def _later_run(current: Any, at: datetime) -> str:
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(current, str):
+        try:
+            previous = datetime.fromisoformat(current.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return stamp
+        if previous.utcoffset() is not None and previous > at:
+            return current.strip()
+    return stamp
+
+
+def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any]:
+    """Only the rows whose text would change, so an unchanged row keeps its exact bytes (padding included)."""
+    section = doc.section("machine_state")
+    current = (
+        {row.key: row.value for row in machine_state.table_rows(list(section.lines))} if section is not None else {}
+    )
+    changed: dict[str, Any] = {}
+    for label, value in fields.items():
+        key = machine_state.field_key(label)
+        if key not in current and value is None:
+            continue  # a missing row already reads as "none"; do not add rows that say nothing
+        if current.get(key) != _cell_text(value):
+            changed[label] = value
+    return changed
+
+
+# -- numbers ----------------------------------------------------------------------------------------------------------
+
+
+def parse_number(cell: Any) -> Decimal | None:
+    """The leading number of a Machine State cell, leniently: ``606 (canonical)`` → 606, ``— (CI failed)`` → None."""
+    if cell is None:
+        return None
+    match = _LEADING_NUMBER.match(str(cell))
+    if not match:
+        return None
+    try:
+        return Decimal(match.group(1).replace(",", "").replace("−", "-"))
+    except InvalidOperation:  # pragma: no cover - the pattern only matches valid decimals
+        return None
+
+
+def _decimal(value: float | Decimal) -> Decimal:
+    # A Decimal (what the CLI parses from the text typed) is exact already.  For a float, repr() is the shortest
+    # text that round-trips, so 0.93 stays 0.93 (Decimal(0.93) would be 0.9300000000000000488…) and differences
+    # come out exact: 0.93 − 0.9 = 0.03, not 0.030000000000000027.
+    if isinstance(value, Decimal):
+        return value
+    return Decimal(repr(float(value)))
+
+
+def format_number(value: Decimal) -> str:
+    """A number as the files write it: ``55`` not ``55.0``, ``0.00000649`` not ``6.49E-6``, ``1.5`` not ``1.50``.
+
+    Beyond 1e15 or below 1e-9 (in magnitude), exponent notation (``1.5e+308``) keeps a cell from growing to
+    hundreds of digits.
+    """
+    magnitude = abs(value)
+    if magnitude and (magnitude >= Decimal("1e15") or magnitude < Decimal("1e-9")):
+        mantissa, _, exponent = format(value, "e").partition("e")
+        if "." in mantissa:
+            mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{exponent}"
+    if value == value.to_integral_value():
+        return str(int(value))
+    # normalize() rounds to the context's precision (28 digits): give it as many as the value has.
+    exact = Context(prec=max(28, len(value.as_tuple().digits)))
+    return format(value.normalize(exact), "f")
+
+
+def format_delta(value: Decimal) -> str:
+    """A signed delta: ``+1.5``, ``-0.25``; a tie is ``0``."""
+    if value == 0:
+        return "0"
+    return ("+" if value > 0 else "-") + format_number(abs(value))
+
+
+def metric_direction(state: dict[str, Any]) -> str:
+    """``"lower"`` or ``"higher"`` (the default) from the Metric Direction row."""
+    value = state.get("metric_direction")
+    return "lower" if isinstance(value, str) and _LOWER_DIRECTION.search(value) else "higher"
+
+
+def improves(metric: Decimal, best: Decimal, direction: str) -> bool:
+    """Whether ``metric`` is strictly better than ``best`` in ``direction``."""
+    return metric < best if direction == "lower" else metric > best
+
+
+def reaches(metric: Decimal, target: Decimal, direction: str) -> bool:
+    """Whether ``metric`` has reached ``target`` in ``direction`` (equal counts)."""
+    return metric <= target if direction == "lower" else metric >= target

@@ -1,0 +1,150 @@
+"""Export every program's memory (state files, archives, shared lessons) as one JSON document, and read it back.
+
+Schema, version 1::
+
+    {
+      "format": "statefile-export",
+      "version": 1,
+      "branch": "memory/autoloop",
+      "commit": "<sha of the exported commit, or null>",
+      "files": {
+        "perf.md": {"text": "...", "bytes": 1234, "sha256": "<hex of the file's bytes>"},
+        "archive/perf/0001.md": {"base64": "...", "bytes": 99, "sha256": "..."}
+      }
+    }
+
+A file is stored as ``text`` when its bytes are valid UTF-8 and as ``base64`` of its bytes otherwise (statefile
+reads undecodable bytes as lone surrogates, which JSON cannot carry faithfully).  ``sha256`` is always over the
+file's bytes, so an import reproduces every file byte for byte or refuses.  Unknown top-level keys are ignored, so
+a later minor addition does not break older readers; a higher ``version`` is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from statefile.errors import UsageError
+from statefile.model.text import encode
+
+FORMAT = "statefile-export"
+VERSION = 1
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_path(path: object) -> str:
+    """``path`` if it is a safe relative store path, else :class:`UsageError` saying why.
+
+    Refused: non-strings, empty paths, absolute paths, backslashes, ``.``/``..``/empty segments, control
+    characters, and anything under ``.git``.
+    """
+    if not isinstance(path, str) or not path:
+        raise UsageError(f"bad file path {path!r} in export; paths are non-empty strings")
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        raise UsageError(f"absolute path {path!r} in export; only paths relative to the branch root are allowed")
+    if "\\" in path:
+        raise UsageError(f"backslash in path {path!r}; use forward slashes")
+    if any(ord(ch) < 32 or ord(ch) == 127 or "\ud800" <= ch <= "\udfff" for ch in path):
+        raise UsageError(f"control or undecodable character in path {path!r}")
+    segments = path.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        raise UsageError(f"path {path!r} has an empty, '.' or '..' segment; give a plain relative path")
+    if segments[0] == ".git":
+        raise UsageError(f"path {path!r} is inside .git; it cannot be imported")
+    return path
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def export_json(files: Mapping[str, str], *, branch: str, commit: str | None) -> dict[str, Any]:
+    """The export document for ``files`` (store path → text as statefile reads it), paths sorted."""
+    out: dict[str, Any] = {}
+    for path in sorted(files):
+        data = encode(files[path])
+        entry: dict[str, Any]
+        try:
+            entry = {"text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            entry = {"base64": base64.b64encode(data).decode("ascii")}
+        entry["bytes"] = len(data)
+        entry["sha256"] = hashlib.sha256(data).hexdigest()
+        out[check_path(path)] = entry
+    return {"format": FORMAT, "version": VERSION, "branch": branch, "commit": commit, "files": out}
+
+
+def import_json(data: Any) -> dict[str, str]:
+    """Validate an export document and return its files (store path → text, undecodable bytes as surrogates).
+
+    Raises :class:`UsageError` with a one-line reason for a wrong format or version, a bad path, a malformed
+    entry, or a checksum that does not match the content.
+    """
+    if not isinstance(data, dict):
+        raise UsageError("not a statefile export: the JSON must be an object; export one with `statefile export`")
+    if data.get("format") != FORMAT:
+        raise UsageError(f"not a statefile export: format is {data.get('format')!r}, expected {FORMAT!r}")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UsageError(f"export version {version!r} is not a number; the file is damaged")
+    if version > VERSION:
+        raise UsageError(f"export version {version} is newer than this statefile reads ({VERSION}); upgrade statefile")
+    if version < 1:
+        raise UsageError(f"export version {version} is not valid; the file is damaged")
+    files = data.get("files")
+    if not isinstance(files, dict):
+        raise UsageError("export has no 'files' object; the file is damaged")
+    out: dict[str, str] = {}
+    for path, entry in files.items():
+        check_path(path)
+        out[path] = _decode(_entry_bytes(path, entry))
+    return out
+
+
+def _entry_bytes(path: str, entry: Any) -> bytes:
+    if not isinstance(entry, dict):
+        raise UsageError(f"{path}: entry is not an object; the export is damaged")
+    has_text, has_b64 = "text" in entry, "base64" in entry
+    if has_text == has_b64:
+        raise UsageError(f"{path}: needs exactly one of 'text' or 'base64'; the export is damaged")
+    if has_text:
+        text = entry["text"]
+        if not isinstance(text, str):
+            raise UsageError(f"{path}: 'text' is not a string; the export is damaged")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"{path}: 'text' holds unpaired surrogates; such files must be base64") from None
+    else:
+        try:
+            data = base64.b64decode(entry["base64"], validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise UsageError(f"{path}: 'base64' is not valid base64; the export is damaged") from None
+    digest = entry.get("sha256")
+    if not isinstance(digest, str) or not _SHA256.match(digest):
+        raise UsageError(f"{path}: missing or malformed sha256; the export is damaged")
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise UsageError(f"{path}: checksum mismatch; the export was edited or damaged, export it again")
+    size = entry.get("bytes")
+    if size is not None and size != len(data):
+        raise UsageError(f"{path}: size {len(data)} bytes does not match the recorded {size}; the export is damaged")
+    return data
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    """An export document as JSON text (UTF-8 friendly, indented, stable key order, final newline)."""
+    return json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+
+
+def loads(text: str) -> Any:
+    """Parse export JSON text, turning a syntax error into a one-line :class:`UsageError`."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        raise UsageError(f"not valid JSON ({where}); is this a statefile export?") from None

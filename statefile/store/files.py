@@ -1,0 +1,70 @@
+"""Reading a state file given by path (the file-mode commands): invalid UTF-8 is an error, never rewritten.
+
+Also the one rule for how large a file statefile agrees to read at all (:func:`read_limit`), shared by the stores.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from statefile.app.config import DEFAULT_MAX_BYTES
+from statefile.errors import InvalidDataError, NotFoundError
+from statefile.store import decode_text
+
+if TYPE_CHECKING:
+    from statefile.model.document import StateDocument
+
+#: Whatever the budget, files up to this size are read (a 10,000-iteration history is about 4 MB).
+MIN_READ_LIMIT = 8 * 1024 * 1024
+#: Above the floor, files up to this many budgets are read: far beyond anything an agent's edits produce.
+READ_LIMIT_BUDGETS = 64
+
+
+def read_limit(max_bytes: int) -> int:
+    """The largest file statefile reads for a byte budget of ``max_bytes``: 64 budgets, at least 8 MiB.
+
+    A state file is meant to stay under its budget; one many times larger was not written by an agent's
+    edits, and reading it (a 100 MB file parses into gigabytes of lines) would cost memory without bound.
+    """
+    return max(MIN_READ_LIMIT, READ_LIMIT_BUDGETS * max_bytes)
+
+
+def too_large(where: str, size: int, max_bytes: int) -> InvalidDataError:
+    """The error for a file over :func:`read_limit`: what, how big, what to do.  Nothing was read."""
+    return InvalidDataError(
+        f"{where} is {size:,} bytes, more than statefile will read ({read_limit(max_bytes):,} bytes: "
+        f"{READ_LIMIT_BUDGETS} × the {max_bytes:,}-byte budget, at least {MIN_READ_LIMIT:,}); nothing was read "
+        "— it is not a state file an agent wrote: remove or truncate it with git (or raise --max-bytes)"
+    )
+
+
+def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: bool = True) -> str:
+    """The UTF-8 text of ``path``; a clear error when it is missing, unreadable, too large or not UTF-8.
+
+    ``bounded=False`` reads any size (an export holds a whole branch, not one state file).
+    """
+    try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            # A FIFO or device would block or stream forever.
+            raise NotFoundError(f"{path}: not a regular file; pass the path of a state file")
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if bounded and size > read_limit(max_bytes):
+                raise too_large(str(path), size, max_bytes)
+            data = handle.read()
+    except FileNotFoundError:
+        raise NotFoundError(f"{path}: no such file; check the path") from None
+    except IsADirectoryError:
+        raise NotFoundError(f"{path}: is a folder, not a state file") from None
+    except OSError as exc:
+        raise NotFoundError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from None
+    return decode_text(data, str(path))
+
+
+def read_state_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDocument:
+    """Parse the state file at ``path`` (refused unread when over :func:`read_limit` of ``max_bytes``)."""
+    from statefile.model.document import parse
+
+    return parse(read_text_file(path, max_bytes))

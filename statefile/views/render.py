@@ -1,0 +1,659 @@
+"""The view of a state file an agent should read: budgeted, with a fixed drop order and a notice of what is missing.
+
+``render_view`` never returns more characters than its budget.  It cuts the file into *units* (a line of the
+Machine State table, a lesson bullet, an iteration entry, …), keeps units by priority while they fit, and prints
+the kept ones in file order, followed by one notice line saying what was left out and which command shows it.
+
+Levels (progressive disclosure):
+
+- ``index`` – a few hundred characters: status, best metric, counts, the first line of Current Priorities and the
+  last three outcomes.
+- ``timeline`` – Machine State and Current Priorities, then one line per history entry or range, newest first.
+- ``full`` – everything, within the budget.
+
+Fill order of ``full`` (the drop order is the reverse: the last tier goes first):
+
+0. Machine State and Current Priorities – always, line by line (a line too long for the budget is left out and
+   the notice says so; the view never exceeds the budget);
+1. pinned lessons (``📌`` or ``<!-- pin -->``), the program's and then the shared ones;
+2. the three newest detailed iterations;
+3. lessons, the program's newest first (bottom of the list first), then shared lessons from ``_shared.md``;
+4. foreclosed avenues, newest first;
+5. older detailed iterations, newest first – an entry that does not fit in full is shown as one line;
+6. range lines and other history entries, newest first;
+7. everything else (Program Info, Future Directions, unknown sections), top to bottom.
+
+The order is strict: a tier is shown only when every tier above it fits (history entries may shrink to one line
+to fit), so a view is always "everything above the cut, and part of the tier at the cut".  Within a tier a long
+unit that does not fit is skipped and shorter ones after it may still go in, except in the history, which stays a
+gap-free newest-first run.
+
+Template boilerplate (rules, the banner, intro sentences, HTML comments, ``*(none yet)*`` placeholders) is never
+shown: it costs tokens and says nothing.  Line endings become ``\\n``; undecodable bytes show as ``\\ufffd``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from statefile.errors import UsageError
+from statefile.model.document import SECTION_KINDS, StateDocument
+from statefile.model.history import STATUS_GLYPHS, Entry, Iteration, IterationRange
+from statefile.model.text import line_body, split_lines
+from statefile.policy.pruning import is_pinned
+
+LEVELS = ("index", "timeline", "full")
+DEFAULT_BUDGET = 8000
+# Below this a view cannot hold even a status line and the notice; the CLI reports it as a usage error.
+MIN_BUDGET = 200
+# The newest detailed iterations that come right after pinned lessons (tier 2).
+NEWEST_IN_FULL = 3
+# Width of generated one-line summaries: timeline lines, and the shorter lines of the index.
+LINE_WIDTH = 140
+INDEX_WIDTH = 100
+
+_BOILERPLATE = frozenset(
+    {
+        "Key findings and insights accumulated across iterations.",
+        "Approaches that have been conclusively ruled out, with reasons.",
+        "Ideas for future iterations, from maintainers and the agent.",
+        "All iterations in reverse chronological order (newest first).",
+    }
+)
+_PLACEHOLDER = re.compile(r"^(?:[-*+]\s+)?\*?\((?:none yet|none|no iterations yet)\.?\)\*?$", re.I)
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
+_RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
+_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MACHINE_NOTE = re.compile(r"^>\s*🤖")
+
+
+@dataclass(frozen=True)
+class RenderedView:
+    """A rendered view: ``text`` (≤ budget characters, ending in the notice line) and what it left out."""
+
+    text: str
+    omitted: list[str]
+    level: str
+    budget: int
+    # The budget ``--level full`` needs to show everything (what the notice suggests).
+    full_chars: int
+
+    @property
+    def chars(self) -> int:
+        """Characters in ``text`` (what the budget limits)."""
+        return len(self.text)
+
+
+@dataclass
+class _Group:
+    key: str
+    order: float
+    header: list[str]
+
+
+@dataclass
+class _Unit:
+    group: str
+    order: int
+    tier: int
+    rank: int
+    lines: list[str]
+    alt: list[str] | None = None
+    category: str = "section"
+    numbers: tuple[int, ...] = ()
+    title: str = ""
+
+
+@dataclass
+class _Model:
+    groups: dict[str, _Group] = field(default_factory=dict)
+    units: list[_Unit] = field(default_factory=list)
+
+    def group(self, key: str, order: float, header: list[str]) -> str:
+        self.groups.setdefault(key, _Group(key, order, header))
+        return key
+
+    def add(self, unit: _Unit) -> None:
+        unit.order = len(self.units)
+        self.units.append(unit)
+
+
+def render_view(
+    doc: StateDocument,
+    *,
+    program: str,
+    budget: int = DEFAULT_BUDGET,
+    level: str = "full",
+    shared: StateDocument | None = None,
+) -> RenderedView:
+    """The view of ``doc`` an agent should read, at most ``budget`` characters (see the module docstring).
+
+    ``shared`` is the repository-wide ``_shared.md``; its lessons are shown to every program.  Raises
+    :class:`UsageError` for an unknown level or a budget under :data:`MIN_BUDGET`.
+    """
+    if level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}; use one of: {', '.join(LEVELS)}")
+    if budget < MIN_BUDGET:
+        raise UsageError(f"budget {budget} is too small; give --budget {MIN_BUDGET} or more (characters)")
+    name = _clean(" ".join(program.split()))[:100] or "PROGRAM"
+    model = _full_model(doc, shared, name)
+    full_chars = _full_size(model)
+    if level == "full":
+        shown = model
+        by_design: list[str] = []
+    elif level == "timeline":
+        shown, by_design = _timeline_model(model)
+    else:
+        shown, by_design = _index_model(doc, model, name)
+    # First try to show everything (the notice then only says so); otherwise reserve room for a real notice,
+    # and whatever the units leave unused is the notice's too.
+    chosen, used = _pack(shown, budget - len(_COMPLETE) - 1)
+    if len(chosen) < len(shown.units):
+        chosen, used = _pack(shown, budget - min(400, max(100, budget // 8)))
+    omitted = by_design + _describe_omitted(shown, chosen)
+    if level == "full":
+        hidden = [
+            n
+            for u in shown.units
+            if u.category in ("iteration", "range") and (u.order not in chosen or chosen[u.order] is u.alt)
+            for n in u.numbers
+        ]
+    else:
+        hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.numbers]
+    notice = _notice(name, level, omitted, hidden, full_chars, budget - used - 1)
+    lines = _assemble(shown, chosen)
+    if notice:
+        lines.append(notice)
+    text = "".join(line + "\n" for line in lines)
+    assert len(text) <= budget, (len(text), budget)
+    return RenderedView(text=text, omitted=omitted, level=level, budget=budget, full_chars=full_chars)
+
+
+# -- building the model ------------------------------------------------------------------------------------------
+
+
+def _clean(line: str) -> str:
+    """One output line: no line ending, no trailing blanks, undecodable bytes as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", line_body(line).rstrip())
+
+
+def _units_of(lines: Iterable[str]) -> list[list[str]]:
+    """Split a section body into display units: bullets, numbered items, paragraphs, and ``###`` blocks.
+
+    A heading inside a section starts a unit that runs to the next heading, so a sub-heading is never shown
+    without its content.  Fenced code stays in one unit.  Rules, blank lines, whole-line comments, placeholders
+    and the template's intro sentences are dropped.
+    """
+    units: list[list[str]] = []
+    current: list[str] | None = None
+    heading_block = False
+    fence: str | None = None
+    for raw in lines:
+        line = _clean(raw)
+        stripped = line.strip()
+        if fence is not None:
+            assert current is not None
+            current.append(line)
+            if stripped.startswith(fence) and not stripped[len(fence) :].strip():
+                fence = None
+            continue
+        opens = _FENCE.match(line)
+        if _HEADING.match(line):
+            current = [line]
+            units.append(current)
+            heading_block = True
+        elif not stripped or _RULE.match(line) or _COMMENT.match(line) or stripped in _BOILERPLATE:
+            if not heading_block:
+                current = None
+        elif _PLACEHOLDER.match(stripped):
+            continue
+        elif heading_block and current is not None:
+            current.append(line)
+        elif _ITEM.match(line) or current is None:
+            current = [line]
+            units.append(current)
+        else:
+            current.append(line)
+        if opens and current is not None:
+            fence = opens.group(1)[0] * len(opens.group(1))
+    return units
+
+
+def _entry_lines(entry: Entry) -> list[str]:
+    out: list[str] = []
+    fence: str | None = None
+    for raw in split_lines(entry.raw):
+        line = _clean(raw)
+        stripped = line.strip()
+        if fence is None and (not stripped or _RULE.match(line) or _COMMENT.match(line)):
+            continue
+        out.append(line)
+        opens = _FENCE.match(line)
+        if fence is not None and stripped.startswith(fence) and not stripped[len(fence) :].strip():
+            fence = None
+        elif fence is None and opens:
+            fence = opens.group(1)
+    return out
+
+
+def _cut(text: str, width: int = LINE_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _first_body_line(entry: Entry) -> str:
+    for raw in split_lines(entry.raw)[1:]:
+        text = _clean(raw).strip().lstrip("-*+ ").replace("**", "")
+        if text and not _COMMENT.match(text) and not _RULE.match(text):
+            return text
+    return ""
+
+
+_HEADING_NOISE = re.compile(
+    r"^#*\s*Iter\w*\.?\s+#?\d+(?:\s*(?:&|and|,|/|\+)\s*#?\d+)?"  # "### Iteration 12" / "Iterations 12 & 13"
+    r"|\[Run[^\]]*\]\([^)]*\)"  # the run link
+    r"|\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?)?(?:\s*UTC)?"  # the date
+)
+
+
+def _heading_rest(heading: str) -> str:
+    """What an entry heading says besides its number, date and run link (``✅ metric=277 (+8)``)."""
+    return re.sub(r"^[\s—–|:-]+|[\s—–|:-]+$", "", _HEADING_NOISE.sub("", heading)).strip()
+
+
+def one_line(entry: Entry, width: int = LINE_WIDTH) -> str:
+    """A history entry as one ``- #N …`` line: number, status, date, metric and what was tried."""
+    if isinstance(entry, Iteration):
+        numbers = entry.numbers or (entry.number,)
+        head = "#" + "+".join(str(n) for n in numbers)
+        if entry.status:
+            head += f" {STATUS_GLYPHS.get(entry.status, '•')} {entry.status}"
+        parts = [head]
+        if entry.when:
+            parts.append(entry.when[:10])
+        if entry.metric:
+            parts.append(f"metric {entry.metric}")
+        what = entry.change or entry.notes or _first_body_line(entry) or _heading_rest(entry.heading)
+        text = " · ".join(parts) + (f": {what}" if what else "")
+    elif isinstance(entry, IterationRange):
+        # The range line's own text already carries its status glyph and metric band.
+        text = f"#{entry.first}–{entry.last}" + (f" {entry.summary}" if entry.summary else "")
+    else:
+        text = entry.heading.lstrip("#").strip() or _first_body_line(entry)
+    return "- " + _cut(_clean(text), width - 2)
+
+
+def _history_cut(doc: StateDocument) -> tuple[int, int] | None:
+    """(section index, line offset) where the history entries start, or ``None`` when there are none."""
+    if not doc.history:
+        return None
+    first = doc.history[0].raw
+    head = split_lines(first)[0] if first else ""
+    sections = doc.sections
+    history_index = next((i for i, s in enumerate(sections) if s.kind == "history"), None)
+    candidates = range(len(sections)) if doc.history_misplaced or history_index is None else [history_index]
+    for index in candidates:
+        lines = sections[index].lines
+        for offset in range(1, len(lines)):
+            if lines[offset] == head and "".join(lines[offset:]).startswith(first):
+                return index, offset
+    return None
+
+
+def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) -> _Model:
+    model = _Model()
+    model.add(_Unit(model.group("title", -1, []), 0, 0, 0, [f"# Autoloop: {program} — memory view"], category="title"))
+    cut = _history_cut(doc)
+    seen: set[str] = set()
+    shared_at = float(len(doc.sections))
+    for index, section in enumerate(doc.sections):
+        body: Sequence[str] = section.lines[1:] if section.title is not None else section.lines
+        if cut is not None and cut[0] == index:
+            body = section.lines[1 : cut[1]]
+        first_of_kind = section.kind not in seen
+        seen.add(section.kind)
+        kind = section.kind if first_of_kind else "other"
+        if kind == "title":
+            body = [line for line in body if not line.lstrip().startswith("🤖")]
+            _add_section(model, index, None, body, label="text under the title")
+        elif kind in ("machine_state", "priorities"):
+            key = model.group(kind, index, ["", SECTION_KINDS[kind][0]])
+            for line in body:
+                text = _clean(line)
+                boring = _RULE.match(text) or _COMMENT.match(text) or _MACHINE_NOTE.match(text)
+                if text.strip() and not boring:
+                    model.add(_Unit(key, 0, 0, len(model.units), [text], category="state"))
+        elif kind == "lessons":
+            key = model.group("lessons", index, ["", SECTION_KINDS["lessons"][0]])
+            _add_items(model, key, body, pinned_tier=1, tier=3, rank_base=0, category="lesson")
+            shared_at = index + 0.5
+        elif kind == "foreclosed":
+            key = model.group("foreclosed", index, ["", SECTION_KINDS["foreclosed"][0]])
+            _add_items(model, key, body, pinned_tier=4, tier=4, rank_base=0, category="foreclosed")
+        elif kind == "history":
+            _add_section(model, index, section.title, body, label="history intro")
+        else:
+            title = section.title or "(before the title)"
+            _add_section(model, index, section.title, body, label=title)
+        if cut is not None and cut[0] == index:
+            _add_history(model, doc, index + 0.25)
+    shared_lessons = shared.section("lessons") if shared is not None else None
+    if shared_lessons is not None:
+        # Right after the program's own lessons (at the end when the program has none); ranked after them.
+        key = model.group("shared", shared_at, ["", "## 📚 Shared lessons (_shared.md)"])
+        _add_items(model, key, shared_lessons.lines[1:], pinned_tier=1, tier=3, rank_base=10**6, category="shared")
+    return model
+
+
+def _add_items(
+    model: _Model, key: str, body: Sequence[str], *, pinned_tier: int, tier: int, rank_base: int, category: str
+) -> None:
+    units = _units_of(body)
+    for position, lines in enumerate(units):
+        pinned = is_pinned("\n".join(lines))
+        # Newest first: agents append lessons at the bottom, so the last bullet is the most recent.
+        rank = rank_base + len(units) - position
+        model.add(_Unit(key, 0, pinned_tier if pinned else tier, rank, lines, category=category))
+
+
+def _add_section(model: _Model, index: int, heading: str | None, body: Sequence[str], *, label: str) -> None:
+    units = _units_of(body)
+    if not units:
+        return
+    header = ["", f"## {_clean(heading)}"] if heading is not None else [""]
+    key = model.group(f"section{index}", index, header)
+    for position, lines in enumerate(units):
+        model.add(_Unit(key, 0, 7, index * 100_000 + position, lines, category="section", title=label))
+
+
+def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
+    key = model.group("history", order, ["", SECTION_KINDS["history"][0] + " (newest first)"])
+    entries = doc.history
+    newest = sorted((e for e in entries if isinstance(e, Iteration)), key=lambda e: max(e.covers), reverse=True)[
+        :NEWEST_IN_FULL
+    ]
+    top = {id(e) for e in newest}
+    for position, entry in enumerate(entries):
+        covers = tuple(entry.covers)
+        newness = -max(covers) if covers else 0
+        if isinstance(entry, Iteration):
+            tier, category = (2 if id(entry) in top else 5), "iteration"
+        elif isinstance(entry, IterationRange):
+            tier, category = 6, "range"
+        else:
+            tier, category = 6, "other entry"
+        rank = newness * 10_000 + position
+        model.add(_Unit(key, 0, tier, rank, _entry_lines(entry), [one_line(entry)], category=category, numbers=covers))
+
+
+# -- levels ------------------------------------------------------------------------------------------------------
+
+
+def _timeline_model(full: _Model) -> tuple[_Model, list[str]]:
+    model = _Model(groups=dict(full.groups))
+    dropped: list[_Unit] = []
+    for unit in full.units:
+        if unit.tier == 0:
+            model.add(replace(unit))
+        elif unit.group == "history" and unit.alt is not None:
+            model.add(replace(unit, lines=unit.alt, alt=None, tier=1))
+        else:
+            dropped.append(unit)
+    by_design = _summaries(dropped, degraded=[])
+    if any(u.group == "history" for u in model.units):
+        by_design.insert(0, "entry details (one line each here)")
+    return model, by_design
+
+
+def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
+    state = doc.machine_state
+    model = _Model()
+    key = model.group("index", 0, [])
+
+    def add(text: str, tier: int) -> None:
+        indent = text[: len(text) - len(text.lstrip())]
+        line = indent + _cut(_clean(text), INDEX_WIDTH - len(indent))
+        model.add(_Unit(key, 0, tier, len(model.units), [line], category="index"))
+
+    add(f"# Autoloop: {program} — memory index", 0)
+    if not state:
+        add("- status: unknown (no Machine State table)", 0)
+    else:
+        if state.get("completed"):
+            status = "completed" + (f" ({state['completed_reason']})" if state.get("completed_reason") else "")
+        elif state.get("paused"):
+            status = "paused" + (f" ({state['pause_reason']})" if state.get("pause_reason") else "")
+        else:
+            status = "active"
+        errors = state.get("consecutive_errors") or 0
+        add(
+            f"- status: {status}; iteration {state.get('iteration_count', '—')}"
+            + f"; last run {state.get('last_run') or '—'}"
+            + (f"; {errors} consecutive errors" if errors else ""),
+            0,
+        )
+        direction = state.get("metric_direction") or "higher"
+        target = state.get("target_metric")
+        add(
+            f"- best metric: {state.get('best_metric') or '—'} ({direction} is better"
+            + (f"; target {target})" if target else ")"),
+            0,
+        )
+    priorities = [u for u in full.units if u.group == "priorities"]
+    if priorities:
+        more = f" (+{len(priorities) - 1} more lines)" if len(priorities) > 1 else ""
+        add(f"- priorities: {_cut(priorities[0].lines[0], 90)}{more}", 0)
+    counts = _counts(full)
+    lessons = counts.get("lesson", 0) + counts.get("shared", 0)
+    highest = doc.highest_iteration
+    add(
+        f"- memory: {counts.get('iteration', 0)} iterations, {counts.get('range', 0)} ranges"
+        + (f" (up to #{highest})" if highest else "")
+        + f", {lessons} lessons"
+        + (f" ({counts['shared']} shared)" if counts.get("shared") else "")
+        + f", {counts.get('foreclosed', 0)} foreclosed; {doc.size:,} bytes",
+        1,
+    )
+    recent = (
+        sorted(
+            (u for u in full.units if u.category == "iteration"), key=lambda u: max(u.numbers, default=0), reverse=True
+        )[:NEWEST_IN_FULL]
+        or sorted(
+            (u for u in full.units if u.category == "range"), key=lambda u: max(u.numbers, default=0), reverse=True
+        )[:NEWEST_IN_FULL]
+    )
+    for position, unit in enumerate(recent):
+        assert unit.alt is not None
+        add(("- last outcomes: " if position == 0 else "  ") + unit.alt[0][2:], 2)
+    shown = {u.order for u in recent}
+    by_design = ["the Machine State table (summarized)"]
+    if len(priorities) > 1:
+        by_design.append(f"{len(priorities) - 1} more lines of Current Priorities")
+    by_design += _summaries([u for u in full.units if u.tier != 0 and u.order not in shown], degraded=[])
+    return model, by_design
+
+
+def _counts(model: _Model) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for unit in model.units:
+        counts[unit.category] = counts.get(unit.category, 0) + 1
+    return counts
+
+
+# -- packing and the notice --------------------------------------------------------------------------------------
+
+
+def _cost(lines: Sequence[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def _pack(model: _Model, room: int) -> tuple[dict[int, list[str]], int]:
+    """Fill by (tier, rank): each unit goes in whole, or as its one-line form, or not at all.
+
+    The order is strict across tiers: once a unit of some tier is left out, no lower tier is shown, so what a view
+    holds is always "every tier above the cut, and part of the tier at the cut" (the documented drop order).  The
+    always-kept tier 0 is the exception: an over-long Machine State line left out does not hide the lessons.
+    """
+    chosen: dict[int, list[str]] = {}
+    opened: set[str] = set()
+    blocked: set[int] = set()
+    cut = None
+    used = 0
+    for unit in sorted(model.units, key=lambda u: (u.tier, u.rank, u.order)):
+        if unit.tier in blocked or (cut is not None and unit.tier > cut):
+            continue
+        head = 0 if unit.group in opened else _cost(model.groups[unit.group].header)
+        for form in (unit.lines, unit.alt):
+            if form is not None and used + head + _cost(form) <= room:
+                chosen[unit.order] = form
+                used += head + _cost(form)
+                opened.add(unit.group)
+                break
+        else:
+            if unit.tier > 0:
+                cut = unit.tier
+            if unit.group == "history":
+                # History is shown as a newest-first run without gaps: a gap would read as a missing iteration.
+                blocked.add(unit.tier)
+    return chosen, used
+
+
+def _assemble(model: _Model, chosen: dict[int, list[str]]) -> list[str]:
+    lines: list[str] = []
+    for group in sorted(model.groups.values(), key=lambda g: g.order):
+        members = [u for u in model.units if u.group == group.key and u.order in chosen]
+        if not members:
+            continue
+        lines.extend(group.header)
+        for unit in members:
+            lines.extend(chosen[unit.order])
+    return lines
+
+
+def _full_size(model: _Model) -> int:
+    groups = {u.group for u in model.units}
+    body = sum(_cost(model.groups[g].header) for g in groups) + sum(_cost(u.lines) for u in model.units)
+    return body + len(_COMPLETE) + 1
+
+
+_COMPLETE = "[statefile] complete: nothing left out"
+
+
+def _spans(numbers: Iterable[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` → ``"#1–3, #7, #9–10"`` (or ``"#1–97 (40 in 12 runs)"`` when there are many gaps)."""
+    ordered = sorted(set(numbers))
+    if not ordered:
+        return ""
+    runs: list[list[int]] = []
+    for n in ordered:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    if len(runs) > 4:
+        return f"#{ordered[0]}–{ordered[-1]} ({len(ordered)} in {len(runs)} runs)"
+    return ", ".join(f"#{lo}–{hi}" if lo != hi else f"#{lo}" for lo, hi in runs)
+
+
+_PLURALS = {
+    "iteration": ("iteration", "iterations"),
+    "range": ("range", "ranges"),
+    "other entry": ("other history entry", "other history entries"),
+    "lesson": ("lesson", "lessons"),
+    "shared": ("shared lesson", "shared lessons"),
+    "foreclosed": ("foreclosed avenue", "foreclosed avenues"),
+    "state": ("line of Machine State/Current Priorities", "lines of Machine State/Current Priorities"),
+}
+
+
+def _label(unit: _Unit) -> str:
+    return unit.category if unit.category in _PLURALS else f"section:{unit.title or 'text'}"
+
+
+def _summaries(omitted: Sequence[_Unit], *, degraded: Sequence[_Unit], everything: Sequence[_Unit] = ()) -> list[str]:
+    """Human descriptions of left-out units, grouped by what they are (``"7 of 20 lessons"``).
+
+    ``everything`` is every unit of the view, to say "k of n" when only some of a kind were left out.
+    """
+    out: list[str] = []
+    if degraded:
+        nums = [n for u in degraded for n in u.numbers]
+        many = "entries" if len(degraded) > 1 else "entry"
+        out.append(f"full text of {len(degraded)} {many} ({_spans(nums)}; one line each here)")
+    totals: dict[str, int] = {}
+    for unit in everything:
+        totals[_label(unit)] = totals.get(_label(unit), 0) + 1
+    by_label: dict[str, list[_Unit]] = {}
+    for unit in omitted:
+        if unit.category not in ("title", "index"):
+            by_label.setdefault(_label(unit), []).append(unit)
+    for label, units in by_label.items():
+        count = len(units)
+        of = f"{count} of {totals[label]}" if totals.get(label, count) > count else str(count)
+        if label in _PLURALS:
+            one, many = _PLURALS[label]
+            text = f"{of} {one if totals.get(label, count) == 1 else many}"
+            nums = [n for u in units for n in u.numbers]
+            if nums and label in ("iteration", "range"):
+                text += f" ({_spans(nums)})"
+        else:
+            text = f"{label.split(':', 1)[1]} ({of} part{'s' if totals.get(label, count) != 1 else ''})"
+        out.append(text)
+    return out
+
+
+def _describe_omitted(model: _Model, chosen: dict[int, list[str]]) -> list[str]:
+    omitted = [u for u in model.units if u.order not in chosen]
+    degraded = [u for u in model.units if u.order in chosen and u.alt is not None and chosen[u.order] is u.alt]
+    return _summaries(omitted, degraded=degraded, everything=model.units)
+
+
+def _notice(
+    program: str,
+    level: str,
+    omitted: list[str],
+    hidden: list[int],
+    full_chars: int,
+    room: int,
+) -> str:
+    """The last line: what was left out and the commands that show it, as long as ``room`` allows."""
+    if not omitted:
+        options = [_COMPLETE]
+    elif level == "index":
+        # The index already gives the counts; its notice only says where to go next.
+        options = [
+            f"[statefile] index only — more: statefile render {program} --level timeline"
+            + (f" · statefile expand {program} {max(hidden)}" if hidden else ""),
+            f"[statefile] index only — more: statefile render {program} --level timeline",
+            "[statefile] index only; more with --level timeline",
+        ]
+    else:
+        hints = []
+        if hidden:
+            hints.append(f"statefile expand {program} {max(hidden)}")
+        if level == "full":
+            hints.append(f"statefile render {program} --budget {full_chars}")
+        else:
+            nxt = "timeline" if level == "index" else "full"
+            hints.append(f"statefile render {program} --level {nxt}")
+            hints.append(f"statefile render {program} --level full --budget {full_chars}")
+        see = " — see: " + " · ".join(hints)
+        options = [
+            "[statefile] left out: " + "; ".join(omitted) + see,
+            "[statefile] left out: " + "; ".join(_short(o) for o in omitted) + see,
+            f"[statefile] {level} only — see: " + " · ".join(hints),
+            f"[statefile] left out {len(omitted)} kinds of content — see: {hints[-1]}",
+            "[statefile] view cut to fit the budget; rerun statefile render with a larger --budget",
+            "[statefile] view cut to fit",
+        ]
+    return next((o for o in options if len(o) <= room), "")
+
+
+def _short(description: str) -> str:
+    # "5 iterations (#90–97)" → "5 iterations": numbers are the first thing to go when the notice is tight.
+    return re.sub(r"\s*\([^)]*\)", "", description)

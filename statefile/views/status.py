@@ -1,0 +1,141 @@
+"""Memory pressure at a glance: how full a state file is, what each section costs, what the next record will do.
+
+The token figures are an *estimate*, ``ceil(UTF-8 bytes / 4)``: about four bytes per token for English prose and
+code, which is what common tokenizers average on these files.  Counting bytes rather than characters keeps emoji
+(4 bytes, usually 1–3 tokens) and non-Latin text from being undercounted.  It is meant for comparing costs (the
+whole file against a rendered view), not for billing.
+
+Pure functions; the CLI (``statefile status``) prints the dict or turns it into lines with :func:`pressure_lines`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import median
+from typing import Any
+
+from statefile.model.blocks import scan_blocks
+from statefile.model.document import StateDocument
+from statefile.model.history import is_entry_heading
+from statefile.model.text import utf8_size
+from statefile.policy.pruning import is_pinned
+
+# Compaction turns aggressive above this share of the budget (FORMAT.md: "above 80% of the budget keep only 5").
+AGGRESSIVE_SHARE = 0.8
+# The median size of a detailed iteration entry in the real corpus (154 entries, 27 files): used when a file has
+# no detailed entry of its own to measure.
+TYPICAL_ENTRY_BYTES = 640
+# How many of the newest detailed entries the typical size is measured on: recent entries say more about the
+# next one than entries written by an older prompt.
+_TYPICAL_SAMPLE = 10
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of ``text``: ``ceil(UTF-8 bytes / 4)`` (see the module docstring)."""
+    return math.ceil(utf8_size(text) / 4)
+
+
+def typical_entry_bytes(doc: StateDocument) -> int:
+    """Median UTF-8 size of the newest detailed entries, or :data:`TYPICAL_ENTRY_BYTES` when there are none."""
+    sizes = [utf8_size(entry.raw) for entry in doc.iterations[:_TYPICAL_SAMPLE]]
+    return int(median(sizes)) if sizes else TYPICAL_ENTRY_BYTES
+
+
+def count_archived_entries(archive_texts: Sequence[str]) -> int:
+    """How many history entries (iterations and ranges) a program's archive parts hold, for :func:`pressure`.
+
+    Counts ``###`` entry headings outside code fences; tombstones and other archived text are not entries.
+    """
+    return sum(
+        1
+        for text in archive_texts
+        for heading in scan_blocks(text).headings
+        if heading.level >= 3 and is_entry_heading(heading.text)
+    )
+
+
+def pressure(
+    doc: StateDocument, *, max_bytes: int, archived_entries: int = 0, archive_parts: int = 0
+) -> dict[str, Any]:
+    """How close ``doc`` is to ``max_bytes``, per-section sizes and token estimates, and what comes next.
+
+    ``archived_entries``/``archive_parts`` describe the program's archive (count the first with
+    :func:`count_archived_entries`); they are reported, not computed here.
+
+    ``next_record_triggers_aggressive`` is true when ``size + typical entry size > 0.8 × max_bytes``: the next
+    ``record`` will fold the history down to the newest five entries and merge ranges.
+    """
+    size = doc.size
+    typical = typical_entry_bytes(doc)
+    threshold = int(AGGRESSIVE_SHARE * max_bytes)
+    lessons = [item for item in doc.list_items("lessons") if not item.is_placeholder]
+    history = doc.history
+    room = threshold - size
+    return {
+        "size_bytes": size,
+        "max_bytes": max_bytes,
+        "percent_of_budget": round(100 * size / max_bytes, 1) if max_bytes > 0 else None,
+        "headroom_bytes": max_bytes - size,
+        "over_budget": size > max_bytes,
+        "tokens": estimate_tokens(doc.render()),
+        "token_estimate": "ceil(utf8_bytes / 4)",
+        "sections": [
+            {
+                "kind": section.kind,
+                "title": section.title,
+                "bytes": section.size,
+                "tokens": estimate_tokens(section.text),
+            }
+            for section in doc.sections
+        ],
+        "counts": {
+            "iterations": sum(1 for e in history if e.kind == "iteration"),
+            "ranges": sum(1 for e in history if e.kind == "range"),
+            "other_entries": sum(1 for e in history if e.kind == "opaque"),
+            "lessons": len(lessons),
+            "pinned_lessons": sum(1 for item in lessons if is_pinned(item.text)),
+            "foreclosed": sum(1 for item in doc.list_items("foreclosed") if not item.is_placeholder),
+            "future": sum(1 for item in doc.list_items("future") if not item.is_placeholder),
+            "archived_entries": archived_entries,
+            "archive_parts": archive_parts,
+        },
+        "typical_entry_bytes": typical,
+        "aggressive_threshold_bytes": threshold,
+        "next_record_bytes": size + typical,
+        "next_record_triggers_aggressive": size + typical > threshold,
+        # Records that still fit before compaction turns aggressive (0 when the next one already does).
+        "records_until_aggressive": max(0, room // typical),
+    }
+
+
+def pressure_lines(report: dict[str, Any], *, program: str | None = None) -> list[str]:
+    """Human-readable lines for a :func:`pressure` report (what ``statefile status`` prints without --json)."""
+    counts = report["counts"]
+    name = f"{program}: " if program else ""
+    percent = report["percent_of_budget"]
+    lines = [
+        f"{name}{report['size_bytes']:,} of {report['max_bytes']:,} bytes"
+        + (f" ({percent}% of budget)" if percent is not None else "")
+        + f", ~{report['tokens']:,} tokens to read"
+        + (" — OVER BUDGET" if report["over_budget"] else ""),
+        f"  entries: {counts['iterations']} detailed, {counts['ranges']} ranges"
+        + (f", {counts['other_entries']} other" if counts["other_entries"] else "")
+        + f"; archived: {counts['archived_entries']} entries in {counts['archive_parts']} parts",
+        f"  lessons: {counts['lessons']} ({counts['pinned_lessons']} pinned); foreclosed: {counts['foreclosed']};"
+        f" future directions: {counts['future']}",
+    ]
+    for section in report["sections"]:
+        title = section["title"] or "(before the first heading)"
+        lines.append(f"  {section['bytes']:>7,} B  ~{section['tokens']:>6,} tok  {title}")
+    if report["next_record_triggers_aggressive"]:
+        lines.append(
+            f"  next record (~{report['typical_entry_bytes']} B) passes 80% of the budget: compaction will keep "
+            "only the newest 5 entries and merge ranges"
+        )
+    else:
+        lines.append(
+            f"  about {report['records_until_aggressive']} more records before compaction turns aggressive "
+            f"(typical entry ~{report['typical_entry_bytes']} B)"
+        )
+    return lines
