@@ -15,6 +15,7 @@ EXIT_BUDGET = 4
 EXIT_CONFLICT = 5
 EXIT_GIT = 6
 EXIT_INVALID_DATA = 7
+EXIT_ENVIRONMENT = 8
 EXIT_INTERNAL = 70
 
 
@@ -58,3 +59,12 @@ class InvalidDataError(StatefileError):
     """Stored data cannot be read safely: invalid UTF-8, a symlink or submodule where a file should be."""
 
     exit_code = EXIT_INVALID_DATA
+
+
+class EnvironmentFailure(StatefileError):
+    """The machine refused a write or read: a full disk, a read-only or unwritable repository or folder.
+
+    Nothing is wrong with the data or the arguments; free space or fix permissions, then run the command again.
+    """
+
+    exit_code = EXIT_ENVIRONMENT
