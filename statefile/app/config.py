@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
 
 if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
@@ -33,8 +34,6 @@ else:  # pragma: no cover
 
 T = TypeVar("T")
 
-DEFAULT_MAX_BYTES = 30720
-DEFAULT_BRANCH = "memory/autoloop"
 SOURCE_DEFAULT = "default"
 PYPROJECT = "pyproject.toml"
 STATEFILE_TOML = ".statefile.toml"

@@ -92,7 +92,8 @@ class AppContext:
             raise NotFoundError(
                 f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
             )
-        from statefile.store import BOT_EMAIL, BOT_NAME, Store
+        from statefile.defaults import BOT_EMAIL, BOT_NAME
+        from statefile.store import Store
 
         author = None
         if config.author_name.value or config.author_email.value:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from statefile import __version__
-from statefile.app.config import DEFAULT_MAX_BYTES
+from statefile.defaults import DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
 from statefile.store.atomic import replace_file
 

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from statefile.app.config import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
+from statefile.defaults import BOT_EMAIL, BOT_NAME, DEFAULT_BRANCH, DEFAULT_MAX_BYTES
 from statefile.errors import BudgetError, InvalidDataError, StatefileError
 from statefile.model.archive import archive_dir, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from statefile.store.folder import FolderStore
     from statefile.store.git import GitStore
 
-BOT_NAME = "statefile"
-BOT_EMAIL = "statefile@users.noreply.github.com"
 
 __all__ = [
     "BOT_EMAIL",

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from statefile.app.config import DEFAULT_MAX_BYTES
+from statefile.defaults import DEFAULT_MAX_BYTES
 from statefile.errors import InvalidDataError, NotFoundError
 from statefile.store import decode_text
 
