@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# The suite says the same every run: hypothesis draws the same examples each time (derandomize) and keeps no
+# example database between runs.  Exploring for new counterexamples is a separate, opt-in run:
+#   HYPOTHESIS_PROFILE=explore python -m pytest tests/test_reliability_fuzz.py
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, max_examples=2000, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
