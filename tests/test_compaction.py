@@ -277,7 +277,7 @@ def test_young_range_lines_grow_instead_of_piling_up() -> None:
     policy = CompactionPolicy()
     doc = make_doc(history_of(10))
     for n in range(11, 140):
-        doc.prepend_entry(entry(n, "accepted" if n % 3 else "rejected"))
+        doc = doc.prepend_entry(entry(n, "accepted" if n % 3 else "rejected"))
         result = compact(doc, policy)
         check_invariants(doc, result, policy) if n % 16 == 0 else None
         doc = result.document
@@ -333,7 +333,7 @@ def test_bands_keep_widening_going_back_as_iterations_are_recorded() -> None:
     policy = CompactionPolicy()
     doc = compact(parse(read_raw(SAMPLES / "long-running.md")), policy).document
     for n in range(241, 361):
-        doc.prepend_entry(entry(n, "accepted" if n % 3 else "error"))
+        doc = doc.prepend_entry(entry(n, "accepted" if n % 3 else "error"))
         result = compact(doc, policy)
         if n % 30 == 0:
             check_invariants(doc, result, policy)
@@ -482,8 +482,10 @@ def test_last_resort_folds_recent_entries_when_needed() -> None:
     check_invariants(doc, result, policy)
 
 
-def record(doc: StateDocument, change: str = "Cache the parsed frames", notes: str = "Faster.") -> str:
-    """Prepend a new detailed entry after the highest iteration, as `statefile record` does; returns its text."""
+def record(
+    doc: StateDocument, change: str = "Cache the parsed frames", notes: str = "Faster."
+) -> tuple[StateDocument, str]:
+    """``doc`` with a new detailed entry after the highest iteration, as `statefile record` does, and its text."""
     n = doc.highest_iteration + 1
     text = render_iteration(
         number=n,
@@ -496,8 +498,7 @@ def record(doc: StateDocument, change: str = "Cache the parsed frames", notes: s
         commit="abc1234",
         notes=notes,
     )
-    doc.prepend_entry(text)
-    return text
+    return doc.prepend_entry(text), text
 
 
 def unpinned(doc: StateDocument, kind: str) -> list[str]:
@@ -508,7 +509,7 @@ def test_last_resort_keeps_the_entry_just_recorded() -> None:
     """Regression: under a tight budget the last resort folded the newest entry while lessons could still go."""
     by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
     doc = parse(read_raw(by_name["perf-comparison__b18c37b.md"]))
-    newest = record(doc)
+    doc, newest = record(doc)
     policy = CompactionPolicy(max_bytes=3000)
     result = compact(doc, policy)
     assert result.report.last_resort
@@ -520,7 +521,7 @@ def test_last_resort_keeps_the_entry_just_recorded() -> None:
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:60])
 def test_newest_entry_folds_only_when_nothing_else_can_move(path: Path) -> None:
     doc = parse(read_raw(path))
-    newest = record(doc)
+    doc, newest = record(doc)
     policy = CompactionPolicy(max_bytes=3000)
     try:
         result = compact(doc, policy)
@@ -539,7 +540,7 @@ def test_newest_entry_folds_only_when_nothing_else_can_move(path: Path) -> None:
 def test_last_resort_order_lessons_before_the_newest_entry_then_the_entry() -> None:
     lessons = ["- 📌 Never force-push the branch.", *[f"- Lesson {i} about subsystem {i}." for i in range(8)]]
     fits = make_doc(history_of(30), lessons=lessons)
-    newest = record(fits, change="Big change " + "word " * 150)
+    fits, newest = record(fits, change="Big change " + "word " * 150)
     policy = CompactionPolicy(max_bytes=2600)
     result = compact(fits, policy)
     assert [core(e.raw) for e in result.document.iterations] == [core(newest)]
@@ -548,7 +549,7 @@ def test_last_resort_order_lessons_before_the_newest_entry_then_the_entry() -> N
     check_invariants(fits, result, policy)
     # When even that is not enough, the newest entry folds as the very last step (its text is in the archive)...
     huge = make_doc(history_of(3), lessons=lessons)
-    newest = record(huge, change="Huge change " + "word " * 600)
+    huge, newest = record(huge, change="Huge change " + "word " * 600)
     result = compact(huge, CompactionPolicy(max_bytes=3000))
     assert not result.document.iterations and result.report.last_resort
     assert core(newest) in result.archive

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from upstream import upstream_machine_state
 
 from statefile.errors import BudgetError
-from statefile.model.document import MAINTAINER_OWNED, StateDocument, parse
+from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, IterationRange
+from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.synthetic import synthetic_state
 from statefile.model.template import new_state_file
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact

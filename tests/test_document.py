@@ -40,7 +40,7 @@ def test_machine_state_found_under_drifted_heading() -> None:
         doc = parse(good.replace("## ⚙️ Machine State", heading))
         assert doc.machine_state["iteration_count"] == 4
         assert any(w.code == "machine-state-heading" for w in doc.warnings)
-        doc.set_field("Paused", False)
+        doc = doc.set_field("Paused", False)
         assert doc.render().startswith("# Autoloop: x\n\n## ⚙️ Machine State\n")
         assert upstream_machine_state(doc.render())["iteration_count"] == 4
     assert not any(w.code == "machine-state-heading" for w in parse(good).warnings)
@@ -150,8 +150,8 @@ def test_warnings_for_missing_machine_state_and_count_mismatch() -> None:
     doc = parse("# Autoloop: x\n\n## 📊 Iteration History\n\n### Iteration 3 — 2026-01-01\n")
     assert {w.code for w in doc.warnings} >= {"missing-machine-state", "history-gap"}
     doc = parse(statefile.new_state_file("x"))
-    doc.set_field("Iteration Count", 5)
-    doc.prepend_entry("### Iteration 1 — 2026-01-01 00:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+    doc = doc.set_field("Iteration Count", 5)
+    doc = doc.prepend_entry("### Iteration 1 — 2026-01-01 00:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
     assert "iteration-count-mismatch" in {w.code for w in doc.warnings}
 
 

@@ -27,7 +27,7 @@ def changed_lines(before: str, after: str) -> list[str]:
 def test_set_field_changes_one_row(path: Path) -> None:
     text = read_raw(path)
     doc = parse(text)
-    doc.set_field("Iteration Count", 999)
+    doc = doc.set_field("Iteration Count", 999)
     diff = changed_lines(text, doc.render())
     assert len(diff) == 2, diff
     assert "| 999" in diff[1] or "|999" in diff[1]
@@ -38,7 +38,7 @@ def test_set_field_changes_one_row(path: Path) -> None:
 def test_missing_row_is_added_in_canonical_order_with_table_style() -> None:
     text = "## ⚙️ Machine State\n\n|Field|Value|\n|---|---|\n|Last Run|—|\n|Branch|x|\n|Custom|keep|\n\n## Next\n"
     doc = parse(text)
-    doc.set_fields({"metric_direction": "lower", "Paused": True})
+    doc = doc.set_fields({"metric_direction": "lower", "Paused": True})
     out = doc.render()
     assert out == (
         "## ⚙️ Machine State\n\n|Field|Value|\n|---|---|\n|Last Run|—|\n|Metric Direction|lower|\n|Branch|x|\n"
@@ -49,8 +49,8 @@ def test_missing_row_is_added_in_canonical_order_with_table_style() -> None:
 def test_set_field_keeps_crlf_and_missing_final_newline() -> None:
     text = "## ⚙️ Machine State\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Iteration Count | 1 |"
     doc = parse(text)
-    doc.set_field("iteration_count", 2)
-    doc.set_field("Paused", False)
+    doc = doc.set_field("iteration_count", 2)
+    doc = doc.set_field("Paused", False)
     assert doc.render() == (
         "## ⚙️ Machine State\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Iteration Count | 2 |\r\n| Paused | false |"
     )
@@ -58,7 +58,7 @@ def test_set_field_keeps_crlf_and_missing_final_newline() -> None:
 
 def test_missing_machine_state_section_is_created_after_title() -> None:
     doc = parse("# Autoloop: x\n\nbanner\n\n## 📚 Lessons Learned\n\n- one\n")
-    doc.set_field("Iteration Count", 1)
+    doc = doc.set_field("Iteration Count", 1)
     out = doc.render()
     assert out.index("## ⚙️ Machine State") < out.index("## 📚 Lessons Learned")
     assert out.endswith("## 📚 Lessons Learned\n\n- one\n")
@@ -71,7 +71,7 @@ def test_prepend_entry_inserts_only_the_entry(path: Path) -> None:
     doc = parse(text)
     before = doc.history
     entry = "### Iteration 9999 — 2026-11-22 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n"
-    doc.prepend_entry(entry)
+    doc = doc.prepend_entry(entry)
     after = doc.history
     assert after[0].kind == "iteration" and after[0].covers == (9999,)
     assert [e.raw for e in after[1:]] == [e.raw for e in before] or before == ()
@@ -81,11 +81,11 @@ def test_prepend_entry_inserts_only_the_entry(path: Path) -> None:
 
 def test_prepend_into_template_replaces_placeholder() -> None:
     doc = parse(statefile.new_state_file("x"))
-    doc.prepend_entry("### Iteration 1 — 2026-11-22 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+    doc = doc.prepend_entry("### Iteration 1 — 2026-11-22 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
     out = doc.render()
     assert "No iterations yet" not in out
     assert "<!-- New entries are prepended below this line -->\n\n### Iteration 1" in out
-    doc.prepend_entry("### Iteration 2 — 2026-11-22 11:00 UTC\n\n- **Status**: ❌ Rejected\n\n")
+    doc = doc.prepend_entry("### Iteration 2 — 2026-11-22 11:00 UTC\n\n- **Status**: ❌ Rejected\n\n")
     assert [e.covers for e in doc.history] == [(2,), (1,)]
 
 
@@ -93,7 +93,7 @@ def test_prepend_when_history_heading_is_missing_adds_heading_above_stray_entrie
     path = next(p for p in CORPUS if "24ec373" in p.name)
     text = read_raw(path)
     doc = parse(text)
-    doc.prepend_entry("### Iteration 30 — 2026-05-01 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+    doc = doc.prepend_entry("### Iteration 30 — 2026-05-01 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
     out = doc.render()
     assert not doc.history_misplaced
     assert [e.covers for e in doc.history][:2] == [(30,), (29,)]
@@ -104,9 +104,8 @@ def test_prepend_when_history_heading_is_missing_adds_heading_above_stray_entrie
 @pytest.mark.parametrize("kind", ["lessons", "foreclosed", "future"])
 def test_add_item_replaces_placeholder_then_appends(kind: str) -> None:
     doc = parse(statefile.new_state_file("x"))
-    add = {"lessons": doc.add_lesson, "foreclosed": doc.add_foreclosed, "future": doc.add_future_direction}[kind]
-    add("first")
-    add("second\nline")
+    method = {"lessons": "add_lesson", "foreclosed": "add_foreclosed", "future": "add_future_direction"}[kind]
+    doc = getattr(getattr(doc, method)("first"), method)("second\nline")
     section = doc.section(kind)
     assert section is not None
     assert "- *(none yet)*" not in section.text
@@ -116,7 +115,7 @@ def test_add_item_replaces_placeholder_then_appends(kind: str) -> None:
 
 def test_add_lesson_creates_missing_section_in_canonical_position() -> None:
     doc = parse("# Autoloop: x\n\n## ⚙️ Machine State\n\n| Field | Value |\n\n## 📊 Iteration History\n\n")
-    doc.add_lesson("learned")
+    doc = doc.add_lesson("learned")
     kinds = [s.kind for s in doc.sections]
     assert kinds == ["title", "machine_state", "lessons", "history"]
 
@@ -162,9 +161,9 @@ def test_corpus_edits_leave_other_sections_identical(index: int, value: int, les
     text = read_raw(CORPUS[index])
     doc = parse(text)
     untouched = {s.start: s.text for s in doc.sections if s.kind not in ("machine_state", "lessons")}
-    doc.set_field("Consecutive Errors", value)
+    doc = doc.set_field("Consecutive Errors", value)
     if lesson.strip():
-        doc.add_lesson(lesson)
+        doc = doc.add_lesson(lesson)
     after = {s.text for s in doc.sections if s.kind not in ("machine_state", "lessons")}
     assert set(untouched.values()) == after
     assert doc.machine_state["consecutive_errors"] == value

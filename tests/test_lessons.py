@@ -36,7 +36,7 @@ CORPUS = corpus_files()
 def doc_with(*texts: str, newline: str = "\n") -> StateDocument:
     doc = parse(new_state_file("perf").replace("\n", newline))
     for text in texts:
-        doc.add_lesson(text)
+        doc = doc.add_lesson(text)
     return doc
 
 

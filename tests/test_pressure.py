@@ -64,11 +64,11 @@ def test_fresh_file() -> None:
 def test_counts_and_sections() -> None:
     doc = parse(new_state_file("perf"))
     for n in range(1, 4):
-        doc.prepend_entry(entry(n))
-    doc.add_lesson("one")
-    doc.add_lesson("📌 two")
-    doc.add_lesson("three <!-- pin -->")
-    doc.add_foreclosed("never again")
+        doc = doc.prepend_entry(entry(n))
+    doc = doc.add_lesson("one")
+    doc = doc.add_lesson("📌 two")
+    doc = doc.add_lesson("three <!-- pin -->")
+    doc = doc.add_foreclosed("never again")
     report = pressure(doc, max_bytes=30720, archived_entries=57, archive_parts=2)
     counts = report["counts"]
     assert (counts["iterations"], counts["lessons"], counts["pinned_lessons"], counts["foreclosed"]) == (3, 3, 2, 1)
@@ -83,7 +83,7 @@ def test_counts_and_sections() -> None:
 
 def test_aggressive_forecast_boundary() -> None:
     doc = parse(new_state_file("perf"))
-    doc.prepend_entry(entry(1, "x" * 400))
+    doc = doc.prepend_entry(entry(1, "x" * 400))
     typical = typical_entry_bytes(doc)
     # size + typical == 0.8 × max exactly: not yet aggressive; one byte less of budget and it is.
     max_bytes = int((doc.size + typical) / 0.8)
@@ -102,7 +102,7 @@ def test_aggressive_forecast_boundary() -> None:
 
 def test_records_until_aggressive_matches_simulation() -> None:
     doc = parse(new_state_file("perf"))
-    doc.prepend_entry(entry(1))
+    doc = doc.prepend_entry(entry(1))
     report = pressure(doc, max_bytes=12000)
     typical = report["typical_entry_bytes"]
     n = 0

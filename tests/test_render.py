@@ -22,9 +22,11 @@ LEVELS = ("index", "timeline", "full")
 def make_doc(iterations: int = 30, lessons: int = 10, foreclosed: int = 4, *, pinned: int = 0) -> StateDocument:
     """A template file with ``iterations`` entries (newest first), lessons, foreclosed avenues and priorities."""
     doc = parse(new_state_file("perf", goal="Make it fast", metric="ops/s"))
-    doc.set_fields({"Iteration Count": iterations, "Best Metric": 100 + iterations, "Last Run": "2026-01-02T03:04:05Z"})
+    doc = doc.set_fields(
+        {"Iteration Count": iterations, "Best Metric": 100 + iterations, "Last Run": "2026-01-02T03:04:05Z"}
+    )
     for n in range(1, iterations + 1):
-        doc.prepend_entry(
+        doc = doc.prepend_entry(
             render_iteration(
                 number=n,
                 when=f"2026-01-{1 + n % 28:02d} 10:00",
@@ -37,10 +39,10 @@ def make_doc(iterations: int = 30, lessons: int = 10, foreclosed: int = 4, *, pi
             )
         )
     for n in range(1, lessons + 1):
-        doc.add_lesson(("📌 " if n <= pinned else "") + f"lesson {n} " + "z" * 80)
+        doc = doc.add_lesson(("📌 " if n <= pinned else "") + f"lesson {n} " + "z" * 80)
     for n in range(1, foreclosed + 1):
-        doc.add_foreclosed(f"avenue {n} ruled out because " + "w" * 60)
-    doc.add_future_direction("try a faster hash")
+        doc = doc.add_foreclosed(f"avenue {n} ruled out because " + "w" * 60)
+    doc = doc.add_future_direction("try a faster hash")
     return doc
 
 
@@ -200,7 +202,7 @@ def test_older_entries_degrade_to_one_line_and_stay_contiguous() -> None:
 
 def test_truncated_always_parts_say_so() -> None:
     doc = make_doc()
-    doc.set_field("Pause Reason", "p" * 5000)
+    doc = doc.set_field("Pause Reason", "p" * 5000)
     view = render_view(doc, program="perf", budget=600)
     assert view.chars <= 600
     assert "p" * 100 not in view.text  # the over-long row is left out whole, never cut mid-line
@@ -232,7 +234,7 @@ def test_timeline_one_line_per_entry() -> None:
 
 def test_index_summary() -> None:
     doc = make_doc(iterations=12, lessons=3, foreclosed=2)
-    doc.set_fields({"Paused": True, "Pause Reason": "CI broken"})
+    doc = doc.set_fields({"Paused": True, "Pause Reason": "CI broken"})
     view = render_view(doc, program="perf", level="index")
     assert view.chars < 800
     text = view.text

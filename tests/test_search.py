@@ -22,9 +22,9 @@ def entry(n: int, change: str, notes: str = "ok") -> str:
 def program_file(name: str, entries: list[tuple[int, str, str]], lessons: tuple[str, ...] = ()) -> str:
     doc = parse(new_state_file(name))
     for n, change, notes in entries:
-        doc.prepend_entry(entry(n, change, notes))
+        doc = doc.prepend_entry(entry(n, change, notes))
     for lesson in lessons:
-        doc.add_lesson(lesson)
+        doc = doc.add_lesson(lesson)
     return doc.render()
 
 

@@ -4,19 +4,31 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from statefile.model.history import Iteration, IterationRange
+from statefile.model.sections import SECTION_KINDS
 
 if TYPE_CHECKING:
-    from statefile.model.document import Anomaly, StateDocument
+    # Type-only: the document calls find_anomalies for its ``warnings``; at run time only it imports this module.
+    from statefile.model.document import StateDocument
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """Something odd about a file that does not stop it being read: a code and a sentence."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
 
 
 def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     """Yield every anomaly in ``doc``, in a stable order."""
-    from statefile.model.document import SECTION_KINDS, Anomaly
-
     if not doc.render().strip():
         yield Anomaly("empty", "the file is empty")
         return
@@ -49,8 +61,6 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
 
 
 def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
-    from statefile.model.document import Anomaly
-
     iterations = [e for e in doc.history if isinstance(e, Iteration)]
     ranges = [e for e in doc.history if isinstance(e, IterationRange)]
     seen = Counter(n for e in iterations for n in e.covers)

@@ -9,77 +9,22 @@ which keeps every derived view (machine state, history, warnings) consistent wit
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from statefile.errors import InvalidDataError
 from statefile.model import history, machine_state
 from statefile.model import lists as bullets
+from statefile.model.anomalies import Anomaly, find_anomalies
 from statefile.model.blocks import BlockScan, scan_blocks
 from statefile.model.history import Entry, Iteration, IterationRange
-from statefile.model.text import detect_newline, heading_key, line_body, split_lines, utf8_size
+from statefile.model.sections import CANONICAL_ORDER, SECTION_KINDS, Section, section_kind
+from statefile.model.text import detect_newline, line_body, split_lines, utf8_size
 
-# Known sections: kind → (canonical heading, aliases matched against the normalized heading key).
-SECTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "machine_state": ("## ⚙️ Machine State", ("machine state",)),
-    "program_info": ("## 📋 Program Info", ("program info", "program information")),
-    "priorities": ("## 🎯 Current Priorities", ("current priorities", "priorities")),
-    "lessons": ("## 📚 Lessons Learned", ("lessons learned", "lessons")),
-    "foreclosed": ("## 🚧 Foreclosed Avenues", ("foreclosed avenues", "foreclosed")),
-    "future": ("## 🔭 Future Directions", ("future directions",)),
-    "history": ("## 📊 Iteration History", ("iteration history", "history", "iteration log")),
-}
-CANONICAL_ORDER: tuple[str, ...] = tuple(SECTION_KINDS)
-# Sections a maintainer owns: compaction never changes them.
-MAINTAINER_OWNED: frozenset[str] = frozenset({"title", "preamble", "program_info", "priorities", "future", "other"})
-HISTORY_MARKER = "<!-- New entries are prepended below this line -->"
-
-
-def section_kind(title: str | None, level: int) -> str:
-    """The kind of a section from its heading (``"other"`` for unknown ones, ``"title"`` for the ``#`` title)."""
-    if title is None:
-        return "preamble"
-    if level == 1:
-        return "title"
-    key = heading_key(title)
-    for kind, (_, aliases) in SECTION_KINDS.items():
-        if any(key == alias or key.startswith(alias + " ") for alias in aliases):
-            return kind
-    return "other"
-
-
-@dataclass(frozen=True)
-class Section:
-    """A run of lines from one top-level heading to the next (the preamble has no heading)."""
-
-    kind: str
-    title: str | None
-    level: int
-    start: int
-    lines: tuple[str, ...]
-
-    @property
-    def text(self) -> str:
-        """The section's text exactly as in the file."""
-        return "".join(self.lines)
-
-    @property
-    def size(self) -> int:
-        """UTF-8 bytes of the section."""
-        return utf8_size(self.text)
-
-
-@dataclass(frozen=True)
-class Anomaly:
-    """Something odd about a file that does not stop it being read: a code and a sentence."""
-
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
+if TYPE_CHECKING:
+    from statefile.model.machine_state import CellValue
 
 
 @dataclass(frozen=True)
@@ -95,26 +40,19 @@ class HistoryLayout:
 class StateDocument:
     """A parsed state file.  Build one with :func:`parse`; ``render()`` gives the text back."""
 
+    _text: str
+    _lines: list[str]
+    _scan: BlockScan
+    _sections: tuple[Section, ...]
+
     def __init__(self, text: str) -> None:
-        self._load(text)
+        set_ = object.__setattr__
+        set_(self, "_text", text)
+        set_(self, "_lines", split_lines(text))
+        set_(self, "_scan", scan_blocks(text))
+        set_(self, "_sections", self._split_sections())
 
     # -- reading -------------------------------------------------------------------------------------------------
-
-    def _load(self, text: str) -> None:
-        self._text = text
-        self._lines = split_lines(text)
-        self._scan: BlockScan = scan_blocks(text)
-        self._sections = self._split_sections()
-        for name in (
-            "machine_state",
-            "history",
-            "unclosed_block",
-            "warnings",
-            "_history_layout",
-            "_code_lines",
-            "_heading_levels",
-        ):
-            self.__dict__.pop(name, None)
 
     def _split_sections(self) -> tuple[Section, ...]:
         cuts = [h for h in self._scan.headings if h.level <= 2 and h.line < len(self._lines)]
@@ -253,8 +191,6 @@ class StateDocument:
     @cached_property
     def warnings(self) -> tuple[Anomaly, ...]:
         """Anomalies found in the file (see :mod:`statefile.model.anomalies`)."""
-        from statefile.model.anomalies import find_anomalies
-
         return tuple(find_anomalies(self))
 
     @property
@@ -263,19 +199,19 @@ class StateDocument:
         layout = self._history_layout
         return bool(layout and layout.misplaced)
 
-    # -- editing -------------------------------------------------------------------------------------------------
+    # -- editing: every editor returns a new document; this one never changes --------------------------------------
 
-    def _replace_section_lines(self, index: int, new_lines: Iterable[str]) -> None:
+    def _with_section_lines(self, index: int, new_lines: Iterable[str]) -> StateDocument:
         section = self._sections[index]
         lines = list(self._lines)
         lines[section.start : section.start + len(section.lines)] = list(new_lines)
-        self._load("".join(lines))
+        return StateDocument("".join(lines))
 
-    def _ensure_section(self, kind: str) -> int:
-        """Index of the first section of ``kind``, creating it (heading + blank line) in canonical position."""
+    def _with_section(self, kind: str) -> tuple[StateDocument, int]:
+        """This document with a section of ``kind`` (heading + blank line, in canonical position), and its index."""
         found = self._index(kind)
         if found is not None:
-            return found
+            return self, found
         nl = self.newline
         heading, _ = SECTION_KINDS[kind]
         rank = CANONICAL_ORDER.index(kind)
@@ -294,16 +230,14 @@ class StateDocument:
             lines.extend(block)
         else:
             lines[insert_at:insert_at] = block
-        original = self._text
-        self._load("".join(lines))
-        created = self._index(kind)
+        new = StateDocument("".join(lines))
+        created = new._index(kind)
         if created is None:
             # The new heading landed inside a code fence or HTML block that is never closed, where it is text,
             # not a heading.  Closing the block is the maintainer's call, not ours: refuse, changing nothing.
-            self._load(original)
             self.require_closed_blocks(f"add the '{heading}' section")
             raise InvalidDataError(f"cannot add the '{heading}' section; check the file's headings")
-        return created
+        return new, created
 
     @cached_property
     def unclosed_block(self) -> int | None:
@@ -337,37 +271,38 @@ class StateDocument:
                 "of the file is code to markdown; close it (e.g. a ``` line where the code ends), then retry"
             )
 
-    def set_fields(self, fields: dict[str, Any]) -> None:
-        """Set Machine State rows by label (``{"Iteration Count": 5}``) or key (``{"iteration_count": 5}``).
+    def set_fields(self, fields: Mapping[str, CellValue]) -> StateDocument:
+        """A copy with Machine State rows set by label (``{"Iteration Count": 5}``) or key (``{"iteration_count": 5}``).
 
         ``None`` writes ``—``; booleans write ``true``/``false``; lists are comma-joined.  Only the edited rows'
         lines change; missing rows are added in canonical order; a missing section is created after the title; a
         drifted section heading is restored to the exact ``## ⚙️ Machine State`` the scheduler looks for.
         """
-        index = self._ensure_section("machine_state")
-        lines = list(self._sections[index].lines)
-        nl = self.newline
+        doc, index = self._with_section("machine_state")
+        lines = list(doc._sections[index].lines)
+        nl = doc.newline
         if not machine_state.table_rows(lines) and not any("|" in line for line in lines):
             lines = _append_block(lines, machine_state.new_table({}, nl), nl)
         for name, value in fields.items():
-            lines = machine_state.set_row(lines, _label_for(name), _cell_text(value), nl)
+            lines = machine_state.set_row(lines, machine_state.label_for(name), machine_state.cell_text(value), nl)
         canonical = SECTION_KINDS["machine_state"][0]
         if line_body(lines[0]) != canonical:
             # The upstream scheduler finds the table only under this exact heading; a drifted one
             # ("## Machine State", "## \ufffd\ufffd Machine State") makes the program look brand new.
             lines[0] = canonical + lines[0][len(line_body(lines[0])) :]
-        self._replace_section_lines(index, lines)
+        return doc._with_section_lines(index, lines)
 
-    def set_field(self, name: str, value: Any) -> None:
-        """Set one Machine State row (see :meth:`set_fields`)."""
-        self.set_fields({name: value})
+    def set_field(self, name: str, value: CellValue) -> StateDocument:
+        """A copy with one Machine State row set (see :meth:`set_fields`)."""
+        return self.set_fields({name: value})
 
-    def ensure_history_section(self) -> int:
-        """Make sure entries live under a history heading; returns the section index.
+    def with_history_section(self) -> tuple[StateDocument, int]:
+        """This document with its entries under a history heading, and that section's index.
 
         When the heading is missing but entries sit under another section, a ``## 📊 Iteration History`` heading is
         inserted right above the first entry, so the entries become history without moving a byte of them.
         """
+        doc = self
         layout = self._history_layout
         if layout is not None and layout.misplaced:
             section = self._sections[layout.section]
@@ -377,16 +312,16 @@ class StateDocument:
             if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
                 lines[at - 1] += nl
             lines[at:at] = [SECTION_KINDS["history"][0] + nl, nl]
-            self._load("".join(lines))
-        return self._ensure_section("history")
+            doc = StateDocument("".join(lines))
+        return doc._with_section("history")
 
-    def prepend_entry(self, entry_text: str) -> None:
-        """Insert an entry (its text, ending in a newline) above the newest one, replacing the empty placeholder."""
-        index = self.ensure_history_section()
-        layout = self._history_layout
+    def prepend_entry(self, entry_text: str) -> StateDocument:
+        """A copy with an entry (its text, ending in a newline) above the newest one, replacing the placeholder."""
+        doc, index = self.with_history_section()
+        layout = doc._history_layout
         assert layout is not None
-        lines = list(self._sections[index].lines)
-        nl = self.newline
+        lines = list(doc._sections[index].lines)
+        nl = doc.newline
         at = layout.first_entry
         placeholder = _placeholder_line(lines, at)
         if placeholder is not None:
@@ -408,66 +343,29 @@ class StateDocument:
             lines[at:] = [nl, *split_lines(entry_text)]
         else:
             lines[at:at] = split_lines(entry_text)
-        self._replace_section_lines(index, lines)
+        return doc._with_section_lines(index, lines)
 
-    def replace_history(self, entries_text: list[str]) -> None:
-        """Replace all history entries with ``entries_text`` (each an entry's full text), keeping the intro."""
-        index = self.ensure_history_section()
-        layout = self._history_layout
-        assert layout is not None
-        lines = list(self._sections[index].lines)
-        new_lines = lines[: layout.first_entry]
-        for text in entries_text:
-            if new_lines and not new_lines[-1].endswith(("\n", "\r")):
-                new_lines[-1] += self.newline
-            new_lines.extend(split_lines(text))
-        self._replace_section_lines(index, new_lines)
+    def add_lesson(self, text: str) -> StateDocument:
+        """A copy with a bullet appended to Lessons Learned (creating the section, replacing ``*(none yet)*``)."""
+        return self._add_item("lessons", text)
 
-    def replace_items(self, kind: str, keep: list[bullets.Item], extra: list[str] | None = None) -> None:
-        """Rewrite a list section keeping only the ``keep`` bullets (in order) plus ``extra`` new bullet lines."""
-        index = self._index(kind)
-        if index is None:
-            return
-        lines = list(self._sections[index].lines)
-        found = self.list_items(kind)
-        if not found:
-            return
-        kept_text = [item.text for item in keep] + list(extra or [])
-        first, last = found[0].start, found[-1].end
-        between = [ln for ln in range(first, last) if not any(i.start <= ln < i.end for i in found)]
-        # Non-bullet lines between bullets (comments, blank lines) stay, after the kept bullets.
-        new_block: list[str] = []
-        for text in kept_text:
-            if new_block and not new_block[-1].endswith(("\n", "\r")):
-                new_block[-1] += self.newline
-            new_block.extend(split_lines(text))
-        new_block.extend(lines[ln] for ln in between if line_body(lines[ln]).strip())
-        if last == len(lines) and new_block and not lines[last - 1].endswith(("\n", "\r")):
-            new_block[-1] = new_block[-1].rstrip("\r\n")
-        lines[first:last] = new_block
-        self._replace_section_lines(index, lines)
+    def add_foreclosed(self, text: str) -> StateDocument:
+        """A copy with a bullet appended to Foreclosed Avenues."""
+        return self._add_item("foreclosed", text)
 
-    def add_lesson(self, text: str) -> None:
-        """Append a bullet to Lessons Learned (creating the section, replacing ``*(none yet)*``)."""
-        self._add_item("lessons", text)
+    def add_future_direction(self, text: str) -> StateDocument:
+        """A copy with a bullet appended to Future Directions."""
+        return self._add_item("future", text)
 
-    def add_foreclosed(self, text: str) -> None:
-        """Append a bullet to Foreclosed Avenues."""
-        self._add_item("foreclosed", text)
+    def _add_item(self, kind: str, text: str) -> StateDocument:
+        doc, index = self._with_section(kind)
+        section = doc._sections[index]
+        code = frozenset(line - section.start for line in doc._code_lines if line >= section.start)
+        return doc._with_section_lines(index, bullets.add_item(list(section.lines), text, doc.newline, code))
 
-    def add_future_direction(self, text: str) -> None:
-        """Append a bullet to Future Directions."""
-        self._add_item("future", text)
-
-    def _add_item(self, kind: str, text: str) -> None:
-        index = self._ensure_section(kind)
-        section = self._sections[index]
-        code = frozenset(line - section.start for line in self._code_lines if line >= section.start)
-        self._replace_section_lines(index, bullets.add_item(list(section.lines), text, self.newline, code))
-
-    def copy(self) -> StateDocument:
-        """An independent document with the same text."""
-        return StateDocument(self._text)
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A document is a value: editors return new documents, so one can be shared, hashed and retried safely.
+        raise AttributeError(f"StateDocument is immutable; cannot set {name!r} (editors return a new document)")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StateDocument) and other._text == self._text
@@ -498,27 +396,6 @@ def _append_block(lines: list[str], block: list[str], nl: str) -> list[str]:
         out[end - 1] += nl
     out[end:end] = [nl, *block]
     return out
-
-
-def _label_for(name: str) -> str:
-    if " " in name or name[:1].isupper():
-        return name
-    key = name.lower()
-    for label in machine_state.CANONICAL_ROWS:
-        if machine_state.field_key(label) == key:
-            return label
-    return " ".join(part.capitalize() for part in key.split("_"))
-
-
-def _cell_text(value: Any) -> str:
-    if value is None:
-        return machine_state.NONE_VALUE
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value)
-    text = str(value)
-    return text if text.strip() else machine_state.NONE_VALUE
 
 
 def parse(text: str) -> StateDocument:

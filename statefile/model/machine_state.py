@@ -9,8 +9,9 @@ instead of swallowing the next row.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from statefile.model.text import line_body, line_ending
 
@@ -32,6 +33,13 @@ CANONICAL_ROWS: tuple[str, ...] = (
     "Recent Statuses",
 )
 NONE_VALUE = "—"
+
+if TYPE_CHECKING:  # types only: the scheduler's fast read path does not load decimal
+    from decimal import Decimal
+
+    CellValue: TypeAlias = "str | int | float | Decimal | bool | Sequence[object] | None"
+    """What a Machine State row may be set to (see :func:`cell_text` for how each is written)."""
+
 _NULLS = ("—", "-", "")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _ROW = re.compile(r"^(\s*\|\s*)(.*?)(\s*\|\s*)(.*?)(\s*\|.*)$")
@@ -188,3 +196,30 @@ def new_table(fields: dict[str, str], newline: str) -> list[str]:
     """A fresh two-column table (header, separator, one row per field in the given order)."""
     rows = ["| Field | Value |", "|-------|-------|"] + [f"| {k} | {v} |" for k, v in fields.items()]
     return [row + newline for row in rows]
+
+
+def label_for(name: str) -> str:
+    """The row label for ``name``: a label as given (``"Best Metric"``), or a key mapped to its canonical label
+    (``"best_metric"`` → ``"Best Metric"``; unknown keys are title-cased)."""
+    if " " in name or name[:1].isupper():
+        return name
+    key = name.lower()
+    for label in CANONICAL_ROWS:
+        if field_key(label) == key:
+            return label
+    return " ".join(part.capitalize() for part in key.split("_"))
+
+
+def cell_text(value: CellValue) -> str:
+    """How a value is written in a table cell: ``None`` or blank → ``—``, booleans lower-case, lists comma-joined.
+
+    Never an empty cell: the upstream scheduler's row regex lets an empty cell swallow the rows after it.
+    """
+    if value is None:
+        return NONE_VALUE
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    text = str(value)
+    return text if text.strip() else NONE_VALUE

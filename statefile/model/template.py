@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from statefile.model.document import _cell_text, _label_for
-from statefile.model.machine_state import CANONICAL_ROWS, field_key
+from statefile.model.machine_state import CANONICAL_ROWS, cell_text, field_key, label_for
 from statefile.model.text import one_line
 
 
@@ -31,12 +30,12 @@ def new_state_file(program: str, **fields: Any) -> str:
         "recent_statuses": None,
     }
     for name, value in fields.items():
-        values[field_key(_label_for(name))] = value
+        values[field_key(label_for(name))] = value
     labels = {field_key(label): label for label in CANONICAL_ROWS}
-    rows = [f"| {labels.get(key) or _label_for(key)} | {_cell_text(value)} |" for key, value in values.items()]
+    rows = [f"| {labels.get(key) or label_for(key)} | {cell_text(value)} |" for key, value in values.items()]
     direction = values["metric_direction"] or "higher"
-    issue = _cell_text(values["issue"])
-    pr = _cell_text(values["pr"])
+    issue = cell_text(values["issue"])
+    pr = cell_text(values["pr"])
     return "\n".join(
         [
             f"# Autoloop: {program}",

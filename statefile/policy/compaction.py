@@ -37,8 +37,9 @@ from datetime import date, datetime
 from typing import Any
 
 from statefile.errors import BudgetError, UsageError
-from statefile.model.document import MAINTAINER_OWNED, StateDocument, parse
+from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration
+from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.text import detect_newline, line_body, split_lines, utf8_size
 from statefile.policy import pruning, ranges
 from statefile.policy.planning import (

@@ -163,10 +163,10 @@ def _lesson_lines(text: str, newline: str) -> list[str]:
 
 def _append(doc: StateDocument, text: str) -> StateDocument:
     """``text`` (a whole bullet, any number of lines) added verbatim after the last lesson."""
-    new = doc.copy()
+    new = doc
     if not new.list_items("lessons"):
         # No section or no bullets yet: let the document model create them (a placeholder we then replace).
-        new.add_lesson("*(none yet)*")
+        new = new.add_lesson("*(none yet)*")
     section = new.section("lessons")
     assert section is not None
     items = new.list_items("lessons")
@@ -190,14 +190,12 @@ def add_lesson(
     if not words:
         raise UsageError("empty lesson; give the lesson's text")
     if any(_key(item.text) == _key(words) for item in lessons(doc)):
-        return doc.copy()
+        return doc
     if pinned and not is_pinned(words):
         words = f"{PIN} {words}"
     if expires is not None:
         words += f" (expires {_as_date(expires)})"
-    new = doc.copy()
-    new.add_lesson(words)
-    return new
+    return doc.add_lesson(words)
 
 
 def _tombstone_id(text: str, reason: str, removed: str) -> str:
@@ -344,7 +342,7 @@ def pin_lesson(doc: StateDocument, selector: int | str) -> StateDocument:
     """
     item = find_lesson(doc, selector)
     if is_pinned(item.text):
-        return doc.copy()
+        return doc
     section = doc.section("lessons")
     assert section is not None
     first = split_lines(item.text)[0]
@@ -358,7 +356,7 @@ def unpin_lesson(doc: StateDocument, selector: int | str) -> StateDocument:
     """``doc`` with the pin marks (``📌``, ``<!-- pin -->``) taken off the selected lesson."""
     item = find_lesson(doc, selector)
     if not is_pinned(item.text):
-        return doc.copy()
+        return doc
     section = doc.section("lessons")
     assert section is not None
     at = section.start + item.start
@@ -375,7 +373,7 @@ def promote_lesson(
     (whatever program it came from) is not added twice.
     """
     item = find_lesson(doc, selector)
-    base = shared.copy() if shared is not None else parse(SHARED_TEMPLATE)
+    base = shared if shared is not None else parse(SHARED_TEMPLATE)
     if any(_key(existing.text) == _key(item.text) for existing in lessons(base)):
         return base
     lines = [line_body(line) for line in split_lines(item.text)]

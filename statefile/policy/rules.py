@@ -36,7 +36,7 @@ from typing import Any
 
 from statefile.errors import ConflictError, UsageError
 from statefile.model import machine_state
-from statefile.model.document import StateDocument, _cell_text, parse
+from statefile.model.document import StateDocument, parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
 
@@ -163,10 +163,9 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     if req.pr is not None:
         fields["PR"] = f"#{req.pr}"
 
-    new = base.copy()
     # Called even when no row changes: set_fields also restores a drifted Machine State heading.
-    new.set_fields(_changed_fields(new, fields))
-    new.prepend_entry(
+    new = base.set_fields(_changed_fields(base, fields))
+    new = new.prepend_entry(
         render_iteration(
             number=number,
             when=at.strftime("%Y-%m-%d %H:%M"),
@@ -185,7 +184,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         )
     )
     if req.lesson and req.lesson.strip():
-        new.add_lesson(req.lesson)
+        new = new.add_lesson(req.lesson)
     return new
 
 
@@ -232,7 +231,7 @@ def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any
         key = machine_state.field_key(label)
         if key not in current and value is None:
             continue  # a missing row already reads as "none"; do not add rows that say nothing
-        if current.get(key) != _cell_text(value):
+        if current.get(key) != machine_state.cell_text(value):
             changed[label] = value
     return changed
 

@@ -39,8 +39,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from statefile.errors import UsageError
-from statefile.model.document import SECTION_KINDS, StateDocument
+from statefile.model.document import StateDocument
 from statefile.model.history import STATUS_GLYPHS, Entry, Iteration, IterationRange
+from statefile.model.sections import SECTION_KINDS
 from statefile.model.text import line_body, split_lines
 from statefile.policy.pruning import is_pinned
 
