@@ -1,0 +1,111 @@
+"""The public API: every exported name resolves, agrees with what type checkers see, and leaks no ``Any``."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import statefile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _type_checking_exports() -> dict[str, str]:
+    """``name -> module`` from the ``if TYPE_CHECKING:`` block of ``statefile/__init__.py``."""
+    tree = ast.parse((ROOT / "statefile" / "__init__.py").read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.module
+                for alias in stmt.names:
+                    # "from m import X as X" is what marks an explicit re-export for mypy --strict.
+                    assert alias.asname == alias.name, f"{alias.name} is imported without 'as {alias.name}'"
+                    found[alias.name] = stmt.module
+    return found
+
+
+def test_exports_agree_everywhere() -> None:
+    seen = _type_checking_exports()
+    assert seen == statefile._EXPORTS
+    assert set(statefile.__all__) == {*seen, "__version__"}
+    assert sorted(dir(statefile)) == sorted(statefile.__all__)
+
+
+@pytest.mark.parametrize("name", sorted(statefile._EXPORTS))
+def test_every_name_resolves_to_its_module(name: str) -> None:
+    value = getattr(statefile, name)
+    assert value is getattr(importlib.import_module(statefile._EXPORTS[name]), name)
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        statefile.nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_documents_are_values() -> None:
+    doc = statefile.parse(statefile.new_state_file("perf"))
+    edited = doc.set_field("Paused", True)
+    assert edited is not doc and doc.machine_state["paused"] is False and edited.machine_state["paused"] is True
+    with pytest.raises(AttributeError, match="immutable"):
+        doc._text = "x"  # type: ignore[misc]
+    assert {doc, statefile.parse(doc.render())} == {doc}
+
+
+USER_CODE = """
+    from __future__ import annotations
+
+    from datetime import datetime, timezone
+
+    import statefile
+    from statefile import (
+        BudgetError, Change, CompactionPolicy, CompactionResult, FolderStore, Iteration, RecordRequest,
+        StateDocument, Store, compact, new_state_file, parse, record,
+    )
+
+    doc: StateDocument = parse(new_state_file("perf", metric_direction="lower"))
+    doc = doc.set_fields({"Paused": False}).add_lesson("Warm the cache first")
+    when = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    newer = record(doc, RecordRequest(status="accepted", metric=0.9, change="Cache rows"), program="perf", now=when)
+    result: CompactionResult = compact(newer, CompactionPolicy(max_bytes=30720))
+    numbers: list[int] = [n for entry in result.document.iterations for n in entry.covers]
+    first: Iteration | None = result.document.iterations[0] if result.document.iterations else None
+    size: int = statefile.parse("x").size
+    store: Store = FolderStore(".")
+    change = Change(document=doc)
+    try:
+        compact(doc, CompactionPolicy(max_bytes=10))
+    except BudgetError as exc:
+        message: str = str(exc)
+"""
+
+
+@pytest.mark.skipif(shutil.which("mypy") is None and importlib.util.find_spec("mypy") is None, reason="needs mypy")
+def test_user_code_type_checks_strictly_with_no_any(tmp_path: Path) -> None:
+    """mypy --strict on code using the API: no unexported names, and no expression of type Any."""
+    snippet = tmp_path / "user_code.py"
+    snippet.write_text(textwrap.dedent(USER_CODE), encoding="utf-8")
+    config = tmp_path / "mypy.ini"
+    # --disallow-any-expr for the user's module only: the package's own internals may use Any where it is honest
+    # (parsed JSON, for one); what must not happen is Any reaching the caller through a public name.
+    config.write_text(
+        "[mypy]\nstrict = True\nincremental = False\n"
+        "[mypy-user_code]\ndisallow_any_expr = True\n"
+        "[mypy-statefile.*]\nfollow_imports = silent\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(config), str(snippet)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
