@@ -7,14 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import git as gitpython
 import pytest
 from test_store_git import BRANCH, LOCAL, appender, clone, git, make_remote, make_repo, rev
 
 from statefile.errors import GitError, InvalidDataError, NotFoundError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.store import FolderStore, GitStore, Store
-from statefile.store.git import git_error
+from statefile.store.git.runner import Git, Result
 from statefile.store.names import (
     redact,
     validate_branch,
@@ -143,15 +142,16 @@ def test_credentials_in_a_remote_url_never_appear_in_errors(tmp_path: Path) -> N
     assert "s3cr3t-t0ken" not in str(fetched.value)
 
 
-def test_gitpython_errors_are_redacted_too() -> None:
-    # GitPython masks URLs in the command line but not in git's stderr, which can echo a configured URL.
-    stderr = b"fatal: repository 'https://statefile-user:s3cr3t-t0ken@example.com/o/r.git/' not found"
-    error = gitpython.GitCommandError(["git", "fetch", "origin"], 128, stderr)
-    assert "s3cr3t-t0ken" in str(error)
-    converted = git_error(error)
+def test_git_failures_become_one_redacted_line() -> None:
+    # git's stderr can echo a configured URL with its credentials, and a token the store knows of in any shape.
+    stderr = (b"fatal: repository 'https://statefile-user:s3cr3t-t0ken@example.com/o/r.git/' not found\n"
+              b"hint: a hint line\nerror: raw-token-value-123 rejected\n")  # fmt: skip
+    runner = Git("git", ".", {}, secrets=["raw-token-value-123"])
+    converted = runner.failure(Result(("fetch", "origin"), 128, b"", stderr), "check the remote")
     assert isinstance(converted, GitError)
-    assert "s3cr3t-t0ken" not in str(converted) and "example.com" in str(converted)
-    assert "\n" not in str(converted)
+    text = str(converted)
+    assert "s3cr3t-t0ken" not in text and "raw-token-value-123" not in text and "example.com" in text
+    assert "\n" not in text and "hint" not in text and text.startswith("git fetch failed (exit 128)")
 
 
 # -- symlinks, submodules, undecodable files -------------------------------------------------------------------------

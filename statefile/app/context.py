@@ -11,21 +11,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from statefile.errors import NotFoundError, UsageError
+from statefile.errors import NotFoundError, StatefileError, UsageError
 
 if TYPE_CHECKING:
     from statefile.app.config import Config
     from statefile.policy.compaction import CompactionPolicy
-    from statefile.store import Store
-
-
-def find_repo_root(start: Path) -> Path | None:
-    """The top of the git repository containing ``start`` (a ``.git`` folder or file), or ``None``."""
-    current = start.resolve()
-    for candidate in (current, *current.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
+    from statefile.store import Repository, Store
 
 
 @dataclass
@@ -42,13 +33,32 @@ class AppContext:
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     _config: Config | None = None
     _store: Store | None = None
+    _repository: Repository | None = None
+    _discovered: bool = False
+
+    def repository(self) -> Repository | None:
+        """The git repository at or above ``--repo`` (else the cwd), as git finds it; ``None`` when there is none.
+
+        One discovery, by git itself (it honours ``GIT_DIR`` and linked work trees), for both the configuration
+        and the store: ``--repo sub`` and ``cd sub`` mean the same repository.  Raises what git reports for a
+        repository it refuses (``safe.directory``).
+        """
+        if not self._discovered:
+            from statefile.store import find_repository
+
+            start = self.repo if self.repo is not None else Path.cwd()
+            self._repository = find_repository(start) if start.is_dir() else None
+            self._discovered = True
+        return self._repository
 
     @property
     def root(self) -> Path | None:
-        """The repository the configuration is read from (``--repo``, else the one around the cwd)."""
-        if self.repo is not None:
-            return self.repo
-        return find_repo_root(Path.cwd())
+        """The top of the repository the configuration is read from (``None`` outside any repository)."""
+        try:
+            repository = self.repository()
+        except StatefileError:
+            return None  # a repository git refuses has no configuration to read; store() reports why
+        return repository.top if repository is not None else None
 
     def config(self) -> Config:
         """Settings resolved from flags > environment > TOML > workflow frontmatter > defaults."""
@@ -62,7 +72,7 @@ class AppContext:
                 flags["branch"] = self.branch
             if self.remote is not None:
                 flags["remote"] = self.remote
-            root = self.root if self.repo is None or self.repo.is_dir() else None
+            root = self.root
             self._config = resolve_config(root, flags, self.env)
         return self._config
 
@@ -86,20 +96,20 @@ class AppContext:
             return self._store
         if self.repo is not None and not self.repo.exists():
             raise NotFoundError(f"--repo {self.repo}: no such folder; pass the path of a git repository")
-        root = self.root
-        if root is None:
+        repository = self.repository()
+        if repository is None:
             where = self.repo or Path.cwd()
             raise NotFoundError(
                 f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
             )
         from statefile.defaults import BOT_EMAIL, BOT_NAME
-        from statefile.store import Store
+        from statefile.store import GitStore
 
         author = None
         if config.author_name.value or config.author_email.value:
             author = f"{config.author_name.value or BOT_NAME} <{config.author_email.value or BOT_EMAIL}>"
-        store = Store.open(
-            root, branch=config.branch.value, remote=config.remote.value, max_bytes=max_bytes, author=author
+        store = GitStore(
+            repository, branch=config.branch.value, remote=config.remote.value, max_bytes=max_bytes, author=author
         )
         if store.remote is not None:
             # Reads come from local refs; one fetch makes every command see the remote's current state.

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from statefile.defaults import DEFAULT_MAX_BYTES
 from statefile.errors import InvalidDataError, NotFoundError
-from statefile.store import decode_text
-
-if TYPE_CHECKING:
-    from statefile.model.document import StateDocument
+from statefile.model.document import StateDocument, parse
+from statefile.store.base import decode_text
 
 #: Whatever the budget, files up to this size are read (a 10,000-iteration history is about 4 MB).
 MIN_READ_LIMIT = 8 * 1024 * 1024
@@ -65,6 +62,4 @@ def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: b
 
 def read_state_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDocument:
     """Parse the state file at ``path`` (refused unread when over :func:`read_limit` of ``max_bytes``)."""
-    from statefile.model.document import parse
-
     return parse(read_text_file(path, max_bytes))

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from statefile.errors import BudgetError, InvalidDataError, NotFoundError, UsageError
 from statefile.model.archive import archive_dir
-from statefile.store import (
+from statefile.store.atomic import fsync_dir, replace_file
+from statefile.store.base import (
     DEFAULT_MAX_BYTES,
     LogEntry,
     Store,
@@ -34,7 +35,6 @@ from statefile.store import (
     sorted_parts,
     state_path,
 )
-from statefile.store.atomic import fsync_dir, replace_file
 from statefile.store.files import read_limit, too_large
 from statefile.store.names import is_program_name, validate_part, validate_path, validate_program
 

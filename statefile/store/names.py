@@ -77,11 +77,40 @@ def validate_branch(name: str) -> str:
 
 
 def validate_remote(name: str) -> str:
-    """Return ``name`` if it is a plausible remote name (one ref component, no leading dash), else UsageError."""
+    """Return ``name`` if it is a plausible remote name (one ref component, no leading dash) or a remote URL
+    (:func:`is_remote_url`), else raise UsageError."""
+    if is_remote_url(name):
+        return name
     reason = _ref_problem(name, allow_slash=False)
     if reason:
-        raise UsageError(f"invalid remote name {name!r}: {reason}; pass the name of a configured remote (origin)")
+        raise UsageError(
+            f"invalid remote name {_shown(name)}: {reason}; pass the name of a configured remote (origin) or a URL "
+            "(https://github.com/OWNER/REPO.git)"
+        )
     return name
+
+
+# scheme://… for the transports git speaks natively, and scp-like user@host:path.
+_URL_RE = re.compile(r"(?i)(?:https?|ssh|git|file)://[^\s]+")
+_SCP_RE = re.compile(r"[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^\s]+")
+
+
+def is_remote_url(text: object) -> bool:
+    """Whether ``text`` is a remote URL statefile accepts in place of a remote's name.
+
+    https, http, ssh, git and file URLs, and scp-like ``user@host:path``.  Never ``helper::address`` (git's
+    ``ext::`` transport runs commands), control characters, spaces, or a leading ``-``.
+    """
+    if not isinstance(text, str) or not text or len(text) > MAX_PATH_LENGTH or "::" in text:
+        return False
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
+        return False
+    return bool(_URL_RE.fullmatch(text) or _SCP_RE.fullmatch(text))
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (a 100 KB argument is not echoed in full)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text)} characters)"
 
 
 def _ref_problem(name: object, *, allow_slash: bool) -> str:

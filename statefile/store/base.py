@@ -1,0 +1,283 @@
+"""The store interface (:class:`Store`) and the shared, pure part of every write.
+
+Two stores implement it: a git branch (:class:`statefile.store.git.GitStore`) and a plain folder
+(:class:`statefile.store.folder.FolderStore`).  The central operation is :meth:`Store.update`::
+
+    store.update("perf", fn, "statefile: record iteration 57 of perf (✅)")
+
+``fn`` receives the current document (or ``None`` for a new program) and returns the new one, or a
+:class:`Change` that also carries text to archive.  The result is written atomically: one commit made with
+compare-and-swap on a git branch, or one locked write in a folder.  When another writer got in first, the store
+reads the new state and **calls ``fn`` again** on it, so ``fn`` must be a pure function of its input: it must not
+count calls, append to outside lists or perform side effects it cannot repeat.
+
+This module holds the shared, pure part (turning ``fn``'s result into files to write); the stores do the I/O.
+It imports neither store, so the stores (and :mod:`statefile.store.files`) can import it without a cycle.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar
+
+from statefile.defaults import BOT_EMAIL as BOT_EMAIL
+from statefile.defaults import BOT_NAME as BOT_NAME
+from statefile.defaults import DEFAULT_BRANCH as DEFAULT_BRANCH
+from statefile.defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from statefile.errors import BudgetError, InvalidDataError, StatefileError
+from statefile.model.archive import archive_dir, make_chunk, part_number, plan_append
+from statefile.model.document import StateDocument, parse
+from statefile.model.text import encode
+
+if TYPE_CHECKING:
+    from statefile.store.git.store import GitStore
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an update function may return instead of a bare :class:`StateDocument`.
+
+    ``archive`` is removed text to append, verbatim, to the program's archive ("" for none); ``archive_label``
+    names the operation in the archive chunk's heading (e.g. ``"compaction of perf.md: iterations 1–40"``).
+    """
+
+    document: StateDocument
+    archive: str = ""
+    archive_label: str = ""
+    #: The commit message for this write, when the update function knows better than its caller (e.g. the
+    #: iteration number a record got on the tip it actually ran on); "" keeps the message given to update().
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit that touched a program's state file."""
+
+    commit: str
+    when: datetime
+    author: str
+    message: str
+
+
+UpdateFn = Callable[[StateDocument | None], StateDocument | Change]
+
+
+class Store(abc.ABC):
+    """A place holding ``{program}.md`` state files, their archives and shared files.
+
+    Reads never write.  Writes (:meth:`update`, :meth:`write_files`) are atomic: all files of one call land
+    together or not at all (a folder writes archive parts before the state file, so a crash can at worst leave
+    archive text whose state-file change did not land, never the reverse).
+    """
+
+    max_bytes: int
+    #: The git store's class, registered by :mod:`statefile.store.git.store` when it loads (``statefile.store``
+    #: always loads it), so :meth:`open` needs no import of a module that imports this one.
+    git_store: ClassVar[type[GitStore] | None] = None
+
+    @staticmethod
+    def open(
+        path: str | os.PathLike[str],
+        branch: str = DEFAULT_BRANCH,
+        remote: str | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        author: str | None = None,
+        max_tries: int = 10,
+    ) -> GitStore:
+        """Open the git repository at (or above) ``path`` and keep state files on ``branch``.
+
+        With ``remote`` (the name of a configured remote, e.g. ``"origin"``) every write fetches the branch,
+        commits on its tip and pushes (never forced), retrying on a concurrent push up to ``max_tries`` times.
+        ``author`` is ``"Name <email>"``; by default commits are made by ``statefile
+        <statefile@users.noreply.github.com>`` unless GIT_AUTHOR_*/GIT_COMMITTER_* are set.
+        """
+        if Store.git_store is None:
+            raise RuntimeError("statefile.store.git is not loaded; import statefile.store")
+        return Store.git_store(path, branch, remote, max_bytes=max_bytes, author=author, max_tries=max_tries)
+
+    # -- reading -------------------------------------------------------------------------------------------------
+
+    def read(self, program: str) -> StateDocument | None:
+        """The parsed state file of ``program``, or ``None`` when it does not exist."""
+        text = self.read_text(program)
+        return None if text is None else parse(text)
+
+    @abc.abstractmethod
+    def read_text(self, program: str) -> str | None:
+        """The raw text of ``{program}.md`` or ``None``; InvalidDataError if it is not UTF-8 or not a file."""
+
+    def read_texts(
+        self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
+    ) -> dict[str, str | None]:
+        """:meth:`read_text` for many programs at once (a git store reads them in one batch, at one tip).
+
+        A program that cannot be read raises its error; with ``errors`` given, it is left out of the result and
+        its error stored there instead, so one bad file does not hide the others.
+        """
+        texts: dict[str, str | None] = {}
+        for name in programs:
+            try:
+                texts[name] = self.read_text(name)
+            except StatefileError as exc:
+                if errors is None:
+                    raise
+                errors[name] = exc
+        return texts
+
+    @abc.abstractmethod
+    def programs(self) -> dict[str, int]:
+        """Every top-level ``*.md`` state file: program name (without ``.md``) → size in bytes."""
+
+    @abc.abstractmethod
+    def archive_parts(self, program: str) -> list[str]:
+        """The archive part file names under ``archive/{program}/``, oldest first (``["0001.md", …]``)."""
+
+    @abc.abstractmethod
+    def read_archive(self, program: str, part: str) -> str:
+        """The text of one archive part; NotFoundError when it does not exist."""
+
+    @abc.abstractmethod
+    def read_all(self) -> dict[str, str]:
+        """Every text file in the store: relative path → text (state files, archives, shared files).
+
+        Files that are not UTF-8 are skipped unless they are ``.md`` files (then InvalidDataError); symlinks and
+        submodules are refused with InvalidDataError.
+        """
+
+    @abc.abstractmethod
+    def log(self, program: str, limit: int = 50) -> list[LogEntry]:
+        """Commits that touched ``{program}.md``, newest first (empty for stores without history)."""
+
+    # -- writing -------------------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def update(self, program: str, fn: UpdateFn, message: str) -> str:
+        """Apply ``fn`` to the current document of ``program`` and store the result atomically.
+
+        ``fn(doc_or_None)`` returns a :class:`StateDocument` or a :class:`Change`.  On a concurrent write the
+        store re-reads and calls ``fn`` again, so ``fn`` must be a pure function of its argument.  If ``fn``
+        raises, nothing is written and the error propagates.  A result over ``max_bytes`` raises BudgetError and
+        changes nothing.  Returns the new commit id ("" for stores without commits; the current tip when the
+        result equals what is stored).
+        """
+
+    @abc.abstractmethod
+    def write_files(self, files: Mapping[str, str | None], message: str) -> str:
+        """Write several files in one atomic batch (one commit); a ``None`` value deletes that file."""
+
+    # -- lifetime ------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:  # noqa: B027 - optional hook: only stores holding resources override it
+        """Release resources (child processes of a git store); the store is unusable afterwards."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# -- the shared, pure part of an update ----------------------------------------------------------------------------
+
+
+def state_path(program: str) -> str:
+    """Relative path of ``program``'s state file."""
+    return f"{program}.md"
+
+
+def newest_part(names: list[str]) -> str | None:
+    """The archive part with the highest number among ``names``, or ``None``."""
+    numbered = [(number, name) for name in names if (number := part_number(name)) is not None]
+    return max(numbered)[1] if numbered else None
+
+
+def sorted_parts(names: list[str]) -> list[str]:
+    """Archive part names among ``names``, oldest (lowest number) first; other names are dropped."""
+    numbered = sorted((number, name) for name in names if (number := part_number(name)) is not None)
+    return [name for _, name in numbered]
+
+
+def utc_now() -> str:
+    """Now, as ISO-8601 UTC to the second (``2025-01-15T12:00:00Z``), for archive chunk headings."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def plan_update(
+    program: str,
+    current: str | None,
+    fn: UpdateFn,
+    *,
+    max_bytes: int,
+    last_part: Callable[[], tuple[str, str] | None],
+    label: str,
+) -> tuple[dict[str, str], str] | None:
+    """Run ``fn`` on ``current``: the files to write (``path → text``) and the Change's own message ("" for
+    none), or ``None`` for no change.
+
+    Archive parts come first and the state file last, the order a folder store writes them in.  ``last_part``
+    is called only when there is archive text.  Raises BudgetError (nothing is written) when the new state file
+    is over ``max_bytes``.
+    """
+    result = fn(None if current is None else parse(current))
+    if isinstance(result, StateDocument):
+        change = Change(result)
+    elif isinstance(result, Change):
+        change = result
+    else:
+        raise TypeError(f"the update function returned {type(result).__name__}, not a StateDocument or Change")
+    text = change.document.render()
+    size = len(checked_bytes(text, state_path(program)))
+    if size > max_bytes:
+        raise BudgetError(
+            f"{program}.md would be {size} bytes, over its budget of {max_bytes} bytes; nothing was written — "
+            f"run `statefile compact {program}` to fold old entries into the archive"
+        )
+    files: dict[str, str] = {}
+    if change.archive:
+        chunk = make_chunk(change.archive, when=utc_now(), what=change.archive_label or label)
+        for name, content in plan_append(program, last_part(), chunk, max_bytes):
+            files[f"{archive_dir(program)}/{name}"] = content
+    if files or text != current:
+        files[state_path(program)] = text
+    return (files, change.message) if files else None
+
+
+def checked_bytes(text: str, path: str) -> bytes:
+    """UTF-8 bytes of ``text`` for ``path``; InvalidDataError when they would not be valid UTF-8.
+
+    Text read with surrogateescape carries undecodable bytes as lone surrogates; writing them back would store a
+    file that every strict reader (ours included) rejects, so it is refused here instead.
+    """
+    data = encode(text)
+    if not text.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidDataError(
+                f"{path}: the new text is not valid UTF-8 (byte {exc.start}); nothing was written — fix the "
+                "undecodable characters first"
+            ) from None
+    return data
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """Strict UTF-8 text of a stored file; InvalidDataError (never a rewrite) when it is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidDataError(
+            f"{path}: not valid UTF-8 (byte {exc.start}); re-save it as UTF-8 — statefile will not rewrite it"
+        ) from None
+
+
+def first_line(message: str) -> str:
+    """The subject line of a commit message (used as the default archive chunk label)."""
+    return message.strip().splitlines()[0] if message.strip() else ""

@@ -1,0 +1,283 @@
+"""Objects: read through one long-lived ``git cat-file --batch``, listed with ``git ls-tree``, written with plumbing.
+
+Nothing here knows how git encodes an object.  Reading:
+
+- :class:`CatFile` – one ``git cat-file --batch`` per store; :meth:`CatFile.read_many` pipelines requests (a
+  thread writes them while the answers are read), so reading 1000 blobs costs no round trip per blob.  An object
+  larger than the caller's limit is never read: the process is stopped (and restarted on the next read) instead.
+  This is the measured fast path of ``statefile report`` (see benchmarks/RESULTS.md).
+- :class:`Trees` – a tree's entries from ``git ls-tree -z`` (mode, type, id, and with ``-l`` the size), cached
+  by the id of the tree or commit listed: objects never change, so a cached listing is never stale.
+
+Writing, each object by the git command made for it (git checks and hashes it, in whatever object format the
+repository uses, SHA-1 or SHA-256, and writes it to a temporary file renamed into place, so an object is either
+complete or absent): ``git hash-object -w --stdin`` for a blob, ``git mktree`` for a tree, ``git commit-tree`` for
+a commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import IO
+
+from statefile.errors import GitError, InvalidDataError
+from statefile.store.git.runner import Git, is_oid
+
+MODE_TREE = "040000"
+MODE_FILE = "100644"
+#: Modes of regular files (git writes 100644 and 100755; old trees may hold 100664).
+FILE_MODES = frozenset({"100644", "100755", "100664"})
+_KINDS = {"120000": "symbolic link", "160000": "submodule", MODE_TREE: "folder"}
+
+# Requests small enough to write before reading the answers: far below a pipe buffer, so writing never blocks.
+_SMALL_WRITE = 4096
+# Pipe buffers for the long-lived reader: most state files are a few KB to 30 KB.
+_BUFFER = 1 << 16
+# How many listings a store keeps: the trees of the current tip and its archive folders.
+_CACHE = 256
+_LS_TREE = re.compile(rb"(\d{6}) (\w+) ([0-9a-f]+)(?: +(\S+))?\t(.*)", re.S)
+
+
+def kind_of(mode: str) -> str:
+    """A human name for a tree entry's mode."""
+    return "file" if mode in FILE_MODES else _KINDS.get(mode, f"entry of mode {mode}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a tree, as ``git ls-tree`` shows it."""
+
+    mode: str  # "100644", "040000", …
+    type: str  # "blob", "tree", "commit"
+    oid: str
+    size: int | None = None  # with ``ls-tree -l`` only; None when git cannot tell (a missing or damaged blob)
+
+    @property
+    def is_file(self) -> bool:
+        """A regular file (not a symbolic link, submodule or folder)."""
+        return self.mode in FILE_MODES
+
+    @property
+    def is_tree(self) -> bool:
+        """A folder."""
+        return self.mode == MODE_TREE
+
+
+Listing = dict[str, Entry]  # entry name → entry
+
+
+class ObjectTooLarge(Exception):
+    """An object is larger than the caller allowed; it was not read."""
+
+    def __init__(self, kind: str, size: int) -> None:
+        super().__init__(f"{kind} of {size} bytes")
+        self.kind = kind
+        self.size = size
+        self.index = 0  # which of the objects asked for (read_many)
+
+
+def _feed(stdin: IO[bytes], data: bytes) -> None:
+    # Runs in a thread; a closed pipe means the batch was abandoned (the reader says why).
+    with contextlib.suppress(OSError, ValueError):
+        stdin.write(data)
+        stdin.flush()
+
+
+class CatFile:
+    """A long-lived ``git cat-file --batch``, started on first use and restarted if it ever stops."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = self._git.popen("cat-file", "--batch", bufsize=_BUFFER)
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        return self._proc.stdin, self._proc.stdout
+
+    def read(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
+        """``(type, data)`` of object ``oid``, or ``None`` when it is missing.  ObjectTooLarge over ``limit``."""
+        return self.read_many([oid], limit)[0]
+
+    def read_many(self, oids: Iterable[str], limit: int | None = None) -> list[tuple[str, bytes] | None]:
+        """``read`` for many objects, fully pipelined; results in the order asked.
+
+        A thread writes the requests while this one reads the answers, so git never waits for us and we never
+        wait for a round trip (writing everything first could deadlock once both pipes are full).
+        """
+        wanted = list(oids)
+        out: list[tuple[str, bytes] | None] = []
+        if not wanted:
+            return out
+        for oid in wanted:
+            if not is_oid(oid):  # only ever object ids: a name with a newline would desynchronise the batch
+                raise InvalidDataError(f"{oid[:80]!r} is not an object id; run `git fsck`")
+        stdin, stdout = self._pipes()
+        requests = b"".join(oid.encode("ascii") + b"\n" for oid in wanted)
+        feeder: threading.Thread | None = None
+        try:
+            if len(requests) <= _SMALL_WRITE:
+                stdin.write(requests)
+                stdin.flush()
+            else:
+                feeder = threading.Thread(target=_feed, args=(stdin, requests), daemon=True)
+                feeder.start()
+            for _ in wanted:
+                try:
+                    out.append(self._answer(stdout, limit))
+                except ObjectTooLarge as exc:
+                    exc.index = len(out)
+                    raise
+        except (BrokenPipeError, ConnectionError, ValueError) as exc:
+            self.close()
+            raise GitError(f"git cat-file stopped unexpectedly ({exc}); run `git fsck` and retry") from None
+        finally:
+            if feeder is not None:
+                if self._proc is None or len(out) < len(wanted):
+                    self.close()  # a failed batch: stop git so the feeder's write fails instead of blocking
+                feeder.join()
+        return out
+
+    def _answer(self, stdout: IO[bytes], limit: int | None) -> tuple[str, bytes] | None:
+        header = stdout.readline()
+        if not header:
+            raise ValueError("no answer")
+        fields = header.split()
+        if len(fields) == 2 and fields[1] in (b"missing", b"ambiguous"):
+            return None
+        if len(fields) != 3:
+            raise ValueError(f"unexpected answer {header[:80]!r}")
+        kind, size = fields[1].decode("ascii"), int(fields[2])
+        if limit is not None and size > limit:
+            # Reading and discarding it would still cost its whole size in time; stopping the process does not.
+            self.close()
+            raise ObjectTooLarge(kind, size)
+        data = stdout.read(size)
+        if len(data) != size or stdout.read(1) != b"\n":
+            raise ValueError("short read")
+        return kind, data
+
+    def close(self) -> None:
+        """Stop the process (the next read starts a new one)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+    def __del__(self) -> None:
+        # A store nobody closed: stop its reader (at interpreter exit there is nothing useful to do on failure).
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def parse_listing(data: bytes) -> Listing:
+    """Entries of ``git ls-tree -z [-l]`` output: name (a path with ``-r``) → :class:`Entry`."""
+    entries: Listing = {}
+    for record in data.split(b"\0"):
+        if not record:
+            continue
+        match = _LS_TREE.fullmatch(record)
+        if match is None:
+            raise InvalidDataError(f"unexpected git ls-tree output {record[:80]!r}; run `git fsck`")
+        mode, kind, oid, size, name = match.groups()
+        # With -l, git prints "-" for a tree or submodule, and cannot print a size for a missing blob.
+        number = int(size) if size is not None and size.isdigit() else None
+        entries[name.decode("utf-8", "surrogateescape")] = Entry(mode.decode(), kind.decode(), oid.decode(), number)
+    return entries
+
+
+class Trees:
+    """Tree listings through ``git ls-tree``, cached by the (immutable) id listed."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+        self._cache: dict[tuple[str, bool], Listing] = {}
+
+    def listing(self, treeish: str, *, sizes: bool = False) -> Listing:
+        """The entries of tree (or commit) ``treeish``; with ``sizes``, each blob's size too (``ls-tree -l``)."""
+        cached = self._cache.get((treeish, sizes)) or (None if sizes else self._cache.get((treeish, True)))
+        if cached is not None:
+            return cached
+        args = ("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
+        result = self._git.call(*args)
+        if not result.ok:
+            if "not a tree object" in result.err or "bad object" in result.err:
+                raise InvalidDataError(
+                    f"object {treeish} is missing or not a tree; the repository is damaged — run `git fsck`"
+                )
+            raise self._git.failure(result, "run `git fsck`")
+        return self.remember(treeish, parse_listing(result.stdout), sizes=sizes)
+
+    def remember(self, treeish: str, entries: Listing, *, sizes: bool = False) -> Listing:
+        """Keep ``entries`` as the listing of ``treeish`` (a tree this process just wrote needs no ls-tree)."""
+        if len(self._cache) > _CACHE:
+            self._cache.clear()
+        self._cache[(treeish, sizes)] = entries
+        return entries
+
+    def everything(self, treeish: str) -> Listing:
+        """Every file below ``treeish`` (``ls-tree -r``): path → entry; folders are not listed, submodules are."""
+        return parse_listing(self._git.run("ls-tree", "-r", "-z", "--full-tree", treeish))
+
+
+class Writer:
+    """Writes blobs, trees and commits with git's plumbing (see the module docstring)."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+
+    def blob(self, data: bytes) -> str:
+        """Write ``data`` as a blob; its id.  ``--no-filters``: the bytes are stored exactly as given."""
+        return self._oid(self._git.run("hash-object", "-w", "--no-filters", "--stdin", input=data), "hash-object")
+
+    def tree(self, entries: Mapping[str, Entry]) -> str:
+        """Write a tree of ``entries`` (git sorts them and checks each object exists); its id."""
+        lines = b"".join(f"{e.mode} {e.type} {e.oid}\t".encode() + name.encode("utf-8", "surrogateescape") + b"\0"
+                         for name, e in entries.items())  # fmt: skip
+        return self._oid(self._git.run("mktree", "-z", input=lines), "mktree")
+
+    def commit(self, tree: str, parent: str | None, message: str, env: Mapping[str, str]) -> str:
+        """Write a commit of ``tree`` on ``parent`` with ``message``; ``env`` holds the identity variables.
+
+        ``user.useConfigOnly`` makes git refuse to guess an identity from the host name: the caller then retries
+        with statefile's default identity (see :meth:`GitStore._identity_env`).
+        """
+        args = ["-c", "user.useConfigOnly=true", "-c", "i18n.commitEncoding=UTF-8", "commit-tree", "--no-gpg-sign",
+                tree, *(["-p", parent] if parent else [])]  # fmt: skip
+        result = self._git.call(*args, input=message.encode("utf-8"), env=env)
+        if not result.ok:
+            if _identity_missing(result.err):
+                raise IdentityMissing(result.err)
+            raise self._git.failure(result, "check the repository and retry")
+        return self._oid(result.stdout, "commit-tree")
+
+    @staticmethod
+    def _oid(out: bytes, what: str) -> str:
+        oid = out.decode("ascii", "replace").strip()
+        if not is_oid(oid):
+            raise GitError(f"git {what} printed {oid[:80]!r}, not an object id; check the git installation")
+        return oid
+
+
+class IdentityMissing(Exception):
+    """git has no configured identity (and was told not to guess one)."""
+
+
+_IDENTITY_MISSING = ("auto-detection is disabled", "Author identity unknown", "Committer identity unknown",
+                     "empty ident name", "unable to auto-detect")  # fmt: skip
+
+
+def _identity_missing(stderr: str) -> bool:
+    return any(sign in stderr for sign in _IDENTITY_MISSING)

@@ -1,0 +1,150 @@
+"""Refs: read with ``git for-each-ref``, moved only by compare-and-swap with ``git update-ref REF NEW OLD``.
+
+One ``for-each-ref`` answers everything a write needs to know about the branch before it starts: where the local
+branch points, whether it is a symbolic ref (a write must never follow one onto another branch), the work tree it
+is checked out in (``%(worktreepath)``: moving it would desynchronise that checkout), and where each
+remote-tracking copy of it points.  Nothing here reads git's files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from statefile.errors import InvalidDataError, UsageError
+from statefile.store.git.repo import Repository
+from statefile.store.git.retry import Outcome
+from statefile.store.git.runner import Git, Result, is_oid
+
+_FORMAT = "%(objectname)%00%(refname)%00%(symref)%00%(worktreepath)"
+
+
+def lock_busy(stderr: str) -> bool:
+    """Whether a ref update failed because a lock is held, or a concurrent update moved the ref first.
+
+    "Unable to create '…/x.lock': File exists." — another git process holds the lock (or a killed one left it);
+    "cannot lock ref '…': is at X but expected Y" — a concurrent fetch in the same clone moved the ref first.
+    """
+    return any(sign in stderr for sign in ("File exists", "Unable to create", "cannot lock ref", "but expected"))
+
+
+@dataclass(frozen=True)
+class RefState:
+    """A snapshot of the refs a store uses, from one ``git for-each-ref``."""
+
+    local: str | None  # where refs/heads/<branch> points (through a symbolic ref, if it is one)
+    symref: str  # the ref refs/heads/<branch> points to when it is a symbolic ref, else ""
+    checked_out: str  # the work tree the branch is checked out in, else ""
+    tracking: dict[str, str] = field(default_factory=dict)  # remote-tracking ref → commit, preferred first
+
+    @property
+    def tracking_tip(self) -> str | None:
+        """The first remote-tracking copy of the branch (the preferred remote's), or ``None``."""
+        return next(iter(self.tracking.values()), None)
+
+
+class Refs:
+    """The refs of one branch in one repository: ``refs/heads/<branch>`` and its remote-tracking copies.
+
+    ``tracking`` lists the remote-tracking refs to look at, most preferred first; an entry may be a pattern
+    (``refs/remotes/*/<branch>``), whose matches are ordered by ``prefer`` (remote names first in that list, then
+    by name).
+    """
+
+    def __init__(self, git: Git, repo: Repository, branch: str, tracking: list[str], prefer: tuple[str, ...] = ()):
+        self._git = git
+        self._repo = repo
+        self.branch = branch
+        self.local_ref = f"refs/heads/{branch}"
+        self._tracking = tracking
+        self._prefer = prefer
+
+    def read(self) -> RefState:
+        """The current :class:`RefState` (one git process)."""
+        out = self._git.run("for-each-ref", f"--format={_FORMAT}", self.local_ref, *self._tracking)
+        local: str | None = None
+        symref = checked_out = ""
+        tracking: list[tuple[str, str]] = []
+        for line in out.decode("utf-8", "surrogateescape").split("\n"):
+            fields = line.split("\0")
+            if len(fields) != 4 or not is_oid(fields[0]):
+                continue
+            oid, name, target, worktree = fields
+            if name == self.local_ref:
+                local, symref = oid, target
+                # A bare repository reports itself as where its HEAD's branch is "checked out": no work tree there.
+                if worktree and worktree != str(self._repo.common_dir):
+                    checked_out = worktree
+            elif not target:
+                tracking.append((name, oid))
+        return RefState(local, symref, checked_out, dict(sorted(tracking, key=self._rank)))
+
+    def _rank(self, item: tuple[str, str]) -> tuple[int, int, str]:
+        name = item[0]
+        exact = [i for i, ref in enumerate(self._tracking) if ref == name]
+        if exact:
+            return (0, exact[0], name)
+        remote = name.removeprefix("refs/remotes/").removesuffix(f"/{self.branch}")
+        rank = self._prefer.index(remote) if remote in self._prefer else len(self._prefer)
+        return (1, rank, remote)
+
+    def resolve(self, ref: str) -> str | None:
+        """Where ``ref`` points now, or ``None`` (one git process)."""
+        result = self._git.call("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        oid = result.stdout.decode("ascii", "replace").strip()
+        return oid if result.ok and is_oid(oid) else None
+
+    def is_symbolic(self, ref: str) -> str:
+        """The target of ``ref`` when it is a symbolic ref (even a dangling one), else ""."""
+        result = self._git.call("symbolic-ref", "--quiet", ref)
+        return result.stdout.decode("utf-8", "replace").strip() if result.ok else ""
+
+    def check_name(self) -> None:
+        """Ask git whether ``refs/heads/<branch>`` is a valid ref name (the pure checks ran before)."""
+        result = self._git.call("check-ref-format", self.local_ref)
+        if not result.ok:
+            raise UsageError(f"invalid branch name {self.branch!r}: git refuses it as a ref name; use a name such "
+                             "as memory/autoloop")  # fmt: skip
+
+    def cas(self, ref: str, new: str, old: str | None, why: str) -> tuple[Outcome, Result]:
+        """Move ``ref`` to ``new`` only if it still points at ``old`` (``None``: only if it does not exist).
+
+        ``--no-deref``: if ``ref`` became a symbolic ref meanwhile, it is replaced, never followed.  Returns
+        :attr:`Outcome.DONE`, :attr:`Outcome.MOVED` (someone else moved it) or :attr:`Outcome.LOCKED` (a lock
+        is held); any other failure raises.
+        """
+        result = self._git.call("update-ref", "--no-deref", "-m", f"statefile: {why}", ref, new, old or "")
+        if result.ok:
+            return Outcome.DONE, result
+        if self.resolve(ref) != old:
+            return Outcome.MOVED, result
+        if lock_busy(result.err):
+            return Outcome.LOCKED, result
+        raise self._git.failure(result, f"could not move {ref}")
+
+    def set(self, ref: str, new: str, why: str) -> None:
+        """Point ``ref`` at ``new`` whatever it points at now (for remote-tracking refs only)."""
+        self._git.run("update-ref", "--no-deref", "-m", f"statefile: {why}", ref, new)
+
+    def delete(self, ref: str) -> None:
+        """Delete ``ref`` (a remote-tracking ref whose branch is gone from the remote)."""
+        self._git.run("update-ref", "--no-deref", "-d", ref)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether commit ``older`` is ``newer`` or one of its ancestors."""
+        result = self._git.call("merge-base", "--is-ancestor", older, newer)
+        if result.returncode not in (0, 1):
+            raise self._git.failure(result, "run `git fsck`")
+        return result.returncode == 0
+
+    def refuse_symref(self, state: RefState, *, writing: bool) -> None:
+        """InvalidDataError when the branch is a symbolic ref: statefile never writes (or reads) through one.
+
+        Before a write, a branch that does not seem to exist is asked about too: a dangling symbolic ref is
+        invisible to ``for-each-ref``, and creating the branch would create its target.
+        """
+        target = state.symref or (self.is_symbolic(self.local_ref) if writing and state.local is None else "")
+        if target:
+            raise InvalidDataError(
+                f"{self.local_ref} is a symbolic ref to {target}; statefile never follows it onto another branch "
+                f"— delete it (`git symbolic-ref --delete {self.local_ref}`) or use another --branch"
+            )

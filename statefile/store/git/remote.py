@@ -1,0 +1,230 @@
+"""The remote: fetch the branch, push a commit (never forced), and say what a failed push means.
+
+A remote is the name of a configured remote (``origin``) or a URL (``https://github.com/o/r.git``,
+``file:///srv/memory.git``, ``git@github.com:o/r.git``).  A URL is used as it is: no remote is added to the
+repository's configuration, and its branch is fetched into a private ref, ``refs/statefile/remotes/<hash of the
+URL>/<branch>``, that no git command shows as a branch.
+
+Credentials for a URL never touch a file or a command line: a token from the environment (``GITHUB_TOKEN``, else
+``GH_TOKEN``) — or a user and password written into the URL, which are then taken out of it — is passed to git as
+an HTTP header through ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, scoped to that URL.  The
+token is only sent over https, and only to github.com or the host of ``GITHUB_SERVER_URL``: it must not leak to a
+host the user did not mean to give it to.  Every message is redacted (the token, the header, and any credential
+shape :func:`statefile.store.names.redact` knows).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from statefile.errors import EnvironmentFailure, GitError, StatefileError
+from statefile.store.git.refs import lock_busy
+from statefile.store.git.retry import Outcome
+from statefile.store.git.runner import Git, Result, environment_problem, is_oid, one_line
+from statefile.store.names import is_remote_url
+
+#: Environment variables a token is taken from, in order.
+TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
+# Reasons a push is refused that mean "someone else got there first": fetch, re-apply and try again.
+_PUSH_RACED = ("fetch first", "non-fast-forward", "stale info", "incorrect old value")
+# The remote could not take its ref lock: a concurrent push holds it, or a killed one left it behind.
+_PUSH_LOCKED = ("failed to update ref", "failed to lock", "cannot lock ref")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a URL remote needs: the URL to give git, and ``http.<url>.extraheader`` configuration for it."""
+
+    url: str  # the URL without any user or password in it
+    config: tuple[tuple[str, str], ...]  # (key, value) pairs for GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n
+    secrets: tuple[str, ...]  # strings no message may contain
+
+
+def credentials(url: str, env: Mapping[str, str]) -> Credentials:
+    """The URL to use and the header configuration for ``url`` (pure: ``env`` is the environment to read).
+
+    A user and password in the URL become a basic-auth header (and leave the URL, which git would show in ``ps``
+    and in messages); otherwise ``GITHUB_TOKEN``/``GH_TOKEN`` does, as ``x-access-token:TOKEN``, for an https
+    URL on github.com or on ``GITHUB_SERVER_URL``'s host.  No header at all otherwise.
+    """
+    parts = urllib.parse.urlsplit(url) if "://" in url else None
+    secrets: list[str] = []
+    basic = ""
+    if parts is not None and parts.password:
+        user = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password)
+        host = parts.hostname or ""
+        netloc = host if parts.port is None else f"{host}:{parts.port}"
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        basic = f"{user}:{password}"
+        secrets += [password, urllib.parse.quote(password, safe="")]
+    elif parts is not None and parts.scheme == "https" and _token_host(parts.hostname or "", env):
+        token = next((env[name].strip() for name in TOKEN_VARIABLES if env.get(name, "").strip()), "")
+        if token:
+            basic = f"x-access-token:{token}"
+            secrets.append(token)
+    if not basic:
+        return Credentials(url, (), ())
+    encoded = base64.b64encode(basic.encode("utf-8")).decode("ascii")
+    secrets.append(encoded)
+    key = f"http.{url}.extraheader"
+    # The empty value first clears headers configured for the host (actions/checkout's own), so only one is sent.
+    return Credentials(url, ((key, ""), (key, f"AUTHORIZATION: basic {encoded}")), tuple(secrets))
+
+
+def _token_host(host: str, env: Mapping[str, str]) -> bool:
+    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL", "")).hostname or ""
+    return host.lower() in {"github.com", server.lower()} - {""}
+
+
+def private_ref(url: str, branch: str) -> str:
+    """Where a URL remote's branch is fetched to: a ref no branch listing shows, one per URL and branch."""
+    import hashlib  # here, not at the top: OpenSSL costs ~10 ms that stores without a URL remote need not pay
+
+    digest = hashlib.sha256(url.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return f"refs/statefile/remotes/{digest}/{branch}"
+
+
+class Remote:
+    """Fetching from and pushing to one remote branch (a configured remote's name, or a URL)."""
+
+    def __init__(self, git: Git, spec: str, branch: str, *, url: str | None = None) -> None:
+        self._git = git
+        self.spec = spec
+        self.branch = branch
+        self.is_url = is_remote_url(spec)
+        #: What git is given: the remote's name, or the URL without credentials.
+        self.target = url if url is not None else spec
+        self.tracking_ref = private_ref(self.target, branch) if self.is_url else f"refs/remotes/{spec}/{branch}"
+        self.remote_ref = f"refs/heads/{branch}"
+
+    @property
+    def display(self) -> str:
+        """How messages name the remote branch (credentials removed)."""
+        return self._git.redact(f"{self.target} {self.branch}" if self.is_url else f"{self.spec}/{self.branch}")
+
+    def fetch(self) -> Result:
+        """``git fetch`` of the branch into :attr:`tracking_ref`; the caller decides what a failure means."""
+        return self._git.call(
+            "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--quiet", "--end-of-options",
+            self.target, f"+{self.remote_ref}:{self.tracking_ref}",
+        )  # fmt: skip
+
+    @staticmethod
+    def missing_branch(result: Result) -> bool:
+        """Whether a failed fetch failed only because the remote has no such branch."""
+        return "couldn't find remote ref" in result.err
+
+    @staticmethod
+    def fetch_locked(result: Result) -> bool:
+        """Whether a failed fetch could not update the local ref because a lock is held."""
+        return lock_busy(result.err)
+
+    def fetch_error(self, result: Result) -> StatefileError:
+        """The error for a fetch that failed for another reason."""
+        return self._git.failure(result, f"check that {self.display} is reachable and readable",
+                                 what=f"fetching {self.display}")  # fmt: skip
+
+    def push(self, new: str) -> tuple[Outcome, Result]:
+        """Push commit ``new`` to the remote branch, never forced.
+
+        :attr:`Outcome.DONE` when git says it landed; :attr:`Outcome.REJECTED` when someone pushed first;
+        :attr:`Outcome.REMOTE_LOCKED` when the remote could not lock its ref.  A refusal for any other reason
+        raises, with the remote's own message (a hook's, say) kept.  A push that failed without saying what
+        became of the ref (the connection dropped) returns ``(Outcome.MOVED, result)``: the caller must look at
+        the remote before it reports anything, because the commit may have landed.
+        """
+        # --no-verify: the user's pre-push hooks are about their code, not this bookkeeping branch.
+        result = self._git.call("push", "--porcelain", "--no-verify", "--end-of-options", self.target,
+                                f"{new}:{self.remote_ref}")  # fmt: skip
+        if result.ok:
+            return Outcome.DONE, result
+        for line in result.stdout.decode("utf-8", "replace").splitlines():
+            if not line.startswith("!"):
+                continue
+            reason = line.split("\t")[-1].strip()
+            if any(word in reason for word in _PUSH_RACED):
+                return Outcome.REJECTED, result
+            if any(word in reason for word in _PUSH_LOCKED) and environment_problem(result.err) == "":
+                return Outcome.REMOTE_LOCKED, result
+            raise self.refused(reason, result)
+        return Outcome.MOVED, result
+
+    def refused(self, reason: str, result: Result) -> StatefileError:
+        """The error for a push the remote refused: what the remote (or its hook) said, on one line."""
+        said = remote_message(result.err)
+        problem = environment_problem(said)
+        if problem == "full":
+            return EnvironmentFailure(self._git.redact(
+                f"the push to {self.display} failed: the remote's disk is full ({said or reason}); free space on "
+                "the remote, then run the command again — nothing was changed there"
+            ))  # fmt: skip
+        if problem == "read-only":
+            return EnvironmentFailure(self._git.redact(
+                f"the push to {self.display} failed: the remote repository cannot be written ({said or reason}); "
+                "fix its permissions, then run the command again — nothing was changed there"
+            ))  # fmt: skip
+        if "hook declined" in reason:
+            detail = f"{reason}: {said}" if said else reason
+            return GitError(self._git.redact(
+                f"the push to {self.display} was refused by a hook on the remote ({one_line(detail)}); that hook "
+                "decides what this branch accepts — see its message"
+            ))  # fmt: skip
+        detail = f"{reason}; the remote said: {said}" if said else reason
+        return GitError(self._git.redact(
+            f"the push to {self.display} was refused ({one_line(detail)}); check branch protection and write "
+            f"permission for {self.branch}"
+        ))  # fmt: skip
+
+    def push_error(self, result: Result) -> StatefileError:
+        """The error for a push that failed without a verdict on the ref (after the remote was checked)."""
+        said = remote_message(result.err)
+        if said and environment_problem(said):
+            return self.refused("the remote failed", result)
+        return self._git.failure(result, f"check that {self.display} is reachable and writable",
+                                 what=f"pushing to {self.display}")  # fmt: skip
+
+    def locked_error(self, result: Result) -> StatefileError:
+        """The error when the remote's ref stayed locked for every try."""
+        said = remote_message(result.err)
+        return GitError(self._git.redact(
+            f"the remote could not lock {self.remote_ref} for the push to {self.display}"
+            f"{f' ({said})' if said else ''}; a push there kept it locked for every try, or a killed one left a "
+            f"stale {self.remote_ref}.lock in the remote repository — if no push is running, remove that file there"
+        ))  # fmt: skip
+
+    def ls_remote(self) -> str | None:
+        """The remote branch's commit as the remote reports it now (``git ls-remote``), ``None`` if absent."""
+        result = self._git.call("ls-remote", "--end-of-options", self.target, self.remote_ref)
+        if not result.ok:
+            raise self.fetch_error(result)
+        for line in result.stdout.decode("ascii", "replace").splitlines():
+            oid, _, name = line.partition("\t")
+            if name == self.remote_ref and is_oid(oid):
+                return oid
+        return None
+
+
+def remote_message(stderr: str) -> str:
+    """What the remote itself said (its ``remote:`` lines, git's boilerplate dropped), on one line."""
+    lines = []
+    for line in stderr.splitlines():
+        if not line.startswith("remote:"):
+            continue
+        lines.append(line[len("remote:") :].strip())
+    return one_line("\n".join(lines))
+
+
+def url_is_credentialed(url: str) -> bool:
+    """Whether ``url`` carries a password (which :func:`credentials` moves into a header)."""
+    return "://" in url and bool(urllib.parse.urlsplit(url).password)
+
+
+def env_tokens(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The tokens in the environment (to redact them from any message, used or not)."""
+    source = os.environ if env is None else env
+    return tuple(value.strip() for name in TOKEN_VARIABLES if (value := source.get(name, "")).strip())

@@ -1,0 +1,206 @@
+"""The one place statefile starts git: the environment, time limits, and failures turned into one-line errors.
+
+Every git process the store runs goes through :class:`Git`.  It pins the repository (``GIT_DIR``), keeps git's
+messages in English (the store reads a few of them), never lets git wait for a password, and turns a failure
+into a :class:`~statefile.errors.GitError` (or, for a full disk or an unwritable repository,
+:class:`~statefile.errors.EnvironmentFailure`) whose message is one line, keeps what git (or the remote's hook)
+said, and carries no credential.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from statefile.errors import EnvironmentFailure, GitError, StatefileError
+from statefile.store.names import redact
+
+#: How long one git command may run: a fetch or push over a slow network, never forever.
+NETWORK_TIMEOUT = 300.0
+#: Longest message kept from git's output (a hook can print pages).
+MESSAGE_LIMIT = 400
+
+# Variables that would make git touch a work tree or an index: the store never does.
+_WORK_TREE_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
+# What a full disk or an unwritable repository looks like in git's messages (LC_ALL=C keeps them in English).
+_NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large")
+_READ_ONLY = ("read-only file system", "permission denied", "insufficient permission", "operation not permitted")
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished git command."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        """Whether git exited 0."""
+        return self.returncode == 0
+
+    @property
+    def err(self) -> str:
+        """stderr as text."""
+        return self.stderr.decode("utf-8", "replace")
+
+
+# The paragraph git prints under a lock failure: it says nothing the message does not, in five lines.
+_BOILERPLATE = ("hint:", "Another git process seems", "an editor opened by", "are terminated then try",
+                "may have crashed in this", "remove the file manually")  # fmt: skip
+
+
+def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` as one line (lines joined by `` | ``, git's hints and boilerplate dropped), cut at ``limit``."""
+    parts = [part.strip() for part in text.splitlines()]
+    line = " | ".join(part for part in parts if part and not part.startswith(_BOILERPLATE))
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def environment_problem(text: str) -> str:
+    """``"full"`` or ``"read-only"`` when git's (or the OS's) message says the disk is full or unwritable, else ""."""
+    lower = text.lower()
+    if any(sign in lower for sign in _NO_SPACE):
+        return "full"
+    # ssh's "Permission denied (publickey)" is about credentials, not this machine's files.
+    if any(sign in lower for sign in _READ_ONLY) and "permission denied (" not in lower:
+        return "read-only"
+    return ""
+
+
+def subcommand(args: Iterable[str]) -> str:
+    """The git subcommand in ``args`` (skipping ``-c key=value`` options), for messages."""
+    rest = list(args)
+    while rest and rest[0] == "-c":
+        rest = rest[2:]
+    return rest[0] if rest else "?"
+
+
+class Git:
+    """Runs git for one repository with one environment; see the module docstring.
+
+    ``secrets`` are strings (tokens, header values) that must never appear in a message, whatever their shape;
+    :func:`statefile.store.names.redact` removes the shapes it knows on top of that.
+    """
+
+    def __init__(self, exe: str, cwd: str, env: Mapping[str, str], *, secrets: Iterable[str] = ()) -> None:
+        self.exe = exe
+        self.cwd = cwd
+        self.env = dict(env)
+        self.secrets = tuple(s for s in secrets if s)
+
+    @staticmethod
+    def environment(git_dir: str, extra_config: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
+        """The environment every git command of a store runs with (``os.environ`` plus what the store needs).
+
+        ``extra_config`` entries are passed as ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (after any the caller
+        already set): configuration for these commands only, never written to a file, never on a command line.
+        """
+        env = {k: v for k, v in os.environ.items() if k not in _WORK_TREE_ENV}
+        env.update(
+            GIT_DIR=git_dir,
+            LC_ALL="C",  # we read git's messages (rejections, missing refs): keep them in English
+            LANGUAGE="C",
+            GIT_TERMINAL_PROMPT="0",  # a push must fail, not wait for a password nobody will type
+            GCM_INTERACTIVE="never",
+            GIT_LITERAL_PATHSPECS="1",
+        )
+        entries = list(extra_config)
+        if entries:
+            try:
+                count = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
+            except ValueError:
+                count = 0
+            for key, value in entries:
+                env[f"GIT_CONFIG_KEY_{count}"] = key
+                env[f"GIT_CONFIG_VALUE_{count}"] = value
+                count += 1
+            env["GIT_CONFIG_COUNT"] = str(count)
+        return env
+
+    def redact(self, text: str) -> str:
+        """``text`` without this store's secrets or any credential :func:`redact` recognises."""
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return redact(text)
+
+    def call(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        timeout: float = NETWORK_TIMEOUT,
+        env: Mapping[str, str] | None = None,
+    ) -> Result:
+        """Run ``git args…`` and return its result, whatever the exit code (never a shell, never a prompt)."""
+        try:
+            proc = subprocess.run(
+                [self.exe, *args],
+                cwd=self.cwd,
+                env=self.env if env is None else {**self.env, **env},
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitError(
+                f"git {subcommand(args)} did not finish within {timeout:.0f} s; check the network and the remote, "
+                "then retry"
+            ) from None
+        except OSError as exc:
+            raise GitError(f"cannot run git ({exc.strerror}); install git and put it on PATH") from None
+        return Result(tuple(args), proc.returncode, proc.stdout, proc.stderr)
+
+    def run(self, *args: str, input: bytes | None = None, hint: str = "check the repository and retry") -> bytes:
+        """Run ``git args…``; its stdout, or the error :meth:`failure` makes of a non-zero exit."""
+        result = self.call(*args, input=input)
+        if not result.ok:
+            raise self.failure(result, hint)
+        return result.stdout
+
+    def failure(self, result: Result, hint: str, what: str = "") -> StatefileError:
+        """The one-line error for a failed command: git's own message kept, credentials removed.
+
+        A full disk or an unwritable repository is an :class:`EnvironmentFailure` (its own exit code): nothing is
+        wrong with the data, and retrying will not help until the machine is fixed.
+        """
+        detail = one_line(result.err or result.stdout.decode("utf-8", "replace"))
+        what = what or f"git {subcommand(result.args)}"
+        problem = environment_problem(detail)
+        if problem == "full":
+            return EnvironmentFailure(self.redact(
+                f"{what} failed: the disk is full ({detail}); free space, then run the command again — nothing "
+                "was changed"
+            ))  # fmt: skip
+        if problem == "read-only":
+            return EnvironmentFailure(self.redact(
+                f"{what} failed: the repository cannot be written ({detail}); make it writable for this user, then "
+                "run the command again — nothing was changed"
+            ))  # fmt: skip
+        return GitError(self.redact(f"{what} failed (exit {result.returncode}): {detail}; {hint}"))
+
+    def popen(self, *args: str, bufsize: int = -1) -> subprocess.Popen[bytes]:
+        """Start a long-lived ``git args…`` with pipes for stdin and stdout (stderr discarded)."""
+        try:
+            return subprocess.Popen(
+                [self.exe, *args], cwd=self.cwd, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, bufsize=bufsize,
+            )  # fmt: skip
+        except OSError as exc:
+            raise GitError(
+                f"cannot run git {subcommand(args)} ({exc.strerror}); install git and put it on PATH"
+            ) from None
+
+
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def is_oid(text: str) -> bool:
+    """Whether ``text`` is a full object id (40 hex digits for SHA-1 repositories, 64 for SHA-256)."""
+    return _OID.fullmatch(text) is not None

@@ -1,0 +1,717 @@
+"""State files on a git branch, written without a checkout: objects through plumbing, the ref by compare-and-swap.
+
+How a write works (the user's HEAD, index and working tree are never read or written):
+
+1. Read the refs (:mod:`.refs`, one ``git for-each-ref``): the tip is ``refs/heads/{branch}``, else a
+   remote-tracking copy of it (a CI checkout that fetched every ref has only that), else nothing (the first write
+   makes an orphan commit).  A branch that is a symbolic ref, or is checked out in a work tree, is refused.
+   With a remote, fetch the branch first (:mod:`.remote`) and build on the remote's tip.
+2. Read the files at the tip (:mod:`.objects`: ``git ls-tree`` and one long-lived ``git cat-file --batch``), call
+   the update function, and write blobs, trees and the commit with ``git hash-object``, ``git mktree`` and
+   ``git commit-tree``.  Each object is written whole or not at all.
+3. Move the ref last, with ``git update-ref REF NEW OLD``: git moves it only if it still points at OLD, so a
+   concurrent writer is detected, never overwritten.  With a remote, the push is the compare-and-swap (a plain,
+   never forced, push is refused unless it fast-forwards), and the local refs follow after it succeeds.  A push
+   that fails without a verdict (the connection dropped after the remote took the commit) is checked against
+   the remote before anything is reported: a commit that landed is reported as landed.
+4. On a conflict, start again from 1 (``fn`` is applied afresh to the new tip), with jittered exponential backoff
+   (:mod:`.retry`), within ``max_tries`` tries and ``max_wait`` seconds.  Objects written by a lost attempt are
+   unreferenced garbage that ``git gc`` removes.
+
+A process killed at any moment therefore leaves the branch at the old commit or the new one, never at a commit
+whose objects are missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+
+from statefile.errors import (
+    BudgetError,
+    ConflictError,
+    GitError,
+    InvalidDataError,
+    NotFoundError,
+    StatefileError,
+    UsageError,
+)
+from statefile.model.archive import archive_dir
+from statefile.store.base import (
+    BOT_EMAIL,
+    BOT_NAME,
+    DEFAULT_BRANCH,
+    DEFAULT_MAX_BYTES,
+    LogEntry,
+    Store,
+    UpdateFn,
+    checked_bytes,
+    decode_text,
+    first_line,
+    newest_part,
+    plan_update,
+    sorted_parts,
+    state_path,
+)
+from statefile.store.files import read_limit, too_large
+from statefile.store.git.objects import (
+    MODE_FILE,
+    MODE_TREE,
+    CatFile,
+    Entry,
+    IdentityMissing,
+    Listing,
+    ObjectTooLarge,
+    Trees,
+    Writer,
+    kind_of,
+)
+from statefile.store.git.refs import Refs, RefState
+from statefile.store.git.remote import Remote, credentials, env_tokens
+from statefile.store.git.repo import Repository, discover, git_executable
+from statefile.store.git.retry import Backoff, Outcome, Tried, retry
+from statefile.store.git.runner import Git, Result, one_line
+from statefile.store.names import (
+    is_program_name,
+    is_remote_url,
+    parse_identity,
+    validate_branch,
+    validate_part,
+    validate_path,
+    validate_program,
+    validate_remote,
+)
+
+#: Total time a write keeps trying against concurrent writers before it gives up (seconds).
+DEFAULT_MAX_WAIT = 120.0
+# Remote round trips cost ~100 ms, local ones ~5 ms: back off on the same scale.
+_LOCAL_BACKOFF = (0.005, 0.5)
+_REMOTE_BACKOFF = (0.1, 4.0)
+# Waiting for another git process in this clone (a fetch racing a fetch, the local branch after a push).
+_LOCK_BACKOFF = Backoff(tries=6, first=0.02, cap=0.5, budget=5.0)
+
+
+def clean_message(message: str) -> str:
+    """A commit message as stored: trailing spaces and blank edges removed, one final newline."""
+    text = "\n".join(line.rstrip() for line in message.strip().splitlines())
+    if not text:
+        raise UsageError("empty commit message; describe the change, e.g. 'statefile: record iteration 57 of perf'")
+    if "\x00" in text:
+        raise UsageError("the commit message contains a NUL character; remove it")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("the commit message is not valid Unicode text; remove undecodable characters") from None
+    return text + "\n"
+
+
+class GitStore(Store):
+    """State files on a branch of a git repository (see the module docstring for how writes work).
+
+    ``path`` is a folder in (or above which is) the repository, or a :class:`Repository` already discovered.
+    ``remote`` is a configured remote's name or a URL (see :mod:`.remote`).  Attributes: ``branch``, ``remote``
+    (``None`` for local-only), ``repository``, ``max_bytes``, ``max_tries``, ``max_wait``, and ``retries`` (how
+    many times the last write had to start again after a concurrent change).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | Repository,
+        branch: str = DEFAULT_BRANCH,
+        remote: str | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        author: str | None = None,
+        max_tries: int = 10,
+        max_wait: float = DEFAULT_MAX_WAIT,
+    ) -> None:
+        self.branch = validate_branch(branch)
+        self.remote = None if remote is None else validate_remote(remote)
+        if not isinstance(max_bytes, int) or max_bytes < 1:
+            raise UsageError(f"max_bytes must be a positive number of bytes, not {max_bytes!r}")
+        if not isinstance(max_tries, int) or max_tries < 1:
+            raise UsageError(f"max_tries must be at least 1, not {max_tries!r}")
+        if not max_wait > 0:
+            raise UsageError(f"max_wait must be a positive number of seconds, not {max_wait!r}")
+        self.max_bytes = max_bytes
+        self.max_tries = max_tries
+        self.max_wait = float(max_wait)
+        self.retries = 0
+        self._author = None if author is None else parse_identity(author)
+        self.repository = path if isinstance(path, Repository) else discover(path)
+        repo = self.repository
+        url = None
+        config: tuple[tuple[str, str], ...] = ()
+        secrets = env_tokens()
+        if self.remote is not None and is_remote_url(self.remote):
+            creds = credentials(self.remote, os.environ)
+            url, config, secrets = creds.url, creds.config, (*secrets, *creds.secrets)
+        # Relative remote URLs (`git remote add x ../memory.git`) are resolved from the work tree's top, as the
+        # user's own git commands would; GIT_DIR pins the repository whatever the directory.
+        self._git = Git(git_executable(), str(repo.top), Git.environment(str(repo.git_dir), config), secrets=secrets)
+        self._remote: Remote | None = None
+        tracking: list[str]
+        if self.remote is not None:
+            if not is_remote_url(self.remote):
+                configured = self._git.run("remote").decode("utf-8", "surrogateescape").split()
+                if self.remote not in configured:
+                    raise NotFoundError(
+                        f"remote {self.remote!r} is not configured in {repo.top}; configured remotes: "
+                        f"{', '.join(configured) or 'none'} (add one with `git remote add`, or pass a URL)"
+                    )
+            self._remote = Remote(self._git, self.remote, self.branch, url=url)
+            tracking = [self._remote.tracking_ref]
+        else:
+            # Reads fall back to a remote-tracking copy of the branch: origin's first, then the others by name.
+            tracking = [f"refs/remotes/*/{self.branch}"]
+        self._refs = Refs(self._git, repo, self.branch, tracking, prefer=("origin",))
+        self._local_ref = self._refs.local_ref
+        # One long-lived reader; git's answers are cached by object id (objects never change).
+        self._cat = CatFile(self._git)
+        self._trees = Trees(self._git)
+        self._writer = Writer(self._git)
+        self._identity: dict[str, str] | None = None
+        self._name_checked = False
+        # A fetched tip the local branch could not be moved to (a stale lock): reads use it, not the stale branch.
+        self._pinned: str | None = None
+        self._random = random.Random()
+
+    def __repr__(self) -> str:
+        where = f" via {self._remote.display}" if self._remote else ""
+        return f"<GitStore {self.repository.top} branch {self.branch}{where}>"
+
+    def close(self) -> None:
+        """Stop the long-lived ``git cat-file`` process."""
+        self._cat.close()
+
+    # -- refs ----------------------------------------------------------------------------------------------------
+
+    def _state(self, *, writing: bool = False) -> RefState:
+        state = self._refs.read()
+        self._refs.refuse_symref(state, writing=writing)
+        return state
+
+    def tip(self) -> str | None:
+        """The commit reads see: the local branch, else the remote-tracking branch, else ``None``."""
+        if self._pinned is not None:
+            return self._pinned
+        state = self._state()
+        return state.local if state.local is not None else state.tracking_tip
+
+    # -- reading objects -----------------------------------------------------------------------------------------
+
+    def _objects(self, oids: list[str], kind: str, paths: list[str]) -> list[bytes]:
+        """The data of objects ``oids`` (all of ``kind``), read in one pipelined batch.
+
+        Blobs larger than :func:`statefile.store.files.read_limit` of the budget are refused unread
+        (InvalidDataError naming ``paths``): a state file an agent wrote is never that big, and reading one would
+        cost memory without bound.
+        """
+        limit = read_limit(self.max_bytes) if kind == "blob" else None
+        try:
+            found = self._cat.read_many(oids, limit)
+        except ObjectTooLarge as exc:
+            where = paths[exc.index] or f"object {oids[exc.index]}"
+            raise too_large(f"{where} on branch {self.branch}", exc.size, self.max_bytes) from None
+        out = []
+        for oid, path, item in zip(oids, paths, found, strict=True):
+            where = f"{path} (object {oid})" if path else f"object {oid}"
+            if item is None:
+                raise InvalidDataError(
+                    f"{where} on branch {self.branch} is missing from the repository; it is damaged — run "
+                    "`git fsck`, or fetch the branch again"
+                )
+            if item[0] != kind:
+                raise InvalidDataError(f"{where} is a {item[0]}, expected a {kind}; run `git fsck`")
+            out.append(item[1])
+        return out
+
+    def _lookup(self, commit: str | None, path: str) -> Entry | None:
+        """The entry of ``path`` in ``commit``'s tree; folders on the way must be real folders."""
+        if commit is None:
+            return None
+        parts = path.split("/")
+        listing = self._trees.listing(commit)
+        for index, part in enumerate(parts):
+            entry = listing.get(part)
+            if entry is None or index == len(parts) - 1:
+                return entry
+            if not entry.is_tree:
+                where = "/".join(parts[: index + 1])
+                raise InvalidDataError(
+                    f"{where} on branch {self.branch} is a {kind_of(entry.mode)}, not a folder; statefile will not "
+                    "follow it — replace it with a folder"
+                )
+            listing = self._trees.listing(entry.oid)
+        return None
+
+    def _require_file(self, entry: Entry, path: str) -> None:
+        if not entry.is_file:
+            raise InvalidDataError(
+                f"{path} on branch {self.branch} is a {kind_of(entry.mode)}, not a regular file; statefile refuses "
+                "to follow it — replace it with a regular file"
+            )
+
+    def _read_at(self, commit: str | None, path: str) -> str | None:
+        entry = self._lookup(commit, path)
+        if entry is None:
+            return None
+        self._require_file(entry, path)
+        return decode_text(self._objects([entry.oid], "blob", [path])[0], f"{path} on branch {self.branch}")
+
+    def _archive_names(self, commit: str | None, program: str) -> list[str]:
+        entry = self._lookup(commit, archive_dir(program))
+        if entry is None:
+            return []
+        if not entry.is_tree:
+            raise InvalidDataError(
+                f"{archive_dir(program)} on branch {self.branch} is a {kind_of(entry.mode)}, not a folder; "
+                "replace it with a folder"
+            )
+        return list(self._trees.listing(entry.oid))
+
+    def _last_part(self, commit: str | None, program: str) -> tuple[str, str] | None:
+        name = newest_part(self._archive_names(commit, program))
+        if name is None:
+            return None
+        text = self._read_at(commit, f"{archive_dir(program)}/{name}")
+        return None if text is None else (name, text)
+
+    # -- the Store reading interface -----------------------------------------------------------------------------
+
+    def read_text(self, program: str) -> str | None:
+        """The raw text of ``{program}.md`` at the branch tip, or ``None``."""
+        validate_program(program)
+        return self._read_at(self.tip(), state_path(program))
+
+    def programs(self) -> dict[str, int]:
+        """Program name → size in bytes, from one ``git ls-tree -l`` of the tip (no blob is read).
+
+        Entries that are not regular files (symbolic links, submodules) and names that are not valid program
+        names (``_shared.md``, ``.hidden.md``) are left out.
+        """
+        return {name: size for name, (size, _) in self._top_files(self.tip()).items()}
+
+    def _top_files(self, tip: str | None) -> dict[str, tuple[int, str]]:
+        """Program name → (size, blob id) of every regular ``*.md`` file at the top of ``tip``'s tree."""
+        if tip is None:
+            return {}
+        files: dict[str, tuple[int, str]] = {}
+        for name, entry in self._trees.listing(tip, sizes=True).items():
+            if not name.endswith(".md") or not entry.is_file or entry.size is None:
+                continue
+            program = name[:-3]
+            if is_program_name(program):
+                files[program] = (entry.size, entry.oid)
+        return files
+
+    def read_texts(
+        self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
+    ) -> dict[str, str | None]:
+        """The raw text of each program's state file at one tip (``None`` when missing), read in one batch.
+
+        One ``git ls-tree`` and one pipelined ``git cat-file`` exchange for all of them: this is what makes
+        ``statefile report --all`` over 1000 programs cost tens of milliseconds of git, not seconds.  Files the
+        listing cannot vouch for (missing, too large, not a regular file, a reserved name) take the one-by-one
+        path, which raises the usual errors; ``errors`` collects per-program errors as in :meth:`Store.read_texts`.
+        """
+        names = [validate_program(name) for name in programs]
+        tip = self.tip()
+        files = self._top_files(tip)
+        limit = read_limit(self.max_bytes)
+        batch = [name for name in names if name in files and files[name][0] <= limit]
+        found = self._cat.read_many([files[n][1] for n in batch], limit)
+        raw_by_name = {name: item[1] for name, item in zip(batch, found, strict=True) if item and item[0] == "blob"}
+        texts: dict[str, str | None] = {}
+        for name in names:
+            try:
+                raw = raw_by_name.get(name)
+                if raw is not None:
+                    texts[name] = decode_text(raw, f"{state_path(name)} on branch {self.branch}")
+                else:
+                    texts[name] = self._read_at(tip, state_path(name))
+            except StatefileError as exc:
+                if errors is None:
+                    raise
+                errors[name] = exc
+        return texts
+
+    def archive_parts(self, program: str) -> list[str]:
+        """Archive part names of ``program`` at the tip, oldest first."""
+        validate_program(program)
+        return sorted_parts(self._archive_names(self.tip(), program))
+
+    def read_archive(self, program: str, part: str) -> str:
+        """The text of archive part ``part`` of ``program``; NotFoundError when there is none."""
+        validate_program(program)
+        validate_part(part)
+        text = self._read_at(self.tip(), f"{archive_dir(program)}/{part}")
+        if text is None:
+            raise NotFoundError(
+                f"archive part {part} of {program} is not on branch {self.branch}; list parts with archive_parts()"
+            )
+        return text
+
+    def read_all(self) -> dict[str, str]:
+        """Every text file on the branch: path → text (one ``git ls-tree -r`` and one cat-file batch)."""
+        tip = self.tip()
+        if tip is None:
+            return {}
+        paths: list[str] = []
+        oids: list[str] = []
+        for path, entry in self._trees.everything(tip).items():
+            self._require_file(entry, path)
+            paths.append(path)
+            oids.append(entry.oid)
+        files: dict[str, str] = {}
+        for path, data in zip(paths, self._objects(oids, "blob", paths), strict=True):
+            try:
+                files[path] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                if path.endswith(".md"):
+                    decode_text(data, f"{path} on branch {self.branch}")  # raises InvalidDataError
+                # Any other undecodable file is binary, not one of ours: leave it out.
+        return files
+
+    def log(self, program: str, limit: int = 50) -> list[LogEntry]:
+        """Commits on the branch that changed ``{program}.md``, newest first (one ``git log``)."""
+        validate_program(program)
+        tip = self.tip()
+        if tip is None or limit < 1:
+            return []
+        out = self._git.run(
+            "-c", "log.showSignature=false", "log", "-z", f"--max-count={int(limit)}",
+            "--format=%H%x1f%aI%x1f%an <%ae>%x1f%B", tip, "--", state_path(program),
+        )  # fmt: skip
+        entries = []
+        for record in out.decode("utf-8", "replace").split("\0"):
+            fields = record.strip("\n").split("\x1f", 3)
+            if len(fields) == 4:
+                commit, when, author, message = fields
+                entries.append(LogEntry(commit, datetime.fromisoformat(when), author, message.strip()))
+        return entries
+
+    # -- writing objects -----------------------------------------------------------------------------------------
+
+    def _write_tree(self, listing: Listing | None, changes: Mapping[str, bytes | None], prefix: str) -> str | None:
+        """Write the tree that is ``listing`` with ``changes`` applied; its id, ``None`` when it ends up empty.
+
+        Returns ``""`` when nothing changed (the caller keeps the entry it has).
+        """
+        entries: Listing = dict(listing) if listing is not None else {}
+        files: dict[str, bytes | None] = {}
+        folders: dict[str, dict[str, bytes | None]] = {}
+        for path, data in changes.items():
+            head, slash, rest = path.partition("/")
+            if slash:
+                folders.setdefault(head, {})[rest] = data
+            else:
+                files[head] = data
+        for name in files.keys() & folders.keys():
+            raise UsageError(f"{prefix}{name} cannot be both a file and a folder in one write")
+        changed = False
+        for name, data in files.items():
+            current = entries.get(name)
+            if current is not None:
+                self._require_file(current, prefix + name)
+            if data is None:
+                changed |= entries.pop(name, None) is not None
+                continue
+            oid = self._writer.blob(data)
+            if current is None or current.oid != oid:
+                entries[name] = Entry(current.mode if current else MODE_FILE, "blob", oid)
+                changed = True
+        for name, sub in folders.items():
+            current = entries.get(name)
+            if current is not None and not current.is_tree:
+                raise InvalidDataError(
+                    f"{prefix}{name} on branch {self.branch} is a {kind_of(current.mode)}, not a folder; "
+                    "replace it with a folder"
+                )
+            below = self._trees.listing(current.oid) if current is not None else None
+            new = self._write_tree(below, sub, f"{prefix}{name}/")
+            if new == "":
+                continue
+            changed = True
+            if new is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = Entry(MODE_TREE, "tree", new)
+        if not changed:
+            return ""
+        if not entries:
+            return None
+        oid = self._writer.tree(entries)
+        self._trees.remember(oid, entries)  # the next update in this process starts from this tree: no ls-tree
+        return oid
+
+    def _identity_env(self) -> dict[str, str]:
+        """The identity variables for ``git commit-tree``.
+
+        statefile's own author setting when given; else git's identity (``user.name``/``user.email``, the
+        ``GIT_AUTHOR_*``/``GIT_COMMITTER_*`` variables); where git has none, statefile's default.  The committer is
+        git's, else the author.
+        """
+        if self._identity is not None:
+            return self._identity
+        env: dict[str, str] = {}
+        if self._author is not None:
+            env.update(GIT_AUTHOR_NAME=self._author[0], GIT_AUTHOR_EMAIL=self._author[1])
+        return env
+
+    def _fallback_identity(self) -> dict[str, str]:
+        # git has no complete identity configured: statefile's default fills what the environment lacks.
+        name, email = self._author if self._author is not None else (BOT_NAME, BOT_EMAIL)
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email}
+        for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL"):
+            if self._author is None and os.environ.get(key):
+                env[key] = os.environ[key]
+        env["GIT_COMMITTER_NAME"] = os.environ.get("GIT_COMMITTER_NAME") or env["GIT_AUTHOR_NAME"]
+        env["GIT_COMMITTER_EMAIL"] = os.environ.get("GIT_COMMITTER_EMAIL") or env["GIT_AUTHOR_EMAIL"]
+        return env
+
+    def _commit(self, base: str | None, changes: Mapping[str, bytes | None], message: str) -> str | None:
+        """Write the objects of a commit on ``base`` with ``changes``; ``None`` when the tree is unchanged."""
+        listing = self._trees.listing(base) if base else None
+        root = self._write_tree(listing, changes, "")
+        if root == "":
+            return None
+        if root is None:
+            root = self._writer.tree({})
+            self._trees.remember(root, {})
+        try:
+            commit = self._writer.commit(root, base, message, self._identity_env())
+        except IdentityMissing:
+            self._identity = self._fallback_identity()
+            commit = self._writer.commit(root, base, message, self._identity)
+        else:
+            self._identity = self._identity_env()
+        self._trees.remember(commit, self._trees.listing(root))
+        return commit
+
+    # -- moving refs ---------------------------------------------------------------------------------------------
+
+    def _check_writable(self, state: RefState) -> None:
+        if state.checked_out:
+            raise UsageError(
+                f"branch {self.branch} is checked out in the work tree at {state.checked_out}; statefile never "
+                "touches a work tree — switch that checkout to another branch, or use a folder store on it (--dir)"
+            )
+        if not self._name_checked:
+            self._refs.check_name()
+            self._name_checked = True
+
+    def _advance_local(self, local: str | None, target: str, why: str) -> bool:
+        """Move the local branch forward to ``target`` (which descends from ``local``), if no one moved it.
+
+        True when the local branch is at ``target`` (or beyond it) afterwards.
+        """
+        if local == target:
+            return True
+
+        def attempt(number: int) -> tuple[Outcome, bool]:
+            nonlocal local
+            if number:  # the compare-and-swap failed: look again (the caller checked the first time)
+                state = self._refs.read()
+                if state.checked_out or state.symref:
+                    return Outcome.DONE, False
+                local = state.local
+                if local == target or (local is not None and self._refs.is_ancestor(target, local)):
+                    return Outcome.DONE, True  # another writer in this clone moved it to or past target
+                if local is not None and not self._refs.is_ancestor(local, target):
+                    return Outcome.DONE, False  # it diverged: leave it for the next write to report
+            outcome, _result = self._refs.cas(self._local_ref, target, local, why)
+            return outcome, outcome.done
+
+        return retry(attempt, _LOCK_BACKOFF, rng=self._random).value
+
+    def _fetch(self) -> str | None:
+        """Fetch the branch into its remote-tracking ref; the remote's tip, ``None`` if it has no such branch."""
+        assert self._remote is not None
+        remote = self._remote
+
+        def attempt(_: int) -> tuple[Outcome, Result]:
+            result = remote.fetch()
+            if not result.ok and remote.fetch_locked(result) and not remote.missing_branch(result):
+                return Outcome.LOCKED, result  # another fetch in this clone is updating the same ref
+            return Outcome.DONE, result
+
+        tried = retry(attempt, _LOCK_BACKOFF, rng=self._random)
+        result = tried.value
+        if result.ok:
+            return self._refs.resolve(remote.tracking_ref)
+        if remote.missing_branch(result):
+            if self._refs.resolve(remote.tracking_ref) is not None:
+                self._refs.delete(remote.tracking_ref)
+            return None
+        if tried.outcome is Outcome.LOCKED:
+            raise GitError(self._git.redact(
+                f"fetching {remote.display} could not update {remote.tracking_ref}: its lock is held "
+                f"({one_line(result.err, 300)}) — if no git "
+                "process is running, a killed one left that .lock file behind: delete it"
+            ))  # fmt: skip
+        raise remote.fetch_error(result)
+
+    def fetch(self) -> str | None:
+        """Fetch the branch from the remote and fast-forward the local branch to it (reads then see it).
+
+        Returns the remote's tip, or ``None`` when the remote has no such branch.  Never moves a local branch
+        that has commits the remote lacks, nor one that is checked out.  When the local branch is behind but
+        cannot be moved (a stale lock), reads use the fetched tip, never the stale branch.
+        """
+        if self._remote is None:
+            raise UsageError("this store has no remote; open it with remote='origin' to fetch")
+        remote_tip = self._fetch()
+        self._pinned = None
+        state = self._state()
+        local = state.local
+        if remote_tip is None or local is None or local == remote_tip:
+            return remote_tip
+        if self._refs.is_ancestor(local, remote_tip):
+            moved = not state.checked_out and self._advance_local(local, remote_tip, "fast-forward after fetch")
+            if not moved:
+                self._pinned = remote_tip
+        return remote_tip
+
+    def _base(self, local: str | None, remote_tip: str | None) -> str | None:
+        """What to build on when writing through the remote: the newer of local and remote, which must agree."""
+        if local is None or local == remote_tip:
+            return remote_tip
+        if remote_tip is None or self._refs.is_ancestor(remote_tip, local):
+            return local  # unpushed local commits (written without a remote): they go out with this push
+        if self._refs.is_ancestor(local, remote_tip):
+            return remote_tip
+        assert self._remote is not None
+        raise ConflictError(
+            f"{self._local_ref} and {self._remote.display} have diverged; nothing was written — reconcile them "
+            "with git (merge or reset the local branch), then retry"
+        )
+
+    # -- transactions --------------------------------------------------------------------------------------------
+
+    def _try_local(
+        self, attempt: Callable[[str | None], str | None], why: str
+    ) -> tuple[Outcome, tuple[str, Result | None]]:
+        state = self._state(writing=True)
+        self._check_writable(state)
+        base = state.local if state.local is not None else state.tracking_tip
+        new = attempt(base)
+        if new is None:
+            return Outcome.DONE, (base or "", None)
+        outcome, result = self._refs.cas(self._local_ref, new, state.local, why)
+        return outcome, (new, result)
+
+    def _try_remote(
+        self, attempt: Callable[[str | None], str | None], why: str
+    ) -> tuple[Outcome, tuple[str, Result | None]]:
+        assert self._remote is not None
+        remote_tip = self._fetch()
+        state = self._state(writing=True)
+        self._check_writable(state)
+        base = self._base(state.local, remote_tip)
+        new = attempt(base)
+        if new is None:
+            if base is not None and state.local != base:
+                self._pinned = None if self._advance_local(state.local, base, why) else base
+            return Outcome.DONE, (base or "", None)
+        outcome, result = self._remote.push(new)
+        if outcome is Outcome.MOVED:
+            # The push failed without a verdict: the remote may have taken the commit before the connection
+            # dropped.  Look before reporting, so a caller that retries does not record the same thing twice.
+            if not self._landed(new):
+                raise self._remote.push_error(result)
+            outcome = Outcome.DONE
+        if outcome is Outcome.DONE:
+            # The commit has landed: from here on, a failure to move our own refs must not report the write as
+            # failed.  A ref left behind is repaired by the next fetch (a local branch behind the remote follows).
+            with contextlib.suppress(GitError):
+                self._refs.set(self._remote.tracking_ref, new, why)
+            with contextlib.suppress(GitError):
+                self._pinned = None if self._advance_local(state.local, new, why) else new
+        return outcome, (new, result)
+
+    def _landed(self, new: str) -> bool:
+        """Whether commit ``new`` is on the remote branch now (after a push that failed without a verdict)."""
+        try:
+            tip = self._fetch()
+        except StatefileError:
+            return False
+        return tip is not None and (tip == new or self._refs.is_ancestor(new, tip))
+
+    def _transact(self, attempt: Callable[[str | None], str | None], why: str) -> str:
+        """Run ``attempt(base) -> new commit | None`` until its commit lands on the branch; return the tip."""
+        step = self._try_remote if self._remote is not None else self._try_local
+        first, cap = _REMOTE_BACKOFF if self._remote is not None else _LOCAL_BACKOFF
+        backoff = Backoff(tries=self.max_tries, first=first, cap=cap, budget=self.max_wait)
+        tried: Tried[tuple[str, Result | None]] = retry(lambda _: step(attempt, why), backoff, rng=self._random)
+        self.retries = tried.attempts - 1
+        commit, result = tried.value
+        if tried.outcome.done:
+            return commit
+        if tried.outcome is Outcome.LOCKED and result is not None:
+            raise GitError(self._git.redact(
+                f"cannot lock {self._local_ref} in {self.repository.common_dir} ({one_line(result.err, 300)}): "
+                f"another git process holds it, or a killed one left {self._local_ref}.lock behind — if no git "
+                "process is running, delete that file"
+            ))  # fmt: skip
+        if tried.outcome is Outcome.REMOTE_LOCKED and result is not None and self._remote is not None:
+            raise self._remote.locked_error(result)
+        where = self._remote.display if self._remote is not None else self.branch
+        raise ConflictError(
+            f"gave up after {tried.attempts} tries: {where} kept changing under concurrent writers; nothing was "
+            "written and the branch is as the others left it — run the command again"
+        )
+
+    # -- the Store writing interface -----------------------------------------------------------------------------
+
+    def update(self, program: str, fn: UpdateFn, message: str) -> str:
+        """Apply ``fn`` to ``program``'s state file as one commit (see :meth:`Store.update`); the commit id.
+
+        ``fn`` runs again on the newer document whenever a concurrent write wins the race: keep it pure.
+        """
+        validate_program(program)
+        text = clean_message(message)
+        label = first_line(text)
+
+        def attempt(base: str | None) -> str | None:
+            planned = plan_update(
+                program,
+                self._read_at(base, state_path(program)),
+                fn,
+                max_bytes=self.max_bytes,
+                last_part=lambda: self._last_part(base, program),
+                label=label,
+            )
+            if planned is None:
+                return None
+            files, own_message = planned
+            message_text = clean_message(own_message) if own_message.strip() else text
+            return self._commit(base, {path: checked_bytes(t, path) for path, t in files.items()}, message_text)
+
+        return self._transact(attempt, label)
+
+    def write_files(self, files: Mapping[str, str | None], message: str) -> str:
+        """Write ``files`` (path → text, ``None`` deletes) as one commit; each file must fit ``max_bytes``."""
+        text = clean_message(message)
+        changes: dict[str, bytes | None] = {}
+        for path, content in files.items():
+            validate_path(path)
+            if content is None:
+                changes[path] = None
+                continue
+            data = checked_bytes(content, path)
+            if len(data) > self.max_bytes:
+                raise BudgetError(
+                    f"{path} is {len(data)} bytes, over the budget of {self.max_bytes} bytes; nothing was written "
+                    "— run `statefile compact` on it first"
+                )
+            changes[path] = data
+        if not changes:
+            return self.tip() or ""
+        return self._transact(lambda base: self._commit(base, changes, text), first_line(text))
+
+
+Store.git_store = GitStore
