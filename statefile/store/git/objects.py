@@ -22,11 +22,10 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
-from statefile.errors import GitError, InvalidDataError
-from statefile.store.git.runner import Git, is_oid
+from statefile.errors import GitError, InvalidDataError, StatefileError
+from statefile.store.git.runner import NETWORK_TIMEOUT, Git, Result, is_oid
 
 MODE_TREE = "040000"
 MODE_FILE = "100644"
@@ -48,8 +47,7 @@ def kind_of(mode: str) -> str:
     return "file" if mode in FILE_MODES else _KINDS.get(mode, f"entry of mode {mode}")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One entry of a tree, as ``git ls-tree`` shows it."""
 
     mode: str  # "100644", "040000", …
@@ -105,6 +103,18 @@ class CatFile:
         """``(type, data)`` of object ``oid``, or ``None`` when it is missing.  ObjectTooLarge over ``limit``."""
         return self.read_many([oid], limit)[0]
 
+    def resolve(self, refs: Iterable[str]) -> list[str | None]:
+        """The commit each of ``refs`` (full ref names, validated by the caller) points at, ``None`` if missing.
+
+        Reads resolve the tip this way, in the reader that is already running: no process per read.  (Writes
+        look at refs with ``for-each-ref``, which also says whether a ref is symbolic or checked out.)
+        """
+        wanted = list(refs)
+        for ref in wanted:
+            if not ref.startswith("refs/") or any(ch.isspace() for ch in ref):
+                raise InvalidDataError(f"{ref[:80]!r} is not a ref name")
+        return [None if item is None or item[0] != "commit" else item[2] for item in self._batch(wanted, None)]
+
     def read_many(self, oids: Iterable[str], limit: int | None = None) -> list[tuple[str, bytes] | None]:
         """``read`` for many objects, fully pipelined; results in the order asked.
 
@@ -112,12 +122,15 @@ class CatFile:
         wait for a round trip (writing everything first could deadlock once both pipes are full).
         """
         wanted = list(oids)
-        out: list[tuple[str, bytes] | None] = []
-        if not wanted:
-            return out
         for oid in wanted:
             if not is_oid(oid):  # only ever object ids: a name with a newline would desynchronise the batch
                 raise InvalidDataError(f"{oid[:80]!r} is not an object id; run `git fsck`")
+        return [None if item is None else (item[0], item[1]) for item in self._batch(wanted, limit)]
+
+    def _batch(self, wanted: list[str], limit: int | None) -> list[tuple[str, bytes, str] | None]:
+        out: list[tuple[str, bytes, str] | None] = []
+        if not wanted:
+            return out
         stdin, stdout = self._pipes()
         requests = b"".join(oid.encode("ascii") + b"\n" for oid in wanted)
         feeder: threading.Thread | None = None
@@ -144,7 +157,7 @@ class CatFile:
                 feeder.join()
         return out
 
-    def _answer(self, stdout: IO[bytes], limit: int | None) -> tuple[str, bytes] | None:
+    def _answer(self, stdout: IO[bytes], limit: int | None) -> tuple[str, bytes, str] | None:
         header = stdout.readline()
         if not header:
             raise ValueError("no answer")
@@ -161,7 +174,7 @@ class CatFile:
         data = stdout.read(size)
         if len(data) != size or stdout.read(1) != b"\n":
             raise ValueError("short read")
-        return kind, data
+        return kind, data, fields[0].decode("ascii")
 
     def close(self) -> None:
         """Stop the process (the next read starts a new one)."""
@@ -238,15 +251,32 @@ class Writer:
     def __init__(self, git: Git) -> None:
         self._git = git
 
-    def blob(self, data: bytes) -> str:
-        """Write ``data`` as a blob; its id.  ``--no-filters``: the bytes are stored exactly as given."""
-        return self._oid(self._git.run("hash-object", "-w", "--no-filters", "--stdin", input=data), "hash-object")
+    def blobs(self, contents: list[bytes]) -> list[str]:
+        """Write each of ``contents`` as a blob; their ids.  ``--no-filters``: the bytes are stored as given.
 
-    def tree(self, entries: Mapping[str, Entry]) -> str:
-        """Write a tree of ``entries`` (git sorts them and checks each object exists); its id."""
-        lines = b"".join(f"{e.mode} {e.type} {e.oid}\t".encode() + name.encode("utf-8", "surrogateescape") + b"\0"
-                         for name, e in entries.items())  # fmt: skip
-        return self._oid(self._git.run("mktree", "-z", input=lines), "mktree")
+        One ``git hash-object -w --stdin`` per blob, all started before the first is waited for, so a write of a
+        state file and its archive parts costs about one process's time, not one per file.
+        """
+        args = ("hash-object", "-w", "--no-filters", "--stdin")
+        procs = [self._git.popen(*args, stderr=True) for _ in contents]
+        results: list[Result] = []
+        try:
+            for proc, data in zip(procs, contents, strict=True):
+                out, err = proc.communicate(data)
+                results.append(Result(args, proc.returncode, out, err))
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        for result in results:
+            if not result.ok:
+                raise self._git.failure(result, "check the repository and retry")
+        return [self._oid(result.stdout, "hash-object") for result in results]
+
+    def trees(self) -> TreeWriter:
+        """A writer of several trees through one ``git mktree --batch`` (use it as a context manager)."""
+        return TreeWriter(self._git)
 
     def commit(self, tree: str, parent: str | None, message: str, env: Mapping[str, str]) -> str:
         """Write a commit of ``tree`` on ``parent`` with ``message``; ``env`` holds the identity variables.
@@ -269,6 +299,58 @@ class Writer:
         if not is_oid(oid):
             raise GitError(f"git {what} printed {oid[:80]!r}, not an object id; check the git installation")
         return oid
+
+
+class TreeWriter:
+    """Writes trees, children before parents, through one interactive ``git mktree -z --batch``."""
+
+    def __init__(self, git: Git) -> None:
+        self._git = git
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> TreeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def write(self, entries: Mapping[str, Entry]) -> str:
+        """Write a tree of ``entries`` (git sorts them and checks each object exists); its id."""
+        if self._proc is None:
+            self._proc = self._git.popen("mktree", "-z", "--batch", stderr=True)
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        lines = b"".join(f"{e.mode} {e.type} {e.oid}\t".encode() + name.encode("utf-8", "surrogateescape") + b"\0"
+                         for name, e in entries.items())  # fmt: skip
+        try:
+            # An empty record ends the tree; an empty tree is one more (mktree skips a tree with no entries).
+            self._proc.stdin.write(lines + b"\0" if lines else b"\0")
+            self._proc.stdin.flush()
+            answer = self._proc.stdout.readline()
+        except OSError:
+            answer = b""
+        if not answer:
+            raise self._failed()
+        return Writer._oid(answer, "mktree")
+
+    def _failed(self) -> StatefileError:
+        proc, self._proc = self._proc, None
+        assert proc is not None
+        with contextlib.suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        _, err = proc.communicate()
+        return self._git.failure(Result(("mktree",), proc.returncode or 1, b"", err), "check the repository and retry")
+
+    def close(self) -> None:
+        """End the ``git mktree`` process."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.communicate(timeout=NETWORK_TIMEOUT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 class IdentityMissing(Exception):

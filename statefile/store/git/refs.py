@@ -8,7 +8,7 @@ remote-tracking copy of it points.  Nothing here reads git's files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from statefile.errors import InvalidDataError, UsageError
 from statefile.store.git.repo import Repository
@@ -27,14 +27,13 @@ def lock_busy(stderr: str) -> bool:
     return any(sign in stderr for sign in ("File exists", "Unable to create", "cannot lock ref", "but expected"))
 
 
-@dataclass(frozen=True)
-class RefState:
+class RefState(NamedTuple):
     """A snapshot of the refs a store uses, from one ``git for-each-ref``."""
 
     local: str | None  # where refs/heads/<branch> points (through a symbolic ref, if it is one)
     symref: str  # the ref refs/heads/<branch> points to when it is a symbolic ref, else ""
     checked_out: str  # the work tree the branch is checked out in, else ""
-    tracking: dict[str, str] = field(default_factory=dict)  # remote-tracking ref → commit, preferred first
+    tracking: dict[str, str]  # remote-tracking ref → commit, preferred first
 
     @property
     def tracking_tip(self) -> str | None:
@@ -136,13 +135,13 @@ class Refs:
             raise self._git.failure(result, "run `git fsck`")
         return result.returncode == 0
 
-    def refuse_symref(self, state: RefState, *, writing: bool) -> None:
-        """InvalidDataError when the branch is a symbolic ref: statefile never writes (or reads) through one.
+    def refuse_symref(self, state: RefState) -> None:
+        """InvalidDataError when the branch is a symbolic ref: statefile never writes through one.
 
-        Before a write, a branch that does not seem to exist is asked about too: a dangling symbolic ref is
-        invisible to ``for-each-ref``, and creating the branch would create its target.
+        A branch that does not seem to exist is asked about too: a dangling symbolic ref is invisible to
+        ``for-each-ref``, and creating the branch through it would create its target.
         """
-        target = state.symref or (self.is_symbolic(self.local_ref) if writing and state.local is None else "")
+        target = state.symref or (self.is_symbolic(self.local_ref) if state.local is None else "")
         if target:
             raise InvalidDataError(
                 f"{self.local_ref} is a symbolic ref to {target}; statefile never follows it onto another branch "

@@ -15,11 +15,11 @@ shape :func:`statefile.store.names.redact` knows).
 
 from __future__ import annotations
 
-import base64
+import binascii
 import os
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from statefile.errors import EnvironmentFailure, GitError, StatefileError
 from statefile.store.git.refs import lock_busy
@@ -35,8 +35,7 @@ _PUSH_RACED = ("fetch first", "non-fast-forward", "stale info", "incorrect old v
 _PUSH_LOCKED = ("failed to update ref", "failed to lock", "cannot lock ref")
 
 
-@dataclass(frozen=True)
-class Credentials:
+class Credentials(NamedTuple):
     """What a URL remote needs: the URL to give git, and ``http.<url>.extraheader`` configuration for it."""
 
     url: str  # the URL without any user or password in it
@@ -69,7 +68,7 @@ def credentials(url: str, env: Mapping[str, str]) -> Credentials:
             secrets.append(token)
     if not basic:
         return Credentials(url, (), ())
-    encoded = base64.b64encode(basic.encode("utf-8")).decode("ascii")
+    encoded = binascii.b2a_base64(basic.encode("utf-8"), newline=False).decode("ascii")
     secrets.append(encoded)
     key = f"http.{url}.extraheader"
     # The empty value first clears headers configured for the host (actions/checkout's own), so only one is sent.

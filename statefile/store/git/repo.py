@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from statefile.errors import GitError, NotFoundError
 from statefile.store.git.runner import one_line
@@ -23,8 +23,7 @@ from statefile.store.names import redact
 OBJECT_FORMATS = ("sha1", "sha256")
 
 
-@dataclass(frozen=True)
-class Repository:
+class Repository(NamedTuple):
     """Where a repository lives, as git reports it."""
 
     git_dir: Path  # this work tree's git dir (a linked work tree has its own)

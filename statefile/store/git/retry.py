@@ -11,8 +11,7 @@ import enum
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -37,8 +36,7 @@ class Outcome(enum.Enum):
         return self is Outcome.DONE
 
 
-@dataclass(frozen=True)
-class Backoff:
+class Backoff(NamedTuple):
     """How long to wait between tries: "full jitter" exponential backoff, bounded in tries and total time.
 
     Before try ``n`` (``n >= 1``) the wait is uniform in ``[0, min(cap, first · 2^(n-1))]``: writers that collided
@@ -58,13 +56,15 @@ class Backoff:
         return rng.uniform(0.0, min(self.cap, self.first * 2 ** min(attempt - 1, 30)))
 
 
-@dataclass(frozen=True)
 class Tried(Generic[T]):
     """What :func:`retry` ended with: the last attempt's outcome and value, and how many attempts ran."""
 
-    outcome: Outcome
-    value: T
-    attempts: int
+    __slots__ = ("attempts", "outcome", "value")
+
+    def __init__(self, outcome: Outcome, value: T, attempts: int) -> None:
+        self.outcome = outcome
+        self.value = value
+        self.attempts = attempts
 
 
 def retry(

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from statefile.errors import EnvironmentFailure, GitError, StatefileError
 from statefile.store.names import redact
@@ -30,8 +30,7 @@ _NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large")
 _READ_ONLY = ("read-only file system", "permission denied", "insufficient permission", "operation not permitted")
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """A finished git command."""
 
     args: tuple[str, ...]
@@ -185,12 +184,12 @@ class Git:
             ))  # fmt: skip
         return GitError(self.redact(f"{what} failed (exit {result.returncode}): {detail}; {hint}"))
 
-    def popen(self, *args: str, bufsize: int = -1) -> subprocess.Popen[bytes]:
-        """Start a long-lived ``git args…`` with pipes for stdin and stdout (stderr discarded)."""
+    def popen(self, *args: str, bufsize: int = -1, stderr: bool = False) -> subprocess.Popen[bytes]:
+        """Start ``git args…`` with pipes for stdin and stdout (and stderr, else it is discarded)."""
         try:
             return subprocess.Popen(
                 [self.exe, *args], cwd=self.cwd, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, bufsize=bufsize,
+                stderr=subprocess.PIPE if stderr else subprocess.DEVNULL, bufsize=bufsize,
             )  # fmt: skip
         except OSError as exc:
             raise GitError(

@@ -66,6 +66,7 @@ from statefile.store.git.objects import (
     Listing,
     ObjectTooLarge,
     Trees,
+    TreeWriter,
     Writer,
     kind_of,
 )
@@ -168,6 +169,9 @@ class GitStore(Store):
             # Reads fall back to a remote-tracking copy of the branch: origin's first, then the others by name.
             tracking = [f"refs/remotes/*/{self.branch}"]
         self._refs = Refs(self._git, repo, self.branch, tracking, prefer=("origin",))
+        self._preferred_tracking = (
+            self._remote.tracking_ref if self._remote is not None else f"refs/remotes/origin/{self.branch}"
+        )
         self._local_ref = self._refs.local_ref
         # One long-lived reader; git's answers are cached by object id (objects never change).
         self._cat = CatFile(self._git)
@@ -189,17 +193,24 @@ class GitStore(Store):
 
     # -- refs ----------------------------------------------------------------------------------------------------
 
-    def _state(self, *, writing: bool = False) -> RefState:
+    def _state(self) -> RefState:
+        """The refs before a write: a symbolic branch is refused here, never followed."""
         state = self._refs.read()
-        self._refs.refuse_symref(state, writing=writing)
+        self._refs.refuse_symref(state)
         return state
 
     def tip(self) -> str | None:
-        """The commit reads see: the local branch, else the remote-tracking branch, else ``None``."""
+        """The commit reads see: the local branch, else the remote-tracking branch, else ``None``.
+
+        Resolved in the running ``cat-file`` (no process per read); only when neither the local branch nor the
+        preferred remote's copy exists does one ``for-each-ref`` look for another remote's copy.
+        """
         if self._pinned is not None:
             return self._pinned
-        state = self._state()
-        return state.local if state.local is not None else state.tracking_tip
+        for oid in self._cat.resolve([self._local_ref, self._preferred_tracking]):
+            if oid is not None:
+                return oid
+        return None if self._remote is not None else self._refs.read().tracking_tip
 
     # -- reading objects -----------------------------------------------------------------------------------------
 
@@ -396,32 +407,33 @@ class GitStore(Store):
 
     # -- writing objects -----------------------------------------------------------------------------------------
 
-    def _write_tree(self, listing: Listing | None, changes: Mapping[str, bytes | None], prefix: str) -> str | None:
-        """Write the tree that is ``listing`` with ``changes`` applied; its id, ``None`` when it ends up empty.
+    def _write_tree(
+        self, trees: TreeWriter, listing: Listing | None, changes: Mapping[str, str | None], prefix: str
+    ) -> str | None:
+        """Write the tree that is ``listing`` with ``changes`` (path → blob id, ``None`` deletes) applied.
 
-        Returns ``""`` when nothing changed (the caller keeps the entry it has).
+        Returns its id, ``None`` when it ends up empty, or ``""`` when nothing changed (the caller keeps the entry
+        it has).  Subtrees are written first: the parent needs their ids.
         """
         entries: Listing = dict(listing) if listing is not None else {}
-        files: dict[str, bytes | None] = {}
-        folders: dict[str, dict[str, bytes | None]] = {}
-        for path, data in changes.items():
+        files: dict[str, str | None] = {}
+        folders: dict[str, dict[str, str | None]] = {}
+        for path, oid in changes.items():
             head, slash, rest = path.partition("/")
             if slash:
-                folders.setdefault(head, {})[rest] = data
+                folders.setdefault(head, {})[rest] = oid
             else:
-                files[head] = data
+                files[head] = oid
         for name in files.keys() & folders.keys():
             raise UsageError(f"{prefix}{name} cannot be both a file and a folder in one write")
         changed = False
-        for name, data in files.items():
+        for name, oid in files.items():
             current = entries.get(name)
             if current is not None:
                 self._require_file(current, prefix + name)
-            if data is None:
+            if oid is None:
                 changed |= entries.pop(name, None) is not None
-                continue
-            oid = self._writer.blob(data)
-            if current is None or current.oid != oid:
+            elif current is None or current.oid != oid:
                 entries[name] = Entry(current.mode if current else MODE_FILE, "blob", oid)
                 changed = True
         for name, sub in folders.items():
@@ -432,7 +444,7 @@ class GitStore(Store):
                     "replace it with a folder"
                 )
             below = self._trees.listing(current.oid) if current is not None else None
-            new = self._write_tree(below, sub, f"{prefix}{name}/")
+            new = self._write_tree(trees, below, sub, f"{prefix}{name}/")
             if new == "":
                 continue
             changed = True
@@ -444,7 +456,7 @@ class GitStore(Store):
             return ""
         if not entries:
             return None
-        oid = self._writer.tree(entries)
+        oid = trees.write(entries)
         self._trees.remember(oid, entries)  # the next update in this process starts from this tree: no ls-tree
         return oid
 
@@ -476,12 +488,15 @@ class GitStore(Store):
     def _commit(self, base: str | None, changes: Mapping[str, bytes | None], message: str) -> str | None:
         """Write the objects of a commit on ``base`` with ``changes``; ``None`` when the tree is unchanged."""
         listing = self._trees.listing(base) if base else None
-        root = self._write_tree(listing, changes, "")
-        if root == "":
-            return None
-        if root is None:
-            root = self._writer.tree({})
-            self._trees.remember(root, {})
+        written = [path for path, data in changes.items() if data is not None]
+        oids = dict(zip(written, self._writer.blobs([changes[path] or b"" for path in written]), strict=True))
+        with self._writer.trees() as trees:
+            root = self._write_tree(trees, listing, {path: oids.get(path) for path in changes}, "")
+            if root == "":
+                return None
+            if root is None:
+                root = trees.write({})
+                self._trees.remember(root, {})
         try:
             commit = self._writer.commit(root, base, message, self._identity_env())
         except IdentityMissing:
@@ -500,7 +515,8 @@ class GitStore(Store):
                 f"branch {self.branch} is checked out in the work tree at {state.checked_out}; statefile never "
                 "touches a work tree — switch that checkout to another branch, or use a folder store on it (--dir)"
             )
-        if not self._name_checked:
+        # Before creating the branch, git itself judges the name (a branch that exists was accepted already).
+        if state.local is None and not self._name_checked:
             self._refs.check_name()
             self._name_checked = True
 
@@ -595,7 +611,7 @@ class GitStore(Store):
     def _try_local(
         self, attempt: Callable[[str | None], str | None], why: str
     ) -> tuple[Outcome, tuple[str, Result | None]]:
-        state = self._state(writing=True)
+        state = self._state()
         self._check_writable(state)
         base = state.local if state.local is not None else state.tracking_tip
         new = attempt(base)
@@ -609,7 +625,7 @@ class GitStore(Store):
     ) -> tuple[Outcome, tuple[str, Result | None]]:
         assert self._remote is not None
         remote_tip = self._fetch()
-        state = self._state(writing=True)
+        state = self._state()
         self._check_writable(state)
         base = self._base(state.local, remote_tip)
         new = attempt(base)
