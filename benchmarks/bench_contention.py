@@ -51,8 +51,7 @@ policy = AppContext(repo=Path(path)).policy()
 retries = 0
 for k in range(count):
     request = RecordRequest(status="accepted", metric=float(k), change=f"change by {name}", notes=f"marker {name}-{k}.")
-    record_iteration(store, "perf", request, policy, now=datetime.now(timezone.utc))
-    retries += store.retries
+    retries += record_iteration(store, "perf", request, policy, now=datetime.now(timezone.utc)).attempts - 1
 print(retries, 0)
 """
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads
     from statefile.store import FolderStore as FolderStore
     from statefile.store import GitStore as GitStore
     from statefile.store import Store as Store
+    from statefile.store import UpdateResult as UpdateResult
 
 # Where each public name lives; tests check this agrees with the block above and with __all__.
 _EXPORTS: dict[str, str] = {
@@ -77,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "FolderStore": "statefile.store",
     "GitStore": "statefile.store",
     "Store": "statefile.store",
+    "UpdateResult": "statefile.store",
 }
 
 __all__ = [
@@ -101,6 +103,7 @@ __all__ = [
     "StateDocument",
     "StatefileError",
     "Store",
+    "UpdateResult",
     "UsageError",
     "__version__",
     "compact",

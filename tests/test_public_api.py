@@ -67,7 +67,7 @@ USER_CODE = """
     import statefile
     from statefile import (
         BudgetError, Change, CompactionPolicy, CompactionResult, FolderStore, Iteration, RecordRequest,
-        StateDocument, Store, compact, new_state_file, parse, record,
+        StateDocument, Store, UpdateResult, compact, new_state_file, parse, record,
     )
 
     doc: StateDocument = parse(new_state_file("perf", metric_direction="lower"))
@@ -80,6 +80,10 @@ USER_CODE = """
     size: int = statefile.parse("x").size
     store: Store = FolderStore(".")
     change = Change(document=doc)
+    counted: Change[int] = Change(document=doc, detail=3)
+    landed: UpdateResult[int] = store.update("perf", lambda old: counted, "statefile: count")
+    count: int | None = landed.detail
+    tip: str | None = landed.commit
     try:
         compact(doc, CompactionPolicy(max_bytes=10))
     except BudgetError as exc:

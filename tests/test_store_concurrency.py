@@ -37,8 +37,7 @@ for i in range(count):
     def fn(doc, line=line):
         text = doc.render() if doc is not None else "# Autoloop: perf\\n\\n"
         return parse(text + line + "\\n")
-    store.update("perf", fn, f"statefile: {name} update {i}")
-    retries += store.retries
+    retries += store.update("perf", fn, f"statefile: {name} update {i}").attempts - 1
 print(retries)
 """
 

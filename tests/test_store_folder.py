@@ -28,7 +28,8 @@ def folder(tmp_path: Path) -> Path:
 def test_update_creates_reads_and_rewrites_the_state_file(folder: Path) -> None:
     store = FolderStore(folder)
     assert store.read("perf") is None and store.programs() == {}
-    assert store.update("perf", appender("- one"), "statefile: one") == ""
+    result = store.update("perf", appender("- one"), "statefile: one")
+    assert result.commit is None and result.landed and result.files == ("perf.md",)
     assert (folder / "perf.md").read_text() == "# Autoloop: perf\n\n- one\n"
     store.update("perf", appender("- two"), "statefile: two")
     doc = store.read("perf")

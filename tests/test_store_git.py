@@ -100,7 +100,7 @@ def test_first_write_creates_an_orphan_branch(repo: Path) -> None:
     store = Store.open(repo)
     assert isinstance(store, GitStore)
     assert store.read("perf") is None and store.programs() == {} and store.tip() is None
-    commit = store.update("perf", appender("- one"), "statefile: record iteration 1 of perf (✅)")
+    commit = store.update("perf", appender("- one"), "statefile: record iteration 1 of perf (✅)").commit
     assert rev(repo, LOCAL) == commit == store.tip()
     assert git(repo, "log", "--format=%P", "-1", commit).strip() == ""  # no parent: an orphan branch
     assert git(repo, "log", "--format=%B", "-1", commit).strip() == "statefile: record iteration 1 of perf (✅)"
@@ -113,12 +113,14 @@ def test_first_write_creates_an_orphan_branch(repo: Path) -> None:
 
 def test_each_update_is_one_commit_whose_parent_is_the_tip_read(repo: Path) -> None:
     store = Store.open(repo)
-    first = store.update("perf", appender("- one"), "statefile: one")
-    second = store.update("perf", appender("- two"), "statefile: two")
+    first = store.update("perf", appender("- one"), "statefile: one").commit
+    result = store.update("perf", appender("- two"), "statefile: two")
+    second = result.commit
     assert git(repo, "log", "--format=%P", "-1", second).strip() == first
     assert commit_count(repo, LOCAL) == 2
     assert store.read_text("perf") == "# Autoloop: perf\n\n- one\n- two\n"
-    assert store.retries == 0
+    assert result.attempts == 1 and result.landed and result.files == ("perf.md",)
+    assert result.document is not None and result.document.render() == store.read_text("perf")
 
 
 def test_other_files_on_the_branch_are_kept(repo: Path) -> None:
@@ -131,14 +133,15 @@ def test_other_files_on_the_branch_are_kept(repo: Path) -> None:
 
 def test_unchanged_result_makes_no_commit(repo: Path) -> None:
     store = Store.open(repo)
-    tip = store.update("perf", appender("- one"), "statefile: one")
-    assert store.update("perf", lambda doc: doc or parse(""), "statefile: nothing") == tip
+    tip = store.update("perf", appender("- one"), "statefile: one").commit
+    result = store.update("perf", lambda doc: doc or parse(""), "statefile: nothing")
+    assert result.commit == tip and not result.landed and result.files == ()
     assert commit_count(repo, LOCAL) == 1
 
 
 def test_fn_that_raises_writes_nothing(repo: Path) -> None:
     store = Store.open(repo)
-    tip = store.update("perf", appender("- one"), "statefile: one")
+    tip = store.update("perf", appender("- one"), "statefile: one").commit
 
     def boom(doc: StateDocument | None) -> StateDocument:
         raise RuntimeError("agent bug")
@@ -150,7 +153,7 @@ def test_fn_that_raises_writes_nothing(repo: Path) -> None:
 
 def test_a_result_over_budget_is_refused_and_nothing_changes(repo: Path) -> None:
     store = Store.open(repo, max_bytes=100)
-    tip = store.update("perf", appender("- one"), "statefile: one")
+    tip = store.update("perf", appender("- one"), "statefile: one").commit
     with pytest.raises(BudgetError, match=r"perf\.md would be 1\d\d bytes.*budget of 100 bytes.*statefile compact"):
         store.update("perf", appender("x" * 120), "statefile: too big")
     assert rev(repo, LOCAL) == tip
@@ -166,7 +169,7 @@ def test_archive_text_goes_in_the_same_commit(repo: Path) -> None:
         kept = doc.render().replace("- one\n", "")
         return Change(parse(kept), archive="- one\n", archive_label="compaction of perf.md: iterations 1–1")
 
-    commit = store.update("perf", compact, "statefile: compact perf — iterations 1–1 to archive")
+    commit = store.update("perf", compact, "statefile: compact perf — iterations 1–1 to archive").commit
     changed = git(repo, "show", "--name-only", "--format=", commit).split()
     assert sorted(changed) == ["archive/perf/0001.md", "perf.md"]
     assert store.archive_parts("perf") == ["0001.md"]
@@ -218,7 +221,9 @@ def test_read_all_returns_every_text_file(repo: Path) -> None:
 def test_write_files_is_one_commit_and_none_deletes(repo: Path) -> None:
     store = Store.open(repo)
     store.write_files({"perf.md": "p\n", "apm.md": "a\n", "archive/apm/0001.md": "x\n"}, "statefile: import")
-    commit = store.write_files({"apm.md": None, "archive/apm/0001.md": None, "perf.md": "p2\n"}, "statefile: drop")
+    commit = store.write_files(
+        {"apm.md": None, "archive/apm/0001.md": None, "perf.md": "p2\n"}, "statefile: drop"
+    ).commit
     assert commit_count(repo, LOCAL) == 2
     assert files_at(repo, commit) == ["perf.md"]  # the emptied archive folders are gone too
     with pytest.raises(BudgetError, match=r"big\.md is 200 bytes"):
@@ -253,8 +258,9 @@ def test_a_concurrent_change_is_reapplied_never_overwritten(repo: Path) -> None:
             other.update("perf", appender("- theirs"), "statefile: theirs")
         return appender("- ours")(doc)
 
-    commit = store.update("perf", fn, "statefile: ours")
-    assert len(calls) == 2 and "- theirs" in calls[1] and store.retries == 1
+    result = store.update("perf", fn, "statefile: ours")
+    commit = result.commit
+    assert len(calls) == 2 and "- theirs" in calls[1] and result.attempts == 2
     assert store.read_text("perf") == "# Autoloop: perf\n\n- base\n- theirs\n- ours\n"
     assert commit_count(repo, LOCAL) == 3 and rev(repo, LOCAL) == commit
 
@@ -332,19 +338,19 @@ def test_missing_repository_and_remote_are_clear_errors(tmp_path: Path) -> None:
 def test_default_author_is_the_bot(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(key)
-    commit = Store.open(repo).update("perf", appender("- one"), "statefile: one")
+    commit = Store.open(repo).update("perf", appender("- one"), "statefile: one").commit
     assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", commit).strip() == (
         f"{BOT_NAME} <{BOT_EMAIL}>|{BOT_NAME} <{BOT_EMAIL}>"
     )
 
 
 def test_env_and_explicit_authors(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    commit = Store.open(repo).update("perf", appender("- one"), "statefile: env")
+    commit = Store.open(repo).update("perf", appender("- one"), "statefile: env").commit
     assert git(repo, "log", "-1", "--format=%an|%cn", commit).strip() == "statefile tests|statefile tests"
     monkeypatch.delenv("GIT_COMMITTER_NAME")
     monkeypatch.delenv("GIT_COMMITTER_EMAIL")
     store = Store.open(repo, author="Ada Lovelace <ada@example.com>")
-    commit = store.update("perf", appender("- two"), "statefile: explicit")
+    commit = store.update("perf", appender("- two"), "statefile: explicit").commit
     assert git(repo, "log", "-1", "--format=%an <%ae>|%ce", commit).strip() == (
         "Ada Lovelace <ada@example.com>|ada@example.com"
     )
@@ -370,7 +376,7 @@ def test_reads_work_from_a_remote_tracking_ref_only(tmp_path: Path, remote: Path
     assert store.programs() == {"perf": len("# Autoloop: perf\n\n- one\n")}
     assert store.tip() == rev(reader, TRACKING)
     # The first local write creates the local branch from the tracking ref.
-    commit = store.update("perf", appender("- two"), "statefile: two")
+    commit = store.update("perf", appender("- two"), "statefile: two").commit
     assert git(reader, "log", "--format=%P", "-1", commit).strip() == rev(reader, TRACKING)
     assert rev(reader, LOCAL) == commit
 
@@ -378,7 +384,7 @@ def test_reads_work_from_a_remote_tracking_ref_only(tmp_path: Path, remote: Path
 def test_first_push_creates_the_remote_branch(tmp_path: Path, remote: Path) -> None:
     work = clone(remote, tmp_path / "work")
     store = Store.open(work, remote="origin")
-    commit = store.update("perf", appender("- one"), "statefile: one")
+    commit = store.update("perf", appender("- one"), "statefile: one").commit
     assert rev(remote, LOCAL) == commit == rev(work, LOCAL) == rev(work, TRACKING)
     assert git(remote, "log", "--format=%P", "-1", commit).strip() == ""
     fsck_clean(remote)
@@ -397,8 +403,9 @@ def test_a_rejected_push_fetches_reapplies_and_pushes_again(tmp_path: Path, remo
             b.update("perf", appender("- b"), "statefile: b")
         return appender("- a")(doc)
 
-    commit = a.update("perf", fn, "statefile: a")
-    assert calls == 2 and a.retries == 1
+    result = a.update("perf", fn, "statefile: a")
+    commit = result.commit
+    assert calls == 2 and result.attempts == 2
     assert git(remote, "show", f"{BRANCH}:perf.md") == "# Autoloop: perf\n\n- base\n- b\n- a\n"
     assert rev(remote, LOCAL) == commit and commit_count(remote, LOCAL) == 3
 
@@ -470,14 +477,14 @@ def test_other_branch_names_work(repo: Path) -> None:
 def test_a_linked_work_tree_shares_the_branch(repo: Path) -> None:
     git(repo, "worktree", "add", "-q", "-b", "feature", str(repo.parent / "feature"))
     store = Store.open(repo.parent / "feature")
-    commit = store.update("perf", appender("- from a linked work tree"), "statefile: linked")
+    commit = store.update("perf", appender("- from a linked work tree"), "statefile: linked").commit
     assert rev(repo, LOCAL) == commit and Store.open(repo).read_text("perf") == store.read_text("perf")
     fsck_clean(repo)
 
 
 def test_a_stale_ref_lock_is_reported_with_what_to_do(repo: Path) -> None:
     store = Store.open(repo, max_tries=2)
-    tip = store.update("perf", appender("- one"), "statefile: one")
+    tip = store.update("perf", appender("- one"), "statefile: one").commit
     lock = repo / ".git" / "refs" / "heads" / "memory" / "autoloop.lock"
     lock.write_text("")  # what a git process killed while holding the lock leaves behind
     with pytest.raises(GitError, match=r"cannot lock refs/heads/memory/autoloop.*delete that file"):
@@ -496,7 +503,7 @@ def test_bad_limits_are_usage_errors(repo: Path, option: str, value: int) -> Non
 
 def test_messages_are_cleaned_and_empty_ones_refused(repo: Path) -> None:
     store = Store.open(repo)
-    commit = store.update("perf", appender("- one"), "  statefile: one   \n\n  detail  \n\n")
+    commit = store.update("perf", appender("- one"), "  statefile: one   \n\n  detail  \n\n").commit
     assert git(repo, "cat-file", "commit", commit).endswith("\n\nstatefile: one\n\n  detail\n")
     with pytest.raises(UsageError, match="empty commit message"):
         store.update("perf", appender("- two"), "  \n ")
@@ -505,5 +512,5 @@ def test_messages_are_cleaned_and_empty_ones_refused(repo: Path) -> None:
 def test_a_remote_given_by_a_relative_path_works(tmp_path: Path, remote: Path) -> None:
     work = make_repo(tmp_path / "work")
     git(work, "remote", "add", "origin", os.path.relpath(remote, work))
-    commit = Store.open(work, remote="origin").update("perf", appender("- one"), "statefile: one")
+    commit = Store.open(work, remote="origin").update("perf", appender("- one"), "statefile: one").commit
     assert rev(remote, LOCAL) == commit

@@ -36,6 +36,8 @@ class RecordOutcome:
     status: str
     size: int
     compaction: dict[str, Any]
+    #: How many times the write was tried (more than 1 when concurrent writers got in first).
+    attempts: int = 1
 
 
 @dataclass
@@ -103,9 +105,7 @@ def record_iteration(
     from statefile.policy.rules import record
     from statefile.store import Change
 
-    landed: dict[str, Any] = {}
-
-    def apply(doc: StateDocument | None) -> Change:
+    def apply(doc: StateDocument | None) -> Change[tuple[int, CompactionReport]]:
         recorded = record(doc, request, program=program, now=now)
         number = recorded.history[0].covers[0] if recorded.history else 0
         result = compact(recorded, _policy_for(policy, program))
@@ -113,18 +113,19 @@ def record_iteration(
         message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
         if result.report.changed:
             message += f"\n\n{result.report.summary()}"
-        # Overwritten on every call: the store keeps only the last call's result, and so do we.
-        landed.update(number=number, report=result.report, size=result.document.size)
         return Change(
             result.document,
             archive=result.archive,
             archive_label=f"compaction of {program}.md while recording iteration {number}",
             message=message,
+            detail=(number, result.report),  # the store hands back the detail of the call that landed
         )
 
-    commit = store.update(program, apply, f"statefile: record iteration of {program}")
-    report: CompactionReport = landed["report"]
-    return RecordOutcome(program, commit, landed["number"], request.status, landed["size"], report.as_dict())
+    landed = store.update(program, apply, f"statefile: record iteration of {program}")
+    assert landed.detail is not None and landed.document is not None
+    number, report = landed.detail
+    size = landed.document.size
+    return RecordOutcome(program, landed.commit or "", number, request.status, size, report.as_dict(), landed.attempts)
 
 
 def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
@@ -137,7 +138,7 @@ def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
             raise ConflictError(f"program '{program}' already exists; use 'statefile show {program}' to see it")
         return parse(new_state_file(program, **fields))
 
-    return store.update(program, create, f"statefile: init {program}")
+    return store.update(program, create, f"statefile: init {program}").commit or ""
 
 
 def compact_program(store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool) -> CompactOutcome:
@@ -153,24 +154,23 @@ def compact_program(store: Store, program: str, policy: CompactionPolicy, *, dry
         result = compact(doc, policy)
         return CompactOutcome(program, "", result.report, True, result.archive)
 
-    landed: dict[str, Any] = {}
-
-    def apply(doc: StateDocument | None) -> StateDocument | Change:
+    def apply(doc: StateDocument | None) -> Change[CompactionReport]:
         if doc is None:
             raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
         result = compact(doc, policy)
-        landed["report"] = result.report
         if not result.report.changed:
-            return doc
+            return Change(doc, detail=result.report)  # the same document: nothing is written
         return Change(
             result.document,
             archive=result.archive,
             archive_label=f"compaction of {program}.md",
             message=_compaction_message(program, result.report) + f"\n\n{result.report.summary()}",
+            detail=result.report,
         )
 
-    commit = store.update(program, apply, f"statefile: compact {program}")
-    return CompactOutcome(program, commit, landed["report"], False)
+    landed = store.update(program, apply, f"statefile: compact {program}")
+    assert landed.detail is not None
+    return CompactOutcome(program, landed.commit or "", landed.detail, False)
 
 
 def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcome:
@@ -301,7 +301,7 @@ def save_edit(store: Store, program: str, original: str, edited: str) -> str:
             )
         return new_doc
 
-    return store.update(program, apply, f"statefile: edit {program} by hand")
+    return store.update(program, apply, f"statefile: edit {program} by hand").commit or ""
 
 
 def build_report(

@@ -144,7 +144,7 @@ def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> 
         what, body = unwrap_chunk(chunk)
         return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md")
 
-    commit = app.store().update(program, apply, f"statefile: remove a lesson from {program}")
+    commit = app.store().update(program, apply, f"statefile: remove a lesson from {program}").commit
     say(app, f"moved the lesson to archive/{program}/" + (f" ({commit[:10]})" if commit else ""))
 
 
@@ -185,7 +185,7 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
         what, body = unwrap_chunk(restored_chunk(tombstone, today=today))
         return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what)
 
-    commit = store.update(program, apply, f"statefile: restore a lesson of {program}")
+    commit = store.update(program, apply, f"statefile: restore a lesson of {program}").commit
     say(app, "restored the lesson" + (f" ({commit[:10]})" if commit else ""))
 
 
@@ -197,7 +197,7 @@ def _edit_lessons(app: AppContext, program: str, verb: str, edit: Callable[[Stat
             raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
         return edit(doc)
 
-    commit = app.store().update(program, apply, f"statefile: {verb} a lesson of {program}")
+    commit = app.store().update(program, apply, f"statefile: {verb} a lesson of {program}").commit
     say(app, f"{verb}: done" + (f" ({commit[:10]})" if commit else ""))
 
 
@@ -244,7 +244,7 @@ def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     def apply(shared: StateDocument | None) -> StateDocument:
         return promote_lesson(doc, _selector(selector), shared, program=program)
 
-    commit = app.store().update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md")
+    commit = app.store().update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md").commit
     say(app, "promoted to _shared.md" + (f" ({commit[:10]})" if commit else ""))
 
 
@@ -298,7 +298,7 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
                 f"{len(clashes)} file(s) exist with different content ({shown}); nothing was written — import into "
                 "an empty branch (--branch NEW) or pass --force to overwrite"
             )
-    commit = store.write_files(files, f"statefile: import {len(files)} files")
+    commit = store.write_files(files, f"statefile: import {len(files)} files").commit
     say(app, f"imported {len(files)} files" + (f" ({commit[:10]})" if commit else ""))
 
 

@@ -22,6 +22,7 @@ from statefile.store.base import Change as Change
 from statefile.store.base import LogEntry as LogEntry
 from statefile.store.base import Store as Store
 from statefile.store.base import UpdateFn as UpdateFn
+from statefile.store.base import UpdateResult as UpdateResult
 from statefile.store.folder import FolderStore as FolderStore
 from statefile.store.git import GitStore as GitStore
 from statefile.store.git import Repository as Repository
@@ -40,6 +41,7 @@ __all__ = [
     "Repository",
     "Store",
     "UpdateFn",
+    "UpdateResult",
     "discover",
     "find_repository",
 ]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 from statefile.defaults import BOT_EMAIL as BOT_EMAIL
 from statefile.defaults import BOT_NAME as BOT_NAME
@@ -38,8 +38,16 @@ if TYPE_CHECKING:
     from statefile.store.git.store import GitStore
 
 
+if TYPE_CHECKING:  # a default (PEP 696) for type checkers only: a bare ``Change`` means ``Change[None]``
+    from typing_extensions import TypeVar as TypeVarWithDefault
+
+    T = TypeVarWithDefault("T", default=None)
+else:
+    T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Change:
+class Change(Generic[T]):
     """What an update function may return instead of a bare :class:`StateDocument`.
 
     ``archive`` is removed text to append, verbatim, to the program's archive ("" for none); ``archive_label``
@@ -52,6 +60,44 @@ class Change:
     #: The commit message for this write, when the update function knows better than its caller (e.g. the
     #: iteration number a record got on the tip it actually ran on); "" keeps the message given to update().
     message: str = ""
+    #: What the caller wants back from the call that landed (a compaction report, the iteration number the
+    #: record got): returned as :attr:`UpdateResult.detail`; the store never looks at it.
+    detail: T | None = None
+
+
+@dataclass(frozen=True)
+class UpdateResult(Generic[T]):
+    """What :meth:`Store.update` (and :meth:`Store.write_files`) did.
+
+    When a concurrent writer won and the update function ran again, everything here is from the call whose
+    result landed, so callers need nothing from inside the function.
+    """
+
+    #: The branch tip afterwards: the new commit, or the unchanged tip when nothing was written (``None`` for
+    #: a folder store, which has no commits, and for an empty branch left empty).
+    commit: str | None
+    #: Whether this call wrote anything (``False``: the result equalled what is stored).
+    landed: bool
+    #: The store paths written, in the order written (archive parts first, the state file last).
+    files: tuple[str, ...] = ()
+    #: The program's document as stored afterwards (``None`` for :meth:`Store.write_files`).
+    document: StateDocument | None = None
+    #: :attr:`Change.detail` of the call that landed (``None`` when it returned a bare document).
+    detail: T | None = None
+    #: How many times the write was tried (1 unless a concurrent writer got in first).
+    attempts: int = 1
+
+
+class Plan(Generic[T]):
+    """The files one call of an update function asks to write (the pure part of :meth:`Store.update`)."""
+
+    __slots__ = ("detail", "document", "files", "message")
+
+    def __init__(self, files: dict[str, str], message: str, document: StateDocument, detail: T | None) -> None:
+        self.files = files  # path → text; archive parts first, the state file last; empty when nothing changes
+        self.message = message  # the Change's own commit message ("" for none)
+        self.document = document
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -64,7 +110,7 @@ class LogEntry:
     message: str
 
 
-UpdateFn = Callable[[StateDocument | None], StateDocument | Change]
+UpdateFn = Callable[[StateDocument | None], StateDocument | Change[T]]
 
 
 class Store(abc.ABC):
@@ -157,18 +203,18 @@ class Store(abc.ABC):
     # -- writing -------------------------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def update(self, program: str, fn: UpdateFn, message: str) -> str:
+    def update(self, program: str, fn: UpdateFn[T], message: str) -> UpdateResult[T]:
         """Apply ``fn`` to the current document of ``program`` and store the result atomically.
 
         ``fn(doc_or_None)`` returns a :class:`StateDocument` or a :class:`Change`.  On a concurrent write the
         store re-reads and calls ``fn`` again, so ``fn`` must be a pure function of its argument.  If ``fn``
         raises, nothing is written and the error propagates.  A result over ``max_bytes`` raises BudgetError and
-        changes nothing.  Returns the new commit id ("" for stores without commits; the current tip when the
-        result equals what is stored).
+        changes nothing.  Returns an :class:`UpdateResult`: the commit, what landed, and ``Change.detail`` of
+        the call that landed.
         """
 
     @abc.abstractmethod
-    def write_files(self, files: Mapping[str, str | None], message: str) -> str:
+    def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write several files in one atomic batch (one commit); a ``None`` value deletes that file."""
 
     # -- lifetime ------------------------------------------------------------------------------------------------
@@ -213,20 +259,21 @@ def utc_now() -> str:
 def plan_update(
     program: str,
     current: str | None,
-    fn: UpdateFn,
+    fn: UpdateFn[T],
     *,
     max_bytes: int,
     last_part: Callable[[], tuple[str, str] | None],
     label: str,
-) -> tuple[dict[str, str], str] | None:
-    """Run ``fn`` on ``current``: the files to write (``path → text``) and the Change's own message ("" for
-    none), or ``None`` for no change.
+) -> Plan[T]:
+    """Run ``fn`` on ``current``: the files to write (``path → text``, none when nothing changes), the Change's
+    own message ("" for none), the new document and the Change's detail.
 
     Archive parts come first and the state file last, the order a folder store writes them in.  ``last_part``
     is called only when there is archive text.  Raises BudgetError (nothing is written) when the new state file
     is over ``max_bytes``.
     """
     result = fn(None if current is None else parse(current))
+    change: Change[T]
     if isinstance(result, StateDocument):
         change = Change(result)
     elif isinstance(result, Change):
@@ -247,7 +294,7 @@ def plan_update(
             files[f"{archive_dir(program)}/{name}"] = content
     if files or text != current:
         files[state_path(program)] = text
-    return (files, change.message) if files else None
+    return Plan(files, change.message, change.document, change.detail)
 
 
 def checked_bytes(text: str, path: str) -> bytes:

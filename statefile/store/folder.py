@@ -26,7 +26,9 @@ from statefile.store.base import (
     DEFAULT_MAX_BYTES,
     LogEntry,
     Store,
+    T,
     UpdateFn,
+    UpdateResult,
     checked_bytes,
     decode_text,
     first_line,
@@ -43,7 +45,7 @@ _NEW_FILE_MODE = 0o644
 
 
 class FolderStore(Store):
-    """State files in the folder ``path`` (which must exist).  ``update`` returns "" and ``log`` returns []."""
+    """State files in the folder ``path`` (which must exist).  There are no commits: ``log`` returns []."""
 
     def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.root = Path(path)
@@ -213,11 +215,11 @@ class FolderStore(Store):
         validate_program(program)
         return []
 
-    def update(self, program: str, fn: UpdateFn, message: str) -> str:
-        """Apply ``fn`` under the folder lock and write the result atomically; returns "" (there is no commit)."""
+    def update(self, program: str, fn: UpdateFn[T], message: str) -> UpdateResult[T]:
+        """Apply ``fn`` under the folder lock and write the result atomically (``commit`` is ``None``)."""
         validate_program(program)
         with self._locked():
-            planned = plan_update(
+            plan = plan_update(
                 program,
                 self._read(state_path(program)),
                 fn,
@@ -225,9 +227,9 @@ class FolderStore(Store):
                 last_part=lambda: self._last_part(program),
                 label=first_line(message) or "update",
             )
-            if planned is not None:
-                self._write_batch({path: checked_bytes(text, path) for path, text in planned[0].items()})
-        return ""
+            if plan.files:
+                self._write_batch({path: checked_bytes(text, path) for path, text in plan.files.items()})
+        return UpdateResult(None, bool(plan.files), tuple(plan.files), plan.document, plan.detail)
 
     def _last_part(self, program: str) -> tuple[str, str] | None:
         name = newest_part(self._archive_names(program))
@@ -236,8 +238,8 @@ class FolderStore(Store):
         text = self._read(f"{archive_dir(program)}/{name}")
         return None if text is None else (name, text)
 
-    def write_files(self, files: Mapping[str, str | None], message: str) -> str:
-        """Write ``files`` (path → text, ``None`` deletes) under the folder lock; returns ""."""
+    def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
+        """Write ``files`` (path → text, ``None`` deletes) under the folder lock (``commit`` is ``None``)."""
         changes: dict[str, bytes | None] = {}
         for path, content in files.items():
             validate_path(path)
@@ -250,7 +252,7 @@ class FolderStore(Store):
             changes[path] = data
         with self._locked():
             self._write_batch(changes)
-        return ""
+        return UpdateResult(None, bool(changes), tuple(changes))
 
 
 def _kind(mode: int) -> str:

@@ -46,8 +46,11 @@ from statefile.store.base import (
     DEFAULT_BRANCH,
     DEFAULT_MAX_BYTES,
     LogEntry,
+    Plan,
     Store,
+    T,
     UpdateFn,
+    UpdateResult,
     checked_bytes,
     decode_text,
     first_line,
@@ -114,8 +117,7 @@ class GitStore(Store):
 
     ``path`` is a folder in (or above which is) the repository, or a :class:`Repository` already discovered.
     ``remote`` is a configured remote's name or a URL (see :mod:`.remote`).  Attributes: ``branch``, ``remote``
-    (``None`` for local-only), ``repository``, ``max_bytes``, ``max_tries``, ``max_wait``, and ``retries`` (how
-    many times the last write had to start again after a concurrent change).
+    (``None`` for local-only), ``repository``, ``max_bytes``, ``max_tries`` and ``max_wait``.
     """
 
     def __init__(
@@ -140,7 +142,6 @@ class GitStore(Store):
         self.max_bytes = max_bytes
         self.max_tries = max_tries
         self.max_wait = float(max_wait)
-        self.retries = 0
         self._author = None if author is None else parse_identity(author)
         self.repository = path if isinstance(path, Repository) else discover(path)
         repo = self.repository
@@ -657,16 +658,18 @@ class GitStore(Store):
             return False
         return tip is not None and (tip == new or self._refs.is_ancestor(new, tip))
 
-    def _transact(self, attempt: Callable[[str | None], str | None], why: str) -> str:
-        """Run ``attempt(base) -> new commit | None`` until its commit lands on the branch; return the tip."""
+    def _transact(self, attempt: Callable[[str | None], str | None], why: str) -> tuple[str, bool, int]:
+        """Run ``attempt(base) -> new commit | None`` until its commit lands on the branch.
+
+        Returns the tip afterwards, whether a commit was written, and the number of attempts.
+        """
         step = self._try_remote if self._remote is not None else self._try_local
         first, cap = _REMOTE_BACKOFF if self._remote is not None else _LOCAL_BACKOFF
         backoff = Backoff(tries=self.max_tries, first=first, cap=cap, budget=self.max_wait)
         tried: Tried[tuple[str, Result | None]] = retry(lambda _: step(attempt, why), backoff, rng=self._random)
-        self.retries = tried.attempts - 1
         commit, result = tried.value
         if tried.outcome.done:
-            return commit
+            return commit, result is not None, tried.attempts
         if tried.outcome is Outcome.LOCKED and result is not None:
             raise GitError(self._git.redact(
                 f"cannot lock {self._local_ref} in {self.repository.common_dir} ({one_line(result.err, 300)}): "
@@ -683,17 +686,18 @@ class GitStore(Store):
 
     # -- the Store writing interface -----------------------------------------------------------------------------
 
-    def update(self, program: str, fn: UpdateFn, message: str) -> str:
-        """Apply ``fn`` to ``program``'s state file as one commit (see :meth:`Store.update`); the commit id.
+    def update(self, program: str, fn: UpdateFn[T], message: str) -> UpdateResult[T]:
+        """Apply ``fn`` to ``program``'s state file as one commit (see :meth:`Store.update`).
 
         ``fn`` runs again on the newer document whenever a concurrent write wins the race: keep it pure.
         """
         validate_program(program)
         text = clean_message(message)
         label = first_line(text)
+        plans: list[Plan[T]] = []
 
         def attempt(base: str | None) -> str | None:
-            planned = plan_update(
+            plan = plan_update(
                 program,
                 self._read_at(base, state_path(program)),
                 fn,
@@ -701,15 +705,20 @@ class GitStore(Store):
                 last_part=lambda: self._last_part(base, program),
                 label=label,
             )
-            if planned is None:
+            plans.append(plan)  # the last plan is the one that landed: the loop ends with its attempt
+            if not plan.files:
                 return None
-            files, own_message = planned
-            message_text = clean_message(own_message) if own_message.strip() else text
-            return self._commit(base, {path: checked_bytes(t, path) for path, t in files.items()}, message_text)
+            message_text = clean_message(plan.message) if plan.message.strip() else text
+            changes = {path: checked_bytes(t, path) for path, t in plan.files.items()}
+            return self._commit(base, changes, message_text)
 
-        return self._transact(attempt, label)
+        tip, wrote, attempts = self._transact(attempt, label)
+        plan = plans[-1]
+        return UpdateResult(
+            tip or None, wrote, tuple(plan.files) if wrote else (), plan.document, plan.detail, attempts
+        )
 
-    def write_files(self, files: Mapping[str, str | None], message: str) -> str:
+    def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write ``files`` (path → text, ``None`` deletes) as one commit; each file must fit ``max_bytes``."""
         text = clean_message(message)
         changes: dict[str, bytes | None] = {}
@@ -726,8 +735,9 @@ class GitStore(Store):
                 )
             changes[path] = data
         if not changes:
-            return self.tip() or ""
-        return self._transact(lambda base: self._commit(base, changes, text), first_line(text))
+            return UpdateResult(self.tip(), False)
+        tip, wrote, attempts = self._transact(lambda base: self._commit(base, changes, text), first_line(text))
+        return UpdateResult(tip or None, wrote, tuple(changes) if wrote else (), attempts=attempts)
 
 
 Store.git_store = GitStore
