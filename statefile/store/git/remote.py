@@ -125,6 +125,12 @@ class Remote:
 
     def fetch_error(self, result: Result) -> StatefileError:
         """The error for a fetch that failed for another reason."""
+        if "mismatched algorithms" in result.err or "does not support this repository's hash" in result.err:
+            return GitError(self._git.redact(
+                f"{self.display} and this repository use different object formats ({one_line(result.err, 200)}); "
+                "git cannot move objects between a SHA-1 and a SHA-256 repository — work in a clone of the remote "
+                "(or one made with the same --object-format); nothing was written"
+            ))  # fmt: skip
         return self._git.failure(result, f"check that {self.display} is reachable and readable",
                                  what=f"fetching {self.display}")  # fmt: skip
 

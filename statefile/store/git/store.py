@@ -75,7 +75,7 @@ from statefile.store.git.objects import (
 )
 from statefile.store.git.refs import Refs, RefState
 from statefile.store.git.remote import Remote, credentials, env_tokens
-from statefile.store.git.repo import Repository, discover, git_executable
+from statefile.store.git.repo import OBJECT_FORMATS, Repository, discover, git_executable
 from statefile.store.git.retry import Backoff, Outcome, Tried, retry
 from statefile.store.git.runner import Git, Result, one_line
 from statefile.store.names import (
@@ -145,6 +145,11 @@ class GitStore(Store):
         self._author = None if author is None else parse_identity(author)
         self.repository = path if isinstance(path, Repository) else discover(path)
         repo = self.repository
+        if repo.object_format not in OBJECT_FORMATS:
+            raise InvalidDataError(
+                f"{repo.top} stores objects in the {repo.object_format!r} format, which statefile does not know "
+                f"(it knows {', '.join(OBJECT_FORMATS)}); nothing was read or written"
+            )
         url = None
         config: tuple[tuple[str, str], ...] = ()
         secrets = env_tokens()
