@@ -187,7 +187,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "remote",
         None,
-        "Git remote the branch is fetched from and pushed to (unset: work on the local branch only).",
+        "Git remote (a name, or a URL) the branch is fetched from and pushed to (unset: the local branch only).",
         _word,
     ),
     Option(

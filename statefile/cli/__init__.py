@@ -33,7 +33,11 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
     "[env STATEFILE_REPO]",
 )
 @click.option("--branch", help="Memory branch (default memory/autoloop). [env STATEFILE_BRANCH]")
-@click.option("--remote", help="Fetch from and push to this remote, e.g. origin. [env STATEFILE_REMOTE]")
+@click.option(
+    "--remote",
+    help="Fetch from and push to this remote: a name (origin) or a URL; GITHUB_TOKEN/GH_TOKEN is sent to github.com "
+    "as a header, never stored. [env STATEFILE_REMOTE]",
+)
 @click.option(
     "--dir",
     "folder",

@@ -46,22 +46,26 @@ class Credentials(NamedTuple):
 def credentials(url: str, env: Mapping[str, str]) -> Credentials:
     """The URL to use and the header configuration for ``url`` (pure: ``env`` is the environment to read).
 
-    A user and password in the URL become a basic-auth header (and leave the URL, which git would show in ``ps``
-    and in messages); otherwise ``GITHUB_TOKEN``/``GH_TOKEN`` does, as ``x-access-token:TOKEN``, for an https
-    URL on github.com or on ``GITHUB_SERVER_URL``'s host.  No header at all otherwise.
+    A user (and password) in an http(s) URL become a basic-auth header and leave the URL, which git would show
+    in ``ps`` and in messages; otherwise ``GITHUB_TOKEN``/``GH_TOKEN`` does, as ``x-access-token:TOKEN``, for a
+    URL on github.com or on ``GITHUB_SERVER_URL``'s host, over https (or http to this machine's loopback, where
+    nothing crosses a network).  No header at all otherwise: the token never goes to a host it was not meant for.
     """
     parts = urllib.parse.urlsplit(url) if "://" in url else None
+    if parts is None or parts.scheme.lower() not in ("https", "http"):
+        return Credentials(url, (), ())
     secrets: list[str] = []
     basic = ""
-    if parts is not None and parts.password:
+    host = parts.hostname or ""
+    if parts.username is not None or parts.password is not None:
         user = urllib.parse.unquote(parts.username or "")
-        password = urllib.parse.unquote(parts.password)
-        host = parts.hostname or ""
-        netloc = host if parts.port is None else f"{host}:{parts.port}"
+        password = urllib.parse.unquote(parts.password or "")
+        bare_host = f"[{host}]" if ":" in host else host
+        netloc = bare_host if parts.port is None else f"{bare_host}:{parts.port}"
         url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
         basic = f"{user}:{password}"
-        secrets += [password, urllib.parse.quote(password, safe="")]
-    elif parts is not None and parts.scheme == "https" and _token_host(parts.hostname or "", env):
+        secrets += [s for value in (user, password) for s in (value, urllib.parse.quote(value, safe="")) if s]
+    elif _token_host(parts, env):
         token = next((env[name].strip() for name in TOKEN_VARIABLES if env.get(name, "").strip()), "")
         if token:
             basic = f"x-access-token:{token}"
@@ -75,9 +79,15 @@ def credentials(url: str, env: Mapping[str, str]) -> Credentials:
     return Credentials(url, ((key, ""), (key, f"AUTHORIZATION: basic {encoded}")), tuple(secrets))
 
 
-def _token_host(host: str, env: Mapping[str, str]) -> bool:
-    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL", "")).hostname or ""
-    return host.lower() in {"github.com", server.lower()} - {""}
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _token_host(parts: urllib.parse.SplitResult, env: Mapping[str, str]) -> bool:
+    host = (parts.hostname or "").lower()
+    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL", ""))
+    if host not in {"github.com", (server.hostname or "").lower()} - {""}:
+        return False
+    return parts.scheme.lower() == "https" or host in _LOOPBACK
 
 
 def private_ref(url: str, branch: str) -> str:
@@ -222,11 +232,6 @@ def remote_message(stderr: str) -> str:
             continue
         lines.append(line[len("remote:") :].strip())
     return one_line("\n".join(lines))
-
-
-def url_is_credentialed(url: str) -> bool:
-    """Whether ``url`` carries a password (which :func:`credentials` moves into a header)."""
-    return "://" in url and bool(urllib.parse.urlsplit(url).password)
 
 
 def env_tokens(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
