@@ -41,13 +41,13 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from statefile.app.context import AppContext
-from statefile.app.operations import record_iteration
+from statefile.app.writing import compaction_policy, record_iteration
 from statefile.policy.rules import RecordRequest
 from statefile.store import Store
 
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = Store.open(path, remote="origin")
-policy = AppContext(repo=Path(path)).policy()
+policy = compaction_policy(AppContext(repo=Path(path)).config(), now=datetime.now(timezone.utc))
 retries = 0
 for k in range(count):
     request = RecordRequest(status="accepted", metric=float(k), change=f"change by {name}", notes=f"marker {name}-{k}.")

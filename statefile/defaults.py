@@ -15,3 +15,6 @@ DEFAULT_BRANCH = "memory/autoloop"
 BOT_NAME = "statefile"
 BOT_EMAIL = "statefile@users.noreply.github.com"
 """The commit identity used when neither statefile's settings nor git's own identity name one."""
+
+SHARED_PROGRAM = "_shared"
+"""The program name of ``_shared.md``: lessons promoted for every program, not a program of its own."""

@@ -39,7 +39,7 @@ from gitutil import STATEFILE
 from test_store_git import LOCAL, clone, fsck_clean, git, make_remote, rev
 
 from statefile.app.context import AppContext
-from statefile.app.operations import record_iteration
+from statefile.app.writing import compaction_policy, record_iteration
 from statefile.model.document import parse
 from statefile.model.synthetic import synthetic_state
 from statefile.policy.compaction import CompactionPolicy, compact
@@ -286,7 +286,7 @@ def cli_rounds(tmp: Path, rounds: int, *, seed: int) -> Tally:
     repo = clone(bare, tmp / "runner")
     with GitStore(repo, remote="origin") as store:
         store.write_files({"perf.md": SEED}, "seed")
-    policy = AppContext(repo=repo).policy()  # what the command itself will use (config defaults)
+    policy = compaction_policy(AppContext(repo=repo).config(), now=datetime.now(timezone.utc))  # what the command uses
     rng = random.Random(seed)
     tally = Tally()
 

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
 
-from statefile.app.operations import compact_program, record_iteration
+from statefile.app.writing import compact_program, record_iteration
 from statefile.errors import BudgetError, InvalidDataError, StatefileError
 from statefile.model.document import parse, read_machine_state
 from statefile.model.text import split_lines

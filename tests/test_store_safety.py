@@ -12,10 +12,10 @@ from test_store_git import BRANCH, LOCAL, appender, clone, git, make_remote, mak
 
 from statefile.errors import GitError, InvalidDataError, NotFoundError, UsageError
 from statefile.model.document import StateDocument, parse
+from statefile.redaction import redact
 from statefile.store import FolderStore, GitStore, Store
 from statefile.store.git.runner import Git, Result
 from statefile.store.names import (
-    redact,
     validate_branch,
     validate_part,
     validate_path,

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
+from statefile.store.names import validate_branch
 
 if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
     import tomllib
@@ -131,8 +132,6 @@ def _seconds(raw: object) -> float:
 def _branch(raw: object) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError(f"must be a branch name such as 'memory/autoloop', got {raw!r}")
-    from statefile.store.names import validate_branch
-
     name = raw.strip().removeprefix("refs/heads/")
     try:
         return validate_branch(name)

@@ -1,7 +1,7 @@
 """What a command runs with: resolved configuration and the store it reads and writes.
 
-The CLI builds one :class:`AppContext` from the global options; commands ask it for the config, the store and
-the compaction policy.  Everything is resolved lazily so ``statefile --help`` never touches git.
+The CLI builds one :class:`AppContext` from the global options; commands ask it for the config and the store.
+  Everything is resolved lazily so ``statefile --help`` never touches git.
 """
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from statefile.app.config import Config, resolve_config
+from statefile.defaults import BOT_EMAIL, BOT_NAME
 from statefile.errors import NotFoundError, StatefileError, UsageError
-
-if TYPE_CHECKING:
-    from statefile.app.config import Config
-    from statefile.policy.compaction import CompactionPolicy
-    from statefile.store import Repository, Store
+from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
 
 
 @dataclass
@@ -44,8 +42,6 @@ class AppContext:
         repository it refuses (``safe.directory``).
         """
         if not self._discovered:
-            from statefile.store import find_repository
-
             start = self.repo if self.repo is not None else Path.cwd()
             self._repository = find_repository(start) if start.is_dir() else None
             self._discovered = True
@@ -63,8 +59,6 @@ class AppContext:
     def config(self) -> Config:
         """Settings resolved from flags > environment > TOML > workflow frontmatter > defaults."""
         if self._config is None:
-            from statefile.app.config import resolve_config
-
             flags: dict[str, Any] = {}
             if self.max_bytes is not None:
                 flags["max_bytes"] = self.max_bytes
@@ -83,8 +77,6 @@ class AppContext:
         config = self.config()
         max_bytes = config.max_bytes.value
         if self.folder is not None:
-            from statefile.store import FolderStore
-
             if config.remote.value:
                 raise UsageError(
                     f"--dir works on a plain folder and cannot use a remote ({config.remote.source}); "
@@ -102,8 +94,6 @@ class AppContext:
             raise NotFoundError(
                 f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
             )
-        from statefile.defaults import BOT_EMAIL, BOT_NAME
-        from statefile.store import GitStore
 
         author = None
         if config.author_name.value or config.author_email.value:
@@ -137,32 +127,3 @@ class AppContext:
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
         return replace(self, folder=folder, _store=None)
-
-    def policy(self, *, aggressive: bool = False) -> CompactionPolicy:
-        """The compaction policy from the configuration (``aggressive``: aggressive mode whatever the size)."""
-        import datetime as dt
-
-        from statefile.policy.compaction import CompactionPolicy
-
-        config = self.config()
-        summarizer = None
-        if config.summarizer.value:
-            from statefile.integrations.summarizer import command_summarizer
-
-            summarizer = command_summarizer(config.summarizer.value, timeout=config.summarizer_timeout.value)
-        return CompactionPolicy(
-            max_bytes=config.max_bytes.value,
-            keep_recent=config.keep_recent.value,
-            keep_recent_aggressive=config.aggressive_keep.value,
-            aggressive_at=config.aggressive_at.value,
-            low_water=min(0.6, config.aggressive_at.value),
-            force_aggressive=aggressive,
-            today=dt.datetime.now(dt.timezone.utc).date(),
-            summarizer=summarizer,
-        )
-
-
-def validate_positive(name: str, value: int | None) -> None:
-    """Reject a non-positive number given for ``name`` with a usage error."""
-    if value is not None and value <= 0:
-        raise UsageError(f"{name} must be a positive number, got {value}")

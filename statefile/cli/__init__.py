@@ -1,15 +1,16 @@
-"""The ``statefile`` command: global options, command registration, and turning errors into exit codes.
+"""The ``statefile`` command: global options, the command table, and turning errors into exit codes.
 
-Commands live in the modules of :mod:`statefile.cli`; each parses its arguments and calls
-:mod:`statefile.app.operations`.
-Every deliberate failure is a :class:`~statefile.errors.StatefileError`, printed as one line on stderr with the
-exit code documented in :mod:`statefile.errors`; nothing else escapes as a traceback unless ``STATEFILE_DEBUG`` is
-set.
+Commands live in :mod:`statefile.cli.read` (the read side, which the scheduler's pre-step runs every time),
+:mod:`statefile.cli.memory` (what an agent reads), :mod:`statefile.cli.write`, :mod:`statefile.cli.backup` and
+:mod:`statefile.cli.demo`; each parses its arguments and calls the use cases in :mod:`statefile.app`.  A
+command's module is imported only when that command runs, so ``statefile --version`` and ``statefile report`` do
+not pay for compaction.  Global options (``--json``, ``--remote``, …) work before the command and after it:
+``statefile status perf --json`` is ``statefile --json status perf``.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,52 +18,111 @@ from typing import Any
 import click
 
 from statefile import __version__
-from statefile.app.context import AppContext
-from statefile.errors import EXIT_INTERNAL, EXIT_USAGE, StatefileError
+from statefile.cli.run import invoke
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
+# Command name → "module:attribute".  Adding a command: write it in a module under statefile/cli/ and name it here.
+COMMANDS: dict[str, str] = {
+    "check": "statefile.cli.read:check_cmd",
+    "compact": "statefile.cli.write:compact_cmd",
+    "config": "statefile.cli.read:config_cmd",
+    "demo": "statefile.cli.demo:demo_cmd",
+    "edit": "statefile.cli.write:edit_cmd",
+    "expand": "statefile.cli.read:expand_cmd",
+    "export": "statefile.cli.backup:export_cmd",
+    "import": "statefile.cli.backup:import_cmd",
+    "init": "statefile.cli.write:init_cmd",
+    "lesson": "statefile.cli.write:lesson_group",
+    "list": "statefile.cli.read:list_cmd",
+    "log": "statefile.cli.read:log_cmd",
+    "record": "statefile.cli.write:record_cmd",
+    "render": "statefile.cli.memory:render_cmd",
+    "report": "statefile.cli.read:report_cmd",
+    "search": "statefile.cli.memory:search_cmd",
+    "show": "statefile.cli.read:show_cmd",
+    "status": "statefile.cli.memory:status_cmd",
+}
 
-@click.group(context_settings=CONTEXT)
+
+def _global_options() -> list[click.Option]:
+    """The options every command accepts; the group reads them from the environment too."""
+    return [
+        click.Option(
+            ["--repo"],
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Git repository holding the memory branch (default: the one around the current directory). "
+            "[env STATEFILE_REPO]",
+        ),
+        click.Option(["--branch"], help="Memory branch (default memory/autoloop). [env STATEFILE_BRANCH]"),
+        click.Option(
+            ["--remote"],
+            help="Fetch from and push to this remote: a name (origin) or a URL; GITHUB_TOKEN/GH_TOKEN is sent to "
+            "github.com as a header, never stored. [env STATEFILE_REMOTE]",
+        ),
+        click.Option(
+            ["--dir", "folder"],
+            type=click.Path(path_type=Path, file_okay=False),
+            help="Work on a plain folder instead of a branch, e.g. /tmp/gh-aw/repo-memory/default. [env STATEFILE_DIR]",
+        ),
+        click.Option(
+            ["--max-bytes"],
+            type=click.IntRange(min=1),
+            help="Byte budget per state file (default: config, else 30720). [env STATEFILE_MAX_BYTES]",
+        ),
+        click.Option(["--json", "as_json"], is_flag=True, default=None, help="Machine-readable JSON output."),
+        click.Option(["--quiet", "-q"], is_flag=True, default=None, help="Print only errors and data."),
+    ]
+
+
+_ENV = {"repo": "STATEFILE_REPO", "folder": "STATEFILE_DIR", "as_json": "STATEFILE_JSON", "quiet": "STATEFILE_QUIET"}
+
+
+def _set_on_app(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    """Record a global option given after the command (given: not None) with the group's options."""
+    if value is not None and param.name is not None:
+        root = ctx.find_root()
+        root.obj = {**(root.obj or {}), param.name: value}
+
+
+def _with_global_options(command: click.Command) -> click.Command:
+    """Let ``command`` (and a group's subcommands) accept the global options after its own arguments."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_global_options(sub)
+    own = {param.name for param in command.params}
+    for option in _global_options():
+        if option.name not in own:
+            option.expose_value = False
+            option.callback = _set_on_app
+            command.params.append(option)
+    return command
+
+
+class _LazyGroup(click.Group):
+    """A group that imports a command's module only when that command is used (or listed by ``--help``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
+            raise TypeError(f"{target} is not a click command")
+        if not getattr(command, "_statefile_globals", False):
+            _with_global_options(command)
+            command._statefile_globals = True  # type: ignore[attr-defined]
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", "-V", prog_name="statefile")
-@click.option(
-    "--repo",
-    type=click.Path(path_type=Path, file_okay=False),
-    envvar="STATEFILE_REPO",
-    help="Git repository holding the memory branch (default: the one around the current directory). "
-    "[env STATEFILE_REPO]",
-)
-@click.option("--branch", help="Memory branch (default memory/autoloop). [env STATEFILE_BRANCH]")
-@click.option(
-    "--remote",
-    help="Fetch from and push to this remote: a name (origin) or a URL; GITHUB_TOKEN/GH_TOKEN is sent to github.com "
-    "as a header, never stored. [env STATEFILE_REMOTE]",
-)
-@click.option(
-    "--dir",
-    "folder",
-    type=click.Path(path_type=Path, file_okay=False),
-    envvar="STATEFILE_DIR",
-    help="Work on a plain folder instead of a branch, e.g. /tmp/gh-aw/repo-memory/autoloop. [env STATEFILE_DIR]",
-)
-@click.option(
-    "--max-bytes",
-    type=click.IntRange(min=1),
-    help="Byte budget per state file (default: config, else 30720). [env STATEFILE_MAX_BYTES]",
-)
-@click.option("--json", "as_json", is_flag=True, envvar="STATEFILE_JSON", help="Machine-readable JSON output.")
-@click.option("--quiet", "-q", is_flag=True, envvar="STATEFILE_QUIET", help="Print only errors and data.")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    repo: Path | None,
-    branch: str | None,
-    remote: str | None,
-    folder: Path | None,
-    max_bytes: int | None,
-    as_json: bool,
-    quiet: bool,
-) -> None:
+def cli(ctx: click.Context, /, **options: Any) -> None:
     """Keep Autoloop state files — the agent's memory on the memory/autoloop branch — correct and under budget.
 
     \b
@@ -70,57 +130,19 @@ def cli(
       CI pre-step   statefile --remote origin report --out /tmp/gh-aw/autoloop.json
       agent         statefile record perf --status accepted --metric 0.93 --change "…"
       maintainer    statefile list · statefile log perf · statefile expand perf 57
+    Global options also work after the command: statefile status perf --json
     Shell completion: eval "$(_STATEFILE_COMPLETE=bash_source statefile)"
     """
-    ctx.obj = AppContext(
-        repo=repo, branch=branch, remote=remote, folder=folder, max_bytes=max_bytes, as_json=as_json, quiet=quiet
-    )
+    # The options as given; statefile.cli.support.pass_app builds the AppContext from them when a command runs.
+    ctx.obj = {name: value for name, value in options.items() if value is not None}
 
 
-def _register() -> None:
-    from statefile.cli import maintenance, memory, programs
-
-    for module in (programs, maintenance, memory):
-        for command in module.COMMANDS:
-            cli.add_command(command)
+for _option in _global_options():
+    if _option.name in _ENV:
+        _option.envvar = _ENV[_option.name]
+    cli.params.append(_option)
 
 
-_register()
-
-
-def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: run the CLI, turning statefile errors into one line on stderr and an exit code."""
-    try:
-        return cli.main(args=argv, prog_name="statefile", standalone_mode=False)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code if exc.exit_code else EXIT_USAGE)
-    except click.exceptions.Abort:
-        click.echo("statefile: aborted", err=True)
-        sys.exit(130)
-    except StatefileError as exc:
-        click.echo(f"statefile: error: {_one_line(str(exc))}", err=True)
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        # `statefile list | head`: the reader went away; that is not an error worth a traceback.
-        sys.stderr.close()
-        sys.exit(0)
-    except Exception as exc:
-        if os.environ.get("STATEFILE_DEBUG"):
-            raise
-        name = type(exc).__name__
-        click.echo(
-            f"statefile: internal error: {name}: {_one_line(str(exc))} "
-            "(set STATEFILE_DEBUG=1 for a traceback and report it)",
-            err=True,
-        )
-        sys.exit(EXIT_INTERNAL)
-
-
-def _one_line(text: str) -> str:
-    from statefile.model.text import one_line
-    from statefile.store.names import redact
-
-    return one_line(redact(text))
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI; statefile errors become one line on stderr and a documented exit code."""
+    sys.exit(invoke(cli, argv))

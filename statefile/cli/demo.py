@@ -16,6 +16,12 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
+import click
+
+from statefile.cli.run import invoke
+from statefile.cli.support import example
+from statefile.store import Store
+
 SAMPLE_PROGRAMS = ("fresh", "mid-life", "long-running", "messy")
 _DEMO_ENV = {
     "GIT_AUTHOR_NAME": "statefile demo",
@@ -37,7 +43,6 @@ def _git(*args: str, cwd: Path) -> None:
 
 def build_demo_repos(root: Path) -> Path:
     """Create ``root/remote.git`` (bare, with a memory branch holding the samples) and a clone ``root/runner``."""
-    from statefile.store import Store
 
     remote = root / "remote.git"
     seed = root / "seed"
@@ -58,9 +63,8 @@ def build_demo_repos(root: Path) -> Path:
     return runner
 
 
-def run_demo(echo: Callable[[str], None], *, keep: bool = False) -> None:
-    """Run the demo, printing each command and its output through ``echo``."""
-    from statefile.cli import main
+def run_demo(command: click.Command, echo: Callable[[str], None], *, keep: bool = False) -> None:
+    """Run the demo with the root ``command``, printing each command line and its output through ``echo``."""
 
     root = Path(tempfile.mkdtemp(prefix="statefile-demo-"))
     saved_env = {key: os.environ.get(key) for key in _DEMO_ENV}
@@ -72,11 +76,9 @@ def run_demo(echo: Callable[[str], None], *, keep: bool = False) -> None:
 
         def run(*args: str) -> None:
             echo(f"\n$ statefile {' '.join(args)}")
-            try:
-                main(["--repo", str(runner), "--remote", "origin", *args])
-            except SystemExit as exc:
-                if exc.code not in (0, None):
-                    echo(f"(exit {exc.code})")
+            code = invoke(command, ["--repo", str(runner), "--remote", "origin", *args])
+            if code:
+                echo(f"(exit {code})")
 
         echo(f"demo: a bare remote and a runner clone in {root}; memory branch seeded with the samples")
         run("list")
@@ -113,3 +115,15 @@ def run_demo(echo: Callable[[str], None], *, keep: bool = False) -> None:
             echo(f"kept: {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@click.command("demo")
+@click.option("--keep", is_flag=True, help="Keep the temporary repositories and print where they are.")
+@example("statefile demo --keep")
+@click.pass_context
+def demo_cmd(ctx: click.Context, keep: bool) -> None:
+    """Run the main job end to end on a temporary repo with a bare remote built from the samples.
+
+    Records iterations, compacts a long-running file, reports for the scheduler, and shows the log.
+    """
+    run_demo(ctx.find_root().command, echo=click.echo, keep=keep)

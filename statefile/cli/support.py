@@ -2,21 +2,43 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
 from statefile.app.context import AppContext
+from statefile.errors import NotFoundError
+from statefile.model.document import StateDocument
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-pass_app = click.make_pass_decorator(AppContext, ensure=True)
+
+def pass_app(command: F) -> F:
+    """Give the command the run's :class:`AppContext`, built once from the global options.
+
+    The options come from the root context (``statefile --json …``) and from the command's own copies of them
+    (``statefile … --json``); by the time a command runs, click has parsed both.
+    """
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        root = click.get_current_context().find_root()
+        app = root.meta.get(_APP_KEY)
+        if app is None:
+            app = root.meta[_APP_KEY] = AppContext(**(root.obj or {}))
+        return command(app, *args, **kwargs)
+
+    return cast(F, run)
+
+
+_APP_KEY = "statefile.app"
 
 
 def emit_json(data: Any) -> None:
@@ -28,11 +50,6 @@ def say(app: AppContext, message: str = "") -> None:
     """Print a human-readable line unless ``--quiet``."""
     if not app.quiet:
         click.echo(message)
-
-
-def warn(message: str) -> None:
-    """Print a warning line on stderr."""
-    click.echo(f"statefile: warning: {message}", err=True)
 
 
 def is_file_argument(arg: str) -> bool:
@@ -64,3 +81,11 @@ def example(text: str) -> Callable[[F], F]:
         return fn
 
     return decorate
+
+
+def require_program(app: AppContext, program: str) -> StateDocument:
+    """The document of an existing ``program``; a missing one is a not-found error naming the fix."""
+    doc = app.store().read(program)
+    if doc is None:
+        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    return doc

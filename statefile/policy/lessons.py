@@ -37,7 +37,6 @@ from statefile.model.lists import Item
 from statefile.model.text import encode, line_body, split_lines
 from statefile.policy.pruning import EXPIRES_PATTERN, PIN_PATTERN, is_pinned
 
-SHARED_FILE = "_shared.md"
 SHARED_TEMPLATE = (
     "# Shared lessons\n"
     "\n"

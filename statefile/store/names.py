@@ -1,4 +1,4 @@
-"""Validation of every name that reaches a path or a git command, and redaction of credentials.
+"""Validation of every name that reaches a path or a git command.
 
 Names are checked before they are used, so a hostile or mistyped program, branch or remote name fails with one
 clear line instead of becoming a path traversal, a git option (``--upload-pack=…``) or a malformed ref.  Pure
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
+from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import UsageError
 from statefile.model.archive import part_number
 
 MAX_PROGRAM_LENGTH = 100
 #: The repository-wide shared lessons file (``_shared.md``): stored like a program, never listed as one.
-SHARED_PROGRAM = "_shared"
 MAX_BRANCH_LENGTH = 255
 MAX_PATH_LENGTH = 1024
 
@@ -178,19 +178,6 @@ def parse_identity(text: str) -> tuple[str, str]:
     if not match or not match.group(1):
         raise UsageError(f"invalid author {text!r}; write it as 'Name <email@example.com>'")
     return match.group(1), match.group(2)
-
-
-# userinfo in a URL (https://user:token@host), an Authorization header value, and bare GitHub tokens.
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
-_AUTH_HEADER = re.compile(r"(?i)(authorization:\s*(?:basic|bearer|token)?\s*)[^\s'\"]+")
-_GITHUB_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}")
-
-
-def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``***``: URL userinfo, Authorization values, GitHub tokens."""
-    text = _URL_USERINFO.sub(r"\1***@", text)
-    text = _AUTH_HEADER.sub(r"\1***", text)
-    return _GITHUB_TOKEN.sub("***", text)
 
 
 def validate_part(part: str) -> str:

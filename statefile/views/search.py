@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import UsageError
 from statefile.model.archive import ARCHIVE_ROOT, part_number
 from statefile.model.history import (
@@ -34,9 +35,7 @@ from statefile.model.history import (
     parse_entry,
 )
 from statefile.model.text import line_body, split_lines
-from statefile.store.names import SHARED_PROGRAM
 
-SHARED_PATH = f"{SHARED_PROGRAM}.md"
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s+|$)(.*?)(?:\s+#+\s*)?$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from statefile.errors import GitError, NotFoundError
+from statefile.redaction import redact
 from statefile.store.git.runner import one_line
-from statefile.store.names import redact
 
 #: The object formats statefile writes through git's plumbing (git itself knows no others today).
 OBJECT_FORMATS = ("sha1", "sha256")

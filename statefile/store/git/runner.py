@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from statefile.errors import EnvironmentFailure, GitError, StatefileError
-from statefile.store.names import redact
+from statefile.redaction import redact
 
 #: How long one git command may run: a fetch or push over a slow network, never forever.
 NETWORK_TIMEOUT = 300.0

@@ -1,54 +1,27 @@
-"""What statefile does, one function per command, over a :class:`~statefile.store.Store`.
+"""The read side of the use cases: what commands that only look at the memory do, over a :class:`Store`.
 
-The CLI parses arguments and prints; these functions decide and call the pure core (rules, compaction, report)
-and the store.  Update functions handed to ``Store.update`` are pure functions of the document they get, because
-the store calls them again when a concurrent writer got in first.
+Kept apart from :mod:`statefile.app.writing` so that the scheduler's pre-step (``report``, ``check``, ``list``)
+loads no compaction or record rules: each import here is paid on every scheduled run.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
 
-from statefile.errors import ConflictError, NotFoundError
-
-if TYPE_CHECKING:
-    from statefile.model.document import StateDocument
-    from statefile.policy.compaction import CompactionPolicy, CompactionReport
-    from statefile.policy.rules import RecordRequest
-    from statefile.store import Change, Store
+from statefile.errors import NotFoundError, StatefileError
+from statefile.integrations.autoloop import merge_report, program_report
+from statefile.model.archive import find_iteration
+from statefile.model.document import StateDocument, read_machine_state
+from statefile.model.history import Iteration
+from statefile.store import Store
 
 # Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
 CHECK_ERRORS = frozenset(
     {"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state", "unclosed-block"}
 )
-
-
-@dataclass(frozen=True)
-class RecordOutcome:
-    """What ``record`` did: the commit, the iteration number and status, and what compaction moved."""
-
-    program: str
-    commit: str
-    iteration: int
-    status: str
-    size: int
-    compaction: dict[str, Any]
-    #: How many times the write was tried (more than 1 when concurrent writers got in first).
-    attempts: int = 1
-
-
-@dataclass
-class CompactOutcome:
-    """What ``compact`` did (or would do, with ``dry_run``) to one program."""
-
-    program: str
-    commit: str
-    report: CompactionReport
-    dry_run: bool
-    archive_preview: str = ""
 
 
 @dataclass
@@ -80,97 +53,8 @@ class CheckOutcome:
 
 def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, int]:
     """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob), name → bytes."""
-    from fnmatch import fnmatchcase
 
     return {name: size for name, size in store.programs().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
-
-
-def _policy_for(policy: CompactionPolicy, program: str) -> CompactionPolicy:
-    return replace(policy, program=program)
-
-
-def _compaction_message(program: str, report: CompactionReport) -> str:
-    folded = [m.label for m in report.moved if m.kind == "iteration"]
-    numbers = sorted(int(n) for label in folded for n in re.findall(r"\d+", label)[:1])
-    what = f"iterations {numbers[0]}–{numbers[-1]} to archive" if numbers else report.summary()
-    return f"statefile: compact {program} — {what}"
-
-
-def record_iteration(
-    store: Store, program: str, request: RecordRequest, policy: CompactionPolicy, *, now: datetime
-) -> RecordOutcome:
-    """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write."""
-    from statefile.model.history import STATUS_GLYPHS
-    from statefile.policy.compaction import compact
-    from statefile.policy.rules import record
-    from statefile.store import Change
-
-    def apply(doc: StateDocument | None) -> Change[tuple[int, CompactionReport]]:
-        recorded = record(doc, request, program=program, now=now)
-        number = recorded.history[0].covers[0] if recorded.history else 0
-        result = compact(recorded, _policy_for(policy, program))
-        glyph = STATUS_GLYPHS.get(request.status, "•")
-        message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
-        if result.report.changed:
-            message += f"\n\n{result.report.summary()}"
-        return Change(
-            result.document,
-            archive=result.archive,
-            archive_label=f"compaction of {program}.md while recording iteration {number}",
-            message=message,
-            detail=(number, result.report),  # the store hands back the detail of the call that landed
-        )
-
-    landed = store.update(program, apply, f"statefile: record iteration of {program}")
-    assert landed.detail is not None and landed.document is not None
-    number, report = landed.detail
-    size = landed.document.size
-    return RecordOutcome(program, landed.commit or "", number, request.status, size, report.as_dict(), landed.attempts)
-
-
-def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
-    """Create ``{program}.md`` from the upstream template; an existing program is a conflict."""
-    from statefile.model.document import parse
-    from statefile.model.template import new_state_file
-
-    def create(doc: StateDocument | None) -> StateDocument:
-        if doc is not None:
-            raise ConflictError(f"program '{program}' already exists; use 'statefile show {program}' to see it")
-        return parse(new_state_file(program, **fields))
-
-    return store.update(program, create, f"statefile: init {program}").commit or ""
-
-
-def compact_program(store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool) -> CompactOutcome:
-    """Compact one program by policy (or, with ``dry_run``, report what would move and change nothing)."""
-    from statefile.policy.compaction import compact
-    from statefile.store import Change
-
-    policy = _policy_for(policy, program)
-    if dry_run:
-        doc = store.read(program)
-        if doc is None:
-            raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
-        result = compact(doc, policy)
-        return CompactOutcome(program, "", result.report, True, result.archive)
-
-    def apply(doc: StateDocument | None) -> Change[CompactionReport]:
-        if doc is None:
-            raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
-        result = compact(doc, policy)
-        if not result.report.changed:
-            return Change(doc, detail=result.report)  # the same document: nothing is written
-        return Change(
-            result.document,
-            archive=result.archive,
-            archive_label=f"compaction of {program}.md",
-            message=_compaction_message(program, result.report) + f"\n\n{result.report.summary()}",
-            detail=result.report,
-        )
-
-    landed = store.update(program, apply, f"statefile: compact {program}")
-    assert landed.detail is not None
-    return CompactOutcome(program, landed.commit or "", landed.detail, False)
 
 
 def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcome:
@@ -187,7 +71,6 @@ def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcom
 
 def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, ...] = ("*.md",)) -> list[CheckOutcome]:
     """Check the named programs (all when ``None``); unreadable files are errors, not exceptions."""
-    from statefile.errors import StatefileError
 
     sizes = state_files(store, globs)
     names = programs if programs else sorted(sizes)
@@ -207,8 +90,6 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
 
 def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
     """Every program with size, % of budget, iteration count, last run and status."""
-    from statefile.errors import StatefileError
-    from statefile.model.document import read_machine_state
 
     rows = []
     files = sorted(state_files(store, globs).items())
@@ -246,8 +127,6 @@ def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict
 
 def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]:
     """The verbatim text of iteration ``number``: ``(where, text)`` from the file itself or its archive."""
-    from statefile.model.archive import find_iteration
-    from statefile.model.history import Iteration
 
     doc = store.read(program)
     if doc is None:
@@ -287,23 +166,6 @@ def program_log(store: Store, program: str, limit: int) -> list[dict[str, Any]]:
     return rows
 
 
-def save_edit(store: Store, program: str, original: str, edited: str) -> str:
-    """Commit a maintainer's edit, refusing if the file changed on the branch since it was opened."""
-    from statefile.model.document import parse
-
-    new_doc = parse(edited)
-
-    def apply(doc: StateDocument | None) -> StateDocument:
-        current = doc.render() if doc is not None else ""
-        if current != original:
-            raise ConflictError(
-                f"'{program}' changed on the branch while you were editing; your text was kept, edit again"
-            )
-        return new_doc
-
-    return store.update(program, apply, f"statefile: edit {program} by hand").commit or ""
-
-
 def build_report(
     store: Store,
     existing: dict[str, Any],
@@ -314,7 +176,6 @@ def build_report(
     globs: tuple[str, ...] = ("*.md",),
 ) -> dict[str, Any]:
     """The scheduler's autoloop.json with statefile's sizes merged in (every existing key kept)."""
-    from statefile.integrations.autoloop import merge_report, program_report
 
     sizes = state_files(store, globs)
     selected = program if program is not None else existing.get("selected")
@@ -323,8 +184,6 @@ def build_report(
     names = sorted(sizes) if all_programs or (program is None and not selected) else []
     if isinstance(selected, str) and selected not in names:
         names.append(selected)
-    from statefile.errors import StatefileError
-    from statefile.model.document import read_machine_state
 
     # One batch read at one tip, and only each file's Machine State: the scheduler's view of 1000 programs.
     errors: dict[str, StatefileError] = {}

@@ -1,0 +1,219 @@
+"""Commands that read the memory for the scheduler and maintainers: show, list, log, expand, check, report, config.
+
+The scheduler's pre-step runs ``report`` and ``check`` on every scheduled run, so this module imports only the
+read side (:mod:`statefile.app.reading`, the views): no compaction, no record rules.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from statefile.app.config import option_docs
+from statefile.app.context import AppContext
+from statefile.app.reading import (
+    CheckOutcome,
+    build_report,
+    check_document,
+    check_programs,
+    expand_iteration,
+    list_programs,
+    program_log,
+)
+from statefile.cli.support import emit_json, example, is_file_argument, pass_app, say
+from statefile.errors import EXIT_CHECK_FAILED, NotFoundError, StatefileError, UsageError
+from statefile.integrations.autoloop import read_json_object, write_json_atomic
+from statefile.store.files import read_state_file
+from statefile.views.describe import describe
+
+
+@click.command("show")
+@click.argument("target")
+@example("statefile show perf --json    ·    statefile show memory/perf.md")
+@pass_app
+def show_cmd(app: AppContext, target: str) -> None:
+    """Show a program's (or a state file's) structure, machine state, history summary and warnings."""
+
+    if is_file_argument(target):
+        doc = read_state_file(Path(target), app.config().max_bytes.value)
+        name = target
+    else:
+        loaded = app.store().read(target)
+        if loaded is None:
+            raise NotFoundError(f"no program '{target}'; 'statefile list' shows the programs")
+        doc, name = loaded, target
+    info = describe(doc)
+    if app.as_json:
+        emit_json(info)
+        return
+    click.echo(f"{name}: {info['size_bytes']} bytes, {len(info['sections'])} sections")
+    click.echo("machine state:")
+    for key, value in info["machine_state"].items():
+        click.echo(f"  {key}: {value}")
+    hist = info["history"]
+    click.echo(
+        f"history: {hist['iterations']} iterations, {hist['ranges']} ranges, {hist['other']} other; "
+        f"highest iteration {hist['highest_iteration']}"
+    )
+    click.echo("sections: " + ", ".join(f"{s['kind']} ({s['bytes']} B)" for s in info["sections"]))
+    for warning in info["warnings"]:
+        click.echo(f"warning: {warning}")
+
+
+@click.command("list")
+@example("statefile --remote origin list --json")
+@pass_app
+def list_cmd(app: AppContext) -> None:
+    """List programs with size, % of budget, iteration count, last run and status."""
+
+    rows = list_programs(app.store(), app.globs)
+    if app.as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        say(app, "no programs on this branch yet ('statefile init PROGRAM' creates one)")
+        return
+    width = max(len(r["program"]) for r in rows)
+    click.echo(f"{'PROGRAM':<{width}}  {'BYTES':>7}  {'BUDGET':>6}  {'ITERS':>5}  {'LAST RUN':<20}  STATUS")
+    for r in rows:
+        click.echo(
+            f"{r['program']:<{width}}  {r['size']:>7}  {r['percent_of_budget']:>5}%  "
+            f"{r['iteration_count'] if r['iteration_count'] is not None else '—':>5}  "
+            f"{r['last_run'] or '—':<20}  {r['status']}"
+        )
+
+
+@click.command("log")
+@click.argument("program")
+@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
+@example("statefile log perf -n 5")
+@pass_app
+def log_cmd(app: AppContext, program: str, limit: int) -> None:
+    """Show the branch history of PROGRAM.md: when, which iteration, what changed."""
+
+    rows = program_log(app.store(), program, limit)
+    if app.as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        say(app, f"no commits for {program} (a --dir folder has no history)")
+    for row in rows:
+        iteration = f"#{row['iteration']}" if row["iteration"] is not None else "-"
+        click.echo(f"{row['commit'][:10]}  {row['when'][:19]}  {iteration:>6}  {row['message']}")
+
+
+@click.command("expand")
+@click.argument("program")
+@click.argument("iteration", type=click.IntRange(min=1))
+@example("statefile expand perf 57")
+@pass_app
+def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
+    """Print iteration ITERATION of PROGRAM verbatim, from the file or from its archive."""
+
+    where, text = expand_iteration(app.store(), program, iteration)
+    if app.as_json:
+        emit_json({"program": program, "iteration": iteration, "source": where, "text": text})
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@click.command("check")
+@click.argument("targets", nargs=-1)
+@click.option("--max-bytes", type=click.IntRange(min=1), help="Byte budget for this run (overrides config).")
+@example("statefile check    ·    statefile check perf    ·    statefile check memory/*.md --max-bytes 30720")
+@pass_app
+def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) -> None:
+    """Fail (exit 1) if any state file is over budget, unreadable, or unreadable by the scheduler.
+
+    With no TARGETS, every program on the branch is checked.  TARGETS may be program names or file paths (as a
+    pre-commit hook passes them).  Warnings are listed but do not fail the check.
+    """
+
+    app = app.with_max_bytes(max_bytes)
+    files = [t for t in targets if is_file_argument(t)]
+    programs = [t for t in targets if not is_file_argument(t)]
+    outcomes: list[CheckOutcome] = []
+    if files:
+        max_bytes = int(app.config().max_bytes.value)
+        for name in files:
+            try:
+                outcomes.append(check_document(name, read_state_file(Path(name), max_bytes), max_bytes))
+            except StatefileError as exc:
+                outcomes.append(CheckOutcome(name, 0, max_bytes, errors=[str(exc)]))
+    if programs or not files:
+        outcomes.extend(check_programs(app.store(), programs or None, app.globs))
+    if app.as_json:
+        emit_json([o.as_dict() for o in outcomes])
+    else:
+        for o in outcomes:
+            state = "ok" if o.ok else "FAIL"
+            say(app, f"{o.name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")
+            for error in o.errors:
+                click.echo(f"  error: {error}")
+            if not app.quiet:
+                for warning in o.warnings:
+                    click.echo(f"  warning: {warning}")
+        if not outcomes:
+            say(app, "no state files to check")
+    if any(not o.ok for o in outcomes):
+        sys.exit(EXIT_CHECK_FAILED)
+
+
+@click.command("report")
+@click.option("--program", help="Report this program (default: autoloop.json's 'selected').")
+@click.option("--all", "all_programs", is_flag=True, help="Include every program in the per-program map.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="autoloop.json to merge into (written atomically); without it, print the merged JSON.",
+)
+@example("statefile --remote origin report --out /tmp/gh-aw/autoloop.json")
+@pass_app
+def report_cmd(app: AppContext, program: str | None, all_programs: bool, out: Path | None) -> None:
+    """Merge state_file_size_bytes / state_file_max_bytes (and a per-program map) into autoloop.json."""
+
+    if program and all_programs:
+        raise UsageError("give --program or --all, not both")
+    existing = read_json_object(out) if out is not None else {}
+    merged = build_report(
+        app.store(),
+        existing,
+        program=program,
+        all_programs=all_programs,
+        aggressive_at=float(app.config().aggressive_at.value),
+        globs=app.globs,
+    )
+    if out is None:
+        emit_json(merged)
+        return
+    write_json_atomic(out, merged)
+    if app.as_json:
+        emit_json(merged)
+    else:
+        say(
+            app,
+            f"{out}: state_file_size_bytes={merged.get('state_file_size_bytes')} "
+            f"state_file_max_bytes={merged.get('state_file_max_bytes')} "
+            f"({len(merged.get('statefile', {}).get('programs', {}))} program(s))",
+        )
+
+
+@click.command("config")
+@example("statefile config --json")
+@pass_app
+def config_cmd(app: AppContext) -> None:
+    """Print every setting, its value and where it came from (flag, env, TOML, workflow, default)."""
+
+    rows = app.config().describe()
+    if app.as_json:
+        emit_json([{"key": k, "value": v, "source": s} for k, v, s in rows])
+        return
+    width = max(len(k) for k, _, _ in rows)
+    docs = {key: doc for key, _, _, _, doc in option_docs()}
+    for key, value, source in rows:
+        shown = "—" if value is None else ",".join(value) if isinstance(value, tuple) else value
+        click.echo(f"{key:<{width}}  {shown!s:<18}  ({source})")
+        if not app.quiet and app.env.get("STATEFILE_CONFIG_DOCS"):
+            click.echo(f"{'':<{width}}  {docs.get(key, '')}")

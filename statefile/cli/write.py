@@ -1,0 +1,464 @@
+"""Commands that change the memory: init, record, compact, edit, lesson …, import.
+
+Each change is one atomic write through the store (:mod:`statefile.app.writing` and the lesson policy).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timezone
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import click
+
+from statefile.app.context import AppContext
+from statefile.app.reading import check_document, state_files
+from statefile.app.writing import compact_program, compaction_policy, init_program, record_iteration, save_edit
+from statefile.cli.support import (
+    emit_json,
+    example,
+    file_program,
+    is_file_argument,
+    pass_app,
+    progress,
+    require_program,
+    say,
+)
+from statefile.defaults import SHARED_PROGRAM
+from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
+from statefile.model.archive import unwrap_chunk
+from statefile.model.document import StateDocument, parse
+from statefile.policy.lessons import (
+    add_lesson,
+    find_tombstone,
+    pin_lesson,
+    promote_lesson,
+    remove_lesson,
+    restorable_lessons,
+    restore_lesson,
+    restored_chunk,
+    unpin_lesson,
+)
+from statefile.policy.rules import RecordRequest, format_number
+from statefile.store import Change
+from statefile.store.names import validate_program
+
+
+def _writable_program(program: str) -> str:
+
+    if program == SHARED_PROGRAM:
+        raise UsageError(f"'{SHARED_PROGRAM}' is reserved for shared lessons; use 'statefile lesson promote'")
+    return validate_program(program)
+
+
+def _metric(value: str | None) -> Decimal | None:
+    # Parsed straight from the text as a Decimal: a float would round 99999999999999999999 and friends.
+    if value is None:
+        return None
+    try:
+        number = Decimal(value.strip().replace("_", ""))
+    except InvalidOperation:
+        raise UsageError(f"--metric {value!r} is not a number; pass the metric value, e.g. --metric 0.93") from None
+    if not number.is_finite():
+        raise UsageError(f"--metric {value!r} is not a finite number")
+    return number
+
+
+def _when(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--at {value!r} is not an ISO time; use e.g. 2026-01-15T12:00:00Z") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+@click.command("init")
+@click.argument("program")
+@click.option("--metric-direction", type=click.Choice(["higher", "lower"]), default="higher", show_default=True)
+@click.option("--target-metric", type=float, help="Stop (Completed) when an accepted metric reaches this.")
+@click.option("--issue", type=click.IntRange(min=1), help="Steering issue number.")
+@click.option("--pr", type=click.IntRange(min=1), help="Pull request number.")
+@click.option("--goal", help="One line: what the program optimizes.")
+@click.option("--metric", "metric_name", help="The metric's name, e.g. recall_at_10.")
+@example("statefile init perf --metric-direction lower --target-metric 20 --issue 12")
+@pass_app
+def init_cmd(
+    app: AppContext,
+    program: str,
+    metric_direction: str,
+    target_metric: float | None,
+    issue: int | None,
+    pr: int | None,
+    goal: str | None,
+    metric_name: str | None,
+) -> None:
+    """Create PROGRAM.md on the memory branch from the upstream template."""
+
+    _writable_program(program)
+    fields: dict[str, Any] = {"metric_direction": metric_direction, "goal": goal, "metric": metric_name}
+    if target_metric is not None:
+        fields["target_metric"] = format_number(Decimal(str(target_metric)))
+    if issue is not None:
+        fields["issue"] = f"#{issue}"
+    if pr is not None:
+        fields["pr"] = f"#{pr}"
+    commit = init_program(app.store(), program, fields)
+    if app.as_json:
+        emit_json({"program": program, "commit": commit})
+    else:
+        say(app, f"created {program}.md" + (f" ({commit[:10]})" if commit else ""))
+
+
+@click.command("record")
+@click.argument("program")
+@click.option(
+    "--status",
+    required=True,
+    help="accepted | rejected | error | ci-fix-exhausted | another one-word status (pending-ci, …).",
+)
+@click.option("--metric", help="The iteration's metric value (a number).")
+@click.option("--change", help="One line: what was tried.")
+@click.option("--notes", help="One or two sentences.")
+@click.option("--commit", "commit_sha", help="Short sha of the accepted change.")
+@click.option("--run-url", help="URL of the workflow run.")
+@click.option("--pr", type=click.IntRange(min=1), help="Pull request number (sets PR in Machine State).")
+@click.option("--ci-fix-attempts", type=click.IntRange(min=0), default=0, help="CI fix attempts this iteration.")
+@click.option("--lesson", help="A lesson learned, added to Lessons Learned.")
+@click.option("--at", help="When the iteration ran (ISO 8601, default now).")
+@click.option("--iteration", type=click.IntRange(min=1), help="Iteration number (default: next); taken → exit 5.")
+@click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
+@example('statefile record perf --status accepted --metric 0.93 --change "Cache parsed rows" --commit a1b2c3d')
+@pass_app
+def record_cmd(
+    app: AppContext,
+    program: str,
+    status: str,
+    metric: str | None,
+    change: str | None,
+    notes: str | None,
+    commit_sha: str | None,
+    run_url: str | None,
+    pr: int | None,
+    ci_fix_attempts: int,
+    lesson: str | None,
+    at: str | None,
+    iteration: int | None,
+    summarizer: str | None,
+) -> None:
+    """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically."""
+
+    _writable_program(program)
+    request = RecordRequest(
+        status=status,
+        metric=_metric(metric),
+        change=change,
+        notes=notes,
+        commit=commit_sha,
+        run_url=run_url,
+        pr=pr,
+        ci_fix_attempts=ci_fix_attempts,
+        lesson=lesson,
+        at=_when(at),
+        iteration=iteration,
+    )
+    app = app.with_summarizer(summarizer)
+    store = app.store()
+    now = datetime.now(timezone.utc)
+    outcome = record_iteration(store, program, request, compaction_policy(app.config(), now=now), now=now)
+    if app.as_json:
+        emit_json(outcome.__dict__)
+        return
+    moved = outcome.compaction.get("moved") or []
+    line = f"recorded iteration {outcome.iteration} of {program} ({outcome.status}), {outcome.size} bytes"
+    if moved:
+        line += f"; compaction moved {len(moved)} item(s) to archive/{program}/"
+    say(app, line)
+
+
+@click.command("compact")
+@click.argument("targets", nargs=-1)
+@click.option("--all", "all_programs", is_flag=True, help="Every program on the branch (or in the folder).")
+@click.option("--aggressive", is_flag=True, help="Use the aggressive policy now, whatever the file's size.")
+@click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
+@click.option("--max-bytes", type=click.IntRange(min=1), help="Byte budget for this run (overrides config).")
+@click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
+@example("statefile compact --all --dry-run    ·    statefile compact memory/perf.md --max-bytes 8192")
+@pass_app
+def compact_cmd(
+    app: AppContext,
+    targets: tuple[str, ...],
+    all_programs: bool,
+    aggressive: bool,
+    dry_run: bool,
+    max_bytes: int | None,
+    summarizer: str | None,
+) -> None:
+    """Fold old history into range lines, prune lessons, archive what moved; stay under the budget.
+
+    TARGETS are program names, or paths to state files in a folder (the archive goes to archive/PROGRAM/ beside
+    the file).
+    """
+
+    app = app.with_max_bytes(max_bytes).with_summarizer(summarizer)
+    if all_programs and targets:
+        raise UsageError("give program names or --all, not both")
+    if not all_programs and not targets:
+        raise UsageError("name the programs to compact, or pass --all")
+    jobs: list[tuple[AppContext, str]] = []
+    for target in targets:
+        if is_file_argument(target):
+            folder, program = file_program(Path(target))
+            if not Path(target).is_file():
+                raise NotFoundError(f"{target}: no such file; check the path")
+            jobs.append((app.with_folder(folder), program))
+        else:
+            jobs.append((app, target))
+    if all_programs:
+        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
+    results = []
+    failures: list[tuple[str, StatefileError]] = []
+    names = [name for _, name in jobs]
+    by_name = dict(zip(names, (ctx for ctx, _ in jobs), strict=True))
+    now = datetime.now(timezone.utc)
+    with progress(app, names, "compacting") as items:
+        for name in items:
+            ctx = by_name[name]
+            try:
+                outcome = compact_program(
+                    ctx.store(), name, compaction_policy(ctx.config(), aggressive=aggressive, now=now), dry_run=dry_run
+                )
+            except StatefileError as exc:
+                if not all_programs:
+                    raise
+                # With --all, one broken file must not keep the others over budget: report it, go on, fail at the end.
+                failures.append((name, exc))
+                continue
+            results.append(outcome)
+    if app.as_json:
+        emit_json(
+            [{"program": r.program, "commit": r.commit, "dry_run": r.dry_run, **r.report.as_dict()} for r in results]
+        )
+        return
+    for r in results:
+        if not r.report.changed:
+            say(app, f"{r.program}: nothing to compact ({r.report.bytes_after} bytes)")
+            continue
+        say(app, f"{r.program}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
+        if r.dry_run and not app.quiet:
+            for item in r.report.moved:
+                click.echo(f"  {item.kind}: {item.label} — {item.reason}")
+    _report_failures(failures)
+
+
+def _report_failures(failures: list[tuple[str, StatefileError]]) -> None:
+    """After ``compact --all``: one line per program that failed, and the worst exit code."""
+    for name, error in failures:
+        click.echo(f"statefile: error: {name}: {error}", err=True)
+    if failures:
+        sys.exit(max(error.exit_code for _, error in failures))
+
+
+@click.command("edit")
+@click.argument("program")
+@example("EDITOR=vim statefile edit perf")
+@pass_app
+def edit_cmd(app: AppContext, program: str) -> None:
+    """Edit PROGRAM.md in $EDITOR; the result is validated and committed (or refused, keeping your text)."""
+
+    _writable_program(program)
+    store = app.store()
+    original = store.read_text(program)
+    if original is None:
+        raise NotFoundError(f"no program '{program}'; 'statefile init {program}' creates it")
+    edited = _run_editor(program, original)
+    if edited is None or edited == original:
+        say(app, "no changes")
+        return
+    outcome = check_document(program, parse(edited), store.max_bytes)
+    if not outcome.ok:
+        saved = _keep_text(program, edited)
+        raise UsageError(f"edit refused: {outcome.errors[0]}; your text is saved in {saved}")
+    try:
+        commit = save_edit(store, program, original, edited)
+    except Exception:
+        saved = _keep_text(program, edited)
+        click.echo(f"statefile: your edited text is saved in {saved}", err=True)
+        raise
+    say(app, f"saved {program}.md" + (f" ({commit[:10]})" if commit else ""))
+
+
+def _run_editor(program: str, original: str) -> str | None:
+    """Open ``original`` in $EDITOR through a temporary file; ``None`` when the editor left it unchanged."""
+
+    handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
+    path = Path(name)
+    with open(handle, "w", encoding="utf-8", newline="") as fh:
+        fh.write(original)
+    try:
+        click.edit(filename=str(path))
+    except click.ClickException as exc:
+        raise UsageError(f"the editor failed ({exc.format_message()}); your text is in {path}") from None
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidDataError(
+            f"the edited text is not valid UTF-8 (byte {exc.start}); nothing was saved, your text is in {path}"
+        ) from None
+    path.unlink()
+    return None if text == original else text
+
+
+def _keep_text(program: str, text: str) -> Path:
+
+    handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
+    with open(handle, "w", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write(text)
+    return Path(name)
+
+
+@click.group("lesson")
+def lesson_group() -> None:
+    """Manage lessons: add, remove (to the archive, restorable), restore, pin, unpin, promote to _shared.md.
+
+    \b
+    Example:
+      statefile lesson add perf "Radix beats comparison sort above 1k rows"
+      statefile lesson remove perf 2 --reason "superseded"
+    """
+
+
+@lesson_group.command("add")
+@click.argument("program")
+@click.argument("text")
+@click.option("--expires", type=click.DateTime(formats=["%Y-%m-%d"]), help="Archive it after this date.")
+@click.option("--pin", is_flag=True, help="Pinned lessons are never pruned.")
+@example('statefile lesson add perf "Radix beats comparison sort above 1k rows" --expires 2026-12-31')
+@pass_app
+def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | None, pin: bool) -> None:
+    """Add a lesson to PROGRAM (adding one that is already there changes nothing)."""
+
+    day = expires.date() if expires else None
+    _edit_lessons(app, program, "add", lambda doc: add_lesson(doc, text, expires=day, pinned=pin))
+
+
+@lesson_group.command("remove")
+@click.argument("program")
+@click.argument("selector")
+@click.option("--reason", required=True, help="Why it is removed (kept in the archive with the lesson).")
+@example('statefile lesson remove perf 3 --reason "superseded by the radix rewrite"')
+@pass_app
+def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> None:
+    """Move lesson SELECTOR (1-based number or unique text) of PROGRAM to the archive, with a reason."""
+
+    today = dt.datetime.now(dt.timezone.utc).date()
+
+    def apply(doc: StateDocument | None) -> Change:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'")
+        new, chunk = remove_lesson(doc, _selector(selector), reason=reason, today=today)
+        what, body = unwrap_chunk(chunk)
+        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md")
+
+    commit = app.store().update(program, apply, f"statefile: remove a lesson from {program}").commit
+    say(app, f"moved the lesson to archive/{program}/" + (f" ({commit[:10]})" if commit else ""))
+
+
+@lesson_group.command("restore")
+@click.argument("program")
+@click.argument("selector", required=False)
+@example("statefile lesson restore perf            # list restorable lessons\n  statefile lesson restore perf 1")
+@pass_app
+def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
+    """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones)."""
+
+    store = app.store()
+    if store.read_text(program) is None:
+        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    texts = [store.read_archive(program, part) for part in store.archive_parts(program)]
+    if selector is None:
+        candidates = restorable_lessons(texts)
+        if app.as_json:
+            emit_json([{"number": n, **c.__dict__} for n, c in enumerate(candidates, 1)])
+            return
+        if not candidates:
+            say(app, f"no removed lessons to restore for {program}")
+        for number, candidate in enumerate(candidates, 1):
+            click.echo(f"{number}. [{candidate.id}] {candidate.text.strip()}  — removed {candidate.removed}: "
+                       f"{candidate.reason}")  # fmt: skip
+        return
+    today = dt.datetime.now(dt.timezone.utc).date()
+
+    def apply(doc: StateDocument | None) -> Change:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'")
+        # Re-read the archive as of this attempt: a concurrent restore of the same lesson must be refused.
+        current = [store.read_archive(program, part) for part in store.archive_parts(program)]
+        tombstone = find_tombstone(current, _selector(selector))
+        what, body = unwrap_chunk(restored_chunk(tombstone, today=today))
+        return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what)
+
+    commit = store.update(program, apply, f"statefile: restore a lesson of {program}").commit
+    say(app, "restored the lesson" + (f" ({commit[:10]})" if commit else ""))
+
+
+def _edit_lessons(app: AppContext, program: str, verb: str, edit: Callable[[StateDocument], StateDocument]) -> None:
+    """Apply ``edit`` to an existing program's document in one commit and say so."""
+
+    def apply(doc: StateDocument | None) -> StateDocument:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        return edit(doc)
+
+    commit = app.store().update(program, apply, f"statefile: {verb} a lesson of {program}").commit
+    say(app, f"{verb}: done" + (f" ({commit[:10]})" if commit else ""))
+
+
+def _selector(selector: str) -> int | str:
+    return int(selector) if selector.isdigit() else selector
+
+
+@lesson_group.command("pin")
+@click.argument("program")
+@click.argument("selector")
+@example('statefile lesson pin perf "typed arrays"')
+@pass_app
+def lesson_pin(app: AppContext, program: str, selector: str) -> None:
+    """Pin lesson SELECTOR of PROGRAM so compaction never prunes it."""
+
+    _edit_lessons(app, program, "pin", lambda doc: pin_lesson(doc, _selector(selector)))
+
+
+@lesson_group.command("unpin")
+@click.argument("program")
+@click.argument("selector")
+@example("statefile lesson unpin perf 2")
+@pass_app
+def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
+    """Unpin lesson SELECTOR of PROGRAM (compaction may prune it again)."""
+
+    _edit_lessons(app, program, "unpin", lambda doc: unpin_lesson(doc, _selector(selector)))
+
+
+@lesson_group.command("promote")
+@click.argument("program")
+@click.argument("selector")
+@example('statefile lesson promote perf "use for...of over typed arrays"')
+@pass_app
+def lesson_promote(app: AppContext, program: str, selector: str) -> None:
+    """Copy lesson SELECTOR of PROGRAM into _shared.md, which `render` shows to every program."""
+
+    doc = require_program(app, program)
+
+    def apply(shared: StateDocument | None) -> StateDocument:
+        return promote_lesson(doc, _selector(selector), shared, program=program)
+
+    commit = app.store().update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md").commit
+    say(app, "promoted to _shared.md" + (f" ({commit[:10]})" if commit else ""))
