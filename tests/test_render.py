@@ -13,7 +13,7 @@ from statefile.errors import UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
-from statefile.views.render import MIN_BUDGET, one_line, render_view
+from statefile.views.render import MIN_BUDGET, entry_line, render_view
 
 CORPUS = corpus_files()
 LEVELS = ("index", "timeline", "full")
@@ -280,7 +280,7 @@ def test_one_line_shapes() -> None:
         "## 📊 Iteration History\n\n### Iteration 86 — 2026-04-15 03:06 UTC — ✅ metric=277 (+8) | Commit: 809e0e9\n\n"
         "### Iters 50–100 — ✅ (metrics 20→55): what worked\n\n### Notes on method\n\ntext\n"
     )
-    lines = [one_line(e) for e in doc.history]
+    lines = [entry_line(e) for e in doc.history]
     assert lines[0] == "- #86 ✅ accepted · 2026-04-15: ✅ metric=277 (+8) | Commit: 809e0e9"
     assert lines[1] == "- #50–100 ✅ (metrics 20→55): what worked"
     assert lines[2] == "- Notes on method"

@@ -33,10 +33,6 @@ class BlockScan:
     headings: tuple[Heading, ...]
     code_ranges: tuple[tuple[int, int], ...]
 
-    def in_code(self, line: int) -> bool:
-        """Whether 0-based ``line`` lies inside a fenced/indented code block or an HTML block."""
-        return any(start <= line < end for start, end in self.code_ranges)
-
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:

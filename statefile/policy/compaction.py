@@ -298,7 +298,7 @@ class _Compactor:
         for detail, _primary in history.dropped:
             candidate.archive.append(((detail.low, detail.pos), history.raws[detail.pos]))
             candidate.moved.append(
-                MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for {detail.key}")
+                MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for {detail.high}")
             )
         candidate.groups = sum(isinstance(s, Group) for s in sequence)
         # Opaque entries follow the entry that was above them in the file, wherever that went.

@@ -26,11 +26,11 @@ _RULE = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")
 
 @dataclass(frozen=True)
 class Detail:
-    """A detailed entry: its position in the file, the entry, and its highest and lowest numbers."""
+    """A detailed entry: its position in the file, the entry, and its highest and lowest iteration numbers."""
 
     pos: int
     entry: Iteration
-    key: int
+    high: int
     low: int  # stored, not derived: planning reads it for every entry several times per compaction
 
 
@@ -61,7 +61,7 @@ class Group:
 
     @property
     def last(self) -> int:
-        return max([b.last for b in self.bases] + [d.key for d in self.folded])
+        return max([b.last for b in self.bases] + [d.high for d in self.folded])
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def resolve_history(doc: StateDocument, lines: Sequence[str]) -> History | None:
     ]
     bands.extend(forced)
     bands, free = _absorb(bands, free)
-    free.sort(key=lambda d: (-d.key, d.pos))
+    free.sort(key=lambda d: (-d.high, d.pos))
     opaque = [(pos, e) for pos, e in enumerate(entries) if isinstance(e, OpaqueEntry)]
     anchor: dict[int, int] = {}
     previous = -1
@@ -216,8 +216,8 @@ def _absorb(bands: list[BaseBand], free: list[Detail]) -> tuple[list[BaseBand], 
                 remaining.append(detail)
                 continue
             hit.entries.append(detail)
-            if detail.low < hit.first or detail.key > hit.last:
-                hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.key)
+            if detail.low < hit.first or detail.high > hit.last:
+                hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.high)
                 widened = True
         free = remaining
         if not widened:
@@ -237,7 +237,7 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
     """
     kept = {d.pos for d in history.free[:keep]}
     items: list[tuple[int, Detail | BaseBand]] = [(b.last, b) for b in history.bands]
-    items.extend((d.key, d) for d in history.free)
+    items.extend((d.high, d) for d in history.free)
     items.sort(key=lambda item: -item[0])
     sequence: list[Detail | Group] = []
     run: list[Detail] = []
@@ -276,7 +276,7 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
     # and the oldest grows only when everything newer is as broad); messy agents' spans converge to it.
     # Never across a kept entry, which must stay untouched.  Each group's bounds are computed once: a group's
     # first and last walk all its members.
-    bounds = [(s.first, s.last) if isinstance(s, Group) else (s.low, s.key) for s in sequence]
+    bounds = [(s.first, s.last) if isinstance(s, Group) else (s.low, s.high) for s in sequence]
     groups = sum(isinstance(s, Group) for s in sequence)
     while groups > max_ranges:
         best: tuple[bool, int, int, int] | None = None
@@ -314,13 +314,13 @@ def _chunks(run: list[Detail], band_span: int) -> list[Group]:
     size = band_span
     start = 0
     while start < len(run):
-        top = run[start].key
+        top = run[start].high
         if top - low + 1 < 2 * size:
             groups.append(Group(folded=run[start:]))
             break
         bottom = run[start].low
         end = start + 1
-        while end < len(run) and (top - run[end].low < size or run[end].key >= bottom):
+        while end < len(run) and (top - run[end].low < size or run[end].high >= bottom):
             bottom = min(bottom, run[end].low)
             end += 1
         groups.append(Group(folded=run[start:end]))

@@ -267,7 +267,7 @@ def _heading_rest(heading: str) -> str:
     return re.sub(r"^[\s—–|:-]+|[\s—–|:-]+$", "", _HEADING_NOISE.sub("", heading)).strip()
 
 
-def one_line(entry: Entry, width: int = LINE_WIDTH) -> str:
+def entry_line(entry: Entry, width: int = LINE_WIDTH) -> str:
     """A history entry as one ``- #N …`` line: number, status, date, metric and what was tried."""
     if isinstance(entry, Iteration):
         numbers = entry.numbers or (entry.number,)
@@ -389,7 +389,9 @@ def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
         else:
             tier, category = 6, "other entry"
         rank = newness * 10_000 + position
-        model.add(_Unit(key, 0, tier, rank, _entry_lines(entry), [one_line(entry)], category=category, numbers=covers))
+        model.add(
+            _Unit(key, 0, tier, rank, _entry_lines(entry), [entry_line(entry)], category=category, numbers=covers)
+        )
 
 
 # -- levels ------------------------------------------------------------------------------------------------------
