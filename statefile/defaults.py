@@ -6,6 +6,8 @@ importing the layer above them.
 
 from __future__ import annotations
 
+import re
+
 DEFAULT_MAX_BYTES = 30720
 """The upstream Autoloop workflow's ``max-file-size`` for one state file."""
 
@@ -18,3 +20,27 @@ BOT_EMAIL = "statefile@users.noreply.github.com"
 
 SHARED_PROGRAM = "_shared"
 """The program name of ``_shared.md``: lessons promoted for every program, not a program of its own."""
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?i?b?)\s*$", re.I)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
+_SIZE_UNITS.update({"g": 1024**3, "gb": 1024**3, "gib": 1024**3})
+
+
+def parse_size(raw: object) -> int:
+    """A byte count: an int, or text like ``30720``, ``30KB``, ``1.5 MiB`` (K/M/G are 1024-based, as gh-aw's).
+
+    The one size parser: configuration files, environment variables and every ``--max-bytes`` flag use it, so a
+    size accepted in one place is accepted in all.  Raises ValueError with what is wrong.
+    """
+    if isinstance(raw, bool):
+        raise ValueError("must be a number of bytes such as 30720 or '30KB'")
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and (match := _SIZE.match(raw)) and match.group(2).lower() in _SIZE_UNITS:
+        value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    else:
+        raise ValueError(f"must be a number of bytes such as 30720 or '30KB', got {raw!r}")
+    if value < 1:
+        raise ValueError(f"must be at least 1 byte, got {value}")
+    return value

@@ -15,7 +15,8 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 settings.register_profile("explore", derandomize=False, max_examples=2000, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+# ../shared beside the checkout; STATEFILE_CORPUS points elsewhere (a clone that is not beside ../shared).
+CORPUS = Path(os.environ.get("STATEFILE_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real")
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 GIT_ENV = {

@@ -508,6 +508,8 @@ def unpinned(doc: StateDocument, kind: str) -> list[str]:
 def test_last_resort_keeps_the_entry_just_recorded() -> None:
     """Regression: under a tight budget the last resort folded the newest entry while lessons could still go."""
     by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
+    if "perf-comparison__b18c37b.md" not in by_name:
+        pytest.skip("the corpus (../shared/corpus/real) is not beside this checkout")
     doc = parse(read_raw(by_name["perf-comparison__b18c37b.md"]))
     doc, newest = record(doc)
     policy = CompactionPolicy(max_bytes=3000)
@@ -745,6 +747,8 @@ def test_a_failing_summarizer_falls_back() -> None:
 
 def test_corpus_shapes_compact_as_expected() -> None:
     by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
+    if not by_name:
+        pytest.skip("the corpus (../shared/corpus/real) is not beside this checkout")
     apm = parse(read_raw(by_name["python-to-go-migration__idx55619624306.md"]))
     result = compact(apm)
     assert [e.number for e in result.document.iterations] == [94]

@@ -17,14 +17,13 @@ keys and values are :class:`~statefile.errors.UsageError` with a one-line messag
 from __future__ import annotations
 
 import difflib
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES
+from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES, parse_size
 from statefile.errors import UsageError
 from statefile.store.names import validate_branch
 
@@ -77,26 +76,6 @@ class Option:
 
 
 # -- value parsers: each takes what a flag, variable, TOML or YAML gives and returns the value or raises ValueError --
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?i?b?)\s*$", re.I)
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
-_SIZE_UNITS.update({"g": 1024**3, "gb": 1024**3, "gib": 1024**3})
-# git check-ref-format, the parts that matter for a branch typed by hand.
-
-
-def parse_size(raw: object) -> int:
-    """A byte count: an int, or text like ``30720``, ``30KB``, ``1.5 MiB`` (K/M/G are 1024-based, as gh-aw's)."""
-    if isinstance(raw, bool):
-        raise ValueError("must be a number of bytes such as 30720 or '30KB'")
-    if isinstance(raw, int):
-        value = raw
-    elif isinstance(raw, str) and (match := _SIZE.match(raw)) and match.group(2).lower() in _SIZE_UNITS:
-        value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
-    else:
-        raise ValueError(f"must be a number of bytes such as 30720 or '30KB', got {raw!r}")
-    if value < 1:
-        raise ValueError(f"must be at least 1 byte, got {value}")
-    return value
 
 
 def _positive_int(raw: object) -> int:

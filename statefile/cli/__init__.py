@@ -19,6 +19,7 @@ import click
 
 from statefile import __version__
 from statefile.cli.run import invoke
+from statefile.cli.types import SIZE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -67,8 +68,9 @@ def _global_options() -> list[click.Option]:
         ),
         click.Option(
             ["--max-bytes"],
-            type=click.IntRange(min=1),
-            help="Byte budget per state file (default: config, else 30720). [env STATEFILE_MAX_BYTES]",
+            type=SIZE,
+            help="Byte budget per state file, such as 30720 or 30KB (default: config, else 30720). "
+            "[env STATEFILE_MAX_BYTES]",
         ),
         click.Option(["--json", "as_json"], is_flag=True, default=None, help="Machine-readable JSON output."),
         click.Option(["--quiet", "-q"], is_flag=True, default=None, help="Print only errors and data."),

@@ -22,9 +22,10 @@ from statefile.app.reading import (
     list_programs,
     program_log,
 )
-from statefile.cli.support import emit_json, example, is_file_argument, pass_app, say
+from statefile.cli.support import SIZE, emit_json, example, is_file_argument, pass_app, plain, plural, say, table
 from statefile.errors import EXIT_CHECK_FAILED, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object, write_json_atomic
+from statefile.model.machine_state import label_for
 from statefile.store.files import read_state_file
 from statefile.views.describe import describe
 
@@ -48,16 +49,18 @@ def show_cmd(app: AppContext, target: str) -> None:
     if app.as_json:
         emit_json(info)
         return
-    click.echo(f"{name}: {info['size_bytes']} bytes, {len(info['sections'])} sections")
-    click.echo("machine state:")
-    for key, value in info["machine_state"].items():
-        click.echo(f"  {key}: {value}")
     hist = info["history"]
+    click.echo(f"{name}: {plural(info['size_bytes'], 'byte')}, {plural(len(info['sections']), 'section')}")
+    click.echo("machine state:")
+    for line in table(
+        ([label_for(key), value] for key, value in info["machine_state"].items()), ["FIELD", "VALUE"], right=()
+    )[1:]:
+        click.echo(f"  {line}")
     click.echo(
-        f"history: {hist['iterations']} iterations, {hist['ranges']} ranges, {hist['other']} other; "
-        f"highest iteration {hist['highest_iteration']}"
+        f"history: {plural(hist['iterations'], 'iteration')}, {plural(hist['ranges'], 'range')}, "
+        f"{hist['other']} other; highest iteration {plain(hist['highest_iteration'] or None)}"
     )
-    click.echo("sections: " + ", ".join(f"{s['kind']} ({s['bytes']} B)" for s in info["sections"]))
+    click.echo("sections: " + ", ".join(f"{s['kind']} ({s['bytes']:,} B)" for s in info["sections"]))
     for warning in info["warnings"]:
         click.echo(f"warning: {warning}")
 
@@ -75,14 +78,14 @@ def list_cmd(app: AppContext) -> None:
     if not rows:
         say(app, "no programs on this branch yet ('statefile init PROGRAM' creates one)")
         return
-    width = max(len(r["program"]) for r in rows)
-    click.echo(f"{'PROGRAM':<{width}}  {'BYTES':>7}  {'BUDGET':>6}  {'ITERS':>5}  {'LAST RUN':<20}  STATUS")
-    for r in rows:
-        click.echo(
-            f"{r['program']:<{width}}  {r['size']:>7}  {r['percent_of_budget']:>5}%  "
-            f"{r['iteration_count'] if r['iteration_count'] is not None else '—':>5}  "
-            f"{r['last_run'] or '—':<20}  {r['status']}"
-        )
+    lines = table(
+        ([r["program"], r["size"], f"{r['percent_of_budget']:g}%", r["iteration_count"], r["last_run"], r["status"]]
+         for r in rows),
+        ["PROGRAM", "BYTES", "BUDGET", "ITERS", "LAST RUN", "STATUS"],
+        right=(1, 2, 3),
+    )  # fmt: skip
+    for line in lines:
+        click.echo(line)
 
 
 @click.command("log")
@@ -121,7 +124,7 @@ def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
 
 @click.command("check")
 @click.argument("targets", nargs=-1)
-@click.option("--max-bytes", type=click.IntRange(min=1), help="Byte budget for this run (overrides config).")
+@click.option("--max-bytes", type=SIZE, help="Byte budget for this run, such as 30720 or 30KB (overrides config).")
 @example("statefile check    ·    statefile check perf    ·    statefile check memory/*.md --max-bytes 30720")
 @pass_app
 def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) -> None:
@@ -210,10 +213,11 @@ def config_cmd(app: AppContext) -> None:
     if app.as_json:
         emit_json([{"key": k, "value": v, "source": s} for k, v, s in rows])
         return
-    width = max(len(k) for k, _, _ in rows)
     docs = {key: doc for key, _, _, _, doc in option_docs()}
-    for key, value, source in rows:
-        shown = "—" if value is None else ",".join(value) if isinstance(value, tuple) else value
-        click.echo(f"{key:<{width}}  {shown!s:<18}  ({source})")
-        if not app.quiet and app.env.get("STATEFILE_CONFIG_DOCS"):
-            click.echo(f"{'':<{width}}  {docs.get(key, '')}")
+    show_docs = not app.quiet and app.env.get("STATEFILE_CONFIG_DOCS")
+    lines = table(([key, value, source] for key, value, source in rows), ["KEY", "VALUE", "SOURCE"], right=())
+    click.echo(lines[0])
+    for (key, _, _), line in zip(rows, lines[1:], strict=True):
+        click.echo(line)
+        if show_docs:
+            click.echo(f"    {docs.get(key, '')}")

@@ -1,4 +1,11 @@
-"""Helpers shared by the command modules: the app context, output in text or JSON, file-or-program arguments."""
+"""Helpers shared by the command modules: the app context, output for people (aligned tables, plain values,
+colour only on a terminal) or JSON, sizes typed like ``30KB``, file-or-program arguments.
+
+Human output follows a few rules every command keeps: a missing value is ``—``, a boolean is ``yes``/``no``, a list
+is comma-separated words (never a Python repr), counts agree with their nouns (:func:`plural`), columns line up
+(:func:`table`), colour appears only on a terminal and never with ``NO_COLOR`` set, and a command that changed
+nothing says so (:func:`unchanged`).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +13,35 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import IO, Any, TypeVar, cast
 
 import click
 
 from statefile.app.context import AppContext
+from statefile.cli.types import SIZE
 from statefile.errors import NotFoundError
 from statefile.model.document import StateDocument
+from statefile.model.text import plural
+
+__all__ = [
+    "SIZE",
+    "colour_enabled",
+    "display_width",
+    "emit_json",
+    "example",
+    "paint",
+    "pass_app",
+    "plain",
+    "plural",
+    "say",
+    "table",
+    "unchanged",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -89,3 +115,110 @@ def require_program(app: AppContext, program: str) -> StateDocument:
     if doc is None:
         raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
     return doc
+
+
+# -- output for people ------------------------------------------------------------------------------------------------
+
+#: How a missing value reads.
+MISSING = "—"
+
+
+def plain(value: Any) -> str:
+    """``value`` as a person reads it: ``—`` for none, ``yes``/``no``, a list as ``a, b``, numbers without ``.0``.
+
+    Never a Python repr: ``None``, ``False`` and ``['accepted', …]`` are internals, not output.
+    """
+    if value is None or value == "":
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return format(Decimal(repr(value)).normalize(), "f") if value == value and abs(value) < 1e15 else repr(value)
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
+        return ", ".join(plain(item) for item in items) if items else MISSING
+    if isinstance(value, Mapping):
+        return ", ".join(f"{key}: {plain(item)}" for key, item in value.items()) or MISSING
+    return str(value)
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: wide characters (emoji, CJK) count 2, combining marks 0."""
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+
+def table(
+    rows: Iterable[Sequence[Any]],
+    headers: Sequence[str],
+    *,
+    right: Iterable[int] | None = None,
+    gap: str = "  ",
+) -> list[str]:
+    """Rows of values as aligned text lines, the header first (no trailing spaces).
+
+    Cells go through :func:`plain`.  Columns listed in ``right`` are right-aligned; without ``right``, a column
+    whose every value is a number (or missing) is.  Widths count terminal columns (:func:`display_width`), so an
+    emoji or a dash does not shift the columns after it.
+    """
+    raw = [list(row) for row in rows]
+    cells = [[plain(value) for value in row] for row in raw]
+    count = len(headers)
+    if right is None:
+        numeric = {
+            c
+            for c in range(count)
+            if any(_is_number(row[c]) for row in raw) and all(_is_number(row[c]) or row[c] is None for row in raw)
+        }
+    else:
+        numeric = set(right)
+    widths = [display_width(h) for h in headers]
+    for row in cells:
+        for c, cell in enumerate(row[:count]):
+            widths[c] = max(widths[c], display_width(cell))
+
+    def line(values: Sequence[str]) -> str:
+        out = []
+        for c, cell in enumerate(values[:count]):
+            pad = " " * (widths[c] - display_width(cell))
+            out.append(pad + cell if c in numeric else cell + pad)
+        return gap.join(out).rstrip()
+
+    return [line(list(headers)), *(line(row) for row in cells)]
+
+
+def colour_enabled(stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> bool:
+    """Whether to colour output on ``stream`` (default stdout): only a terminal, never with ``NO_COLOR`` set.
+
+    https://no-color.org: any non-empty ``NO_COLOR`` turns colour off; ``TERM=dumb`` does too.
+    """
+    environment = os.environ if env is None else env
+    if environment.get("NO_COLOR") or environment.get("TERM") == "dumb":
+        return False
+    target = stream if stream is not None else sys.stdout
+    try:
+        return bool(target.isatty())
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return False
+
+
+def paint(text: str, *, fg: str | None = None, bold: bool = False, err: bool = False) -> str:
+    """``text`` styled for a terminal when colour is on for stdout (``err``: stderr), else unchanged."""
+    if not colour_enabled(sys.stderr if err else sys.stdout):
+        return text
+    return click.style(text, fg=fg, bold=bold)
+
+
+def unchanged(app: AppContext, what: str) -> None:
+    """Say that a command changed nothing (``nothing changed: … already …``) and why."""
+    say(app, f"nothing changed: {what}")

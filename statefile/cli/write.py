@@ -20,6 +20,7 @@ from statefile.app.context import AppContext
 from statefile.app.reading import check_document, state_files
 from statefile.app.writing import compact_program, compaction_policy, init_program, record_iteration, save_edit
 from statefile.cli.support import (
+    SIZE,
     emit_json,
     example,
     file_program,
@@ -187,7 +188,7 @@ def record_cmd(
 @click.option("--all", "all_programs", is_flag=True, help="Every program on the branch (or in the folder).")
 @click.option("--aggressive", is_flag=True, help="Use the aggressive policy now, whatever the file's size.")
 @click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
-@click.option("--max-bytes", type=click.IntRange(min=1), help="Byte budget for this run (overrides config).")
+@click.option("--max-bytes", type=SIZE, help="Byte budget for this run, such as 30720 or 30KB (overrides config).")
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @example("statefile compact --all --dry-run    ·    statefile compact memory/perf.md --max-bytes 8192")
 @pass_app

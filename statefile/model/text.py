@@ -66,3 +66,11 @@ def encode(text: str) -> bytes:
 def utf8_size(text: str) -> int:
     """Bytes ``text`` takes on disk as UTF-8."""
     return len(text) if text.isascii() else len(encode(text))
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``count`` and ``noun`` agreeing in number: ``1 iteration``, ``2 iterations``, ``0 parts``.
+
+    ``many`` is the plural when it is not ``noun + "s"`` (``plural(2, "entry", "entries")``).
+    """
+    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
