@@ -14,9 +14,11 @@ from typing import Any
 from statefile.errors import NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
 from statefile.model.archive import find_iteration
-from statefile.model.document import StateDocument, read_machine_state
+from statefile.model.document import StateDocument, parse, read_machine_state
 from statefile.model.history import Iteration
 from statefile.store import Store
+from statefile.views.charts import metric_sparkline
+from statefile.views.history import ProgramHistory, history_rows
 
 # Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
 CHECK_ERRORS = frozenset(
@@ -125,6 +127,16 @@ def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict
     return rows
 
 
+def list_trends(store: Store, programs: list[str], width: int = 12) -> dict[str, str]:
+    """A metric sparkline per program from its file alone (the archive is not read: this is a glance)."""
+    texts = store.read_texts(programs, errors={})
+    return {
+        name: metric_sparkline(history_rows(parse(text), name), width)
+        for name, text in texts.items()
+        if text is not None
+    }
+
+
 def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]:
     """The verbatim text of iteration ``number``: ``(where, text)`` from the file itself or its archive."""
 
@@ -141,6 +153,19 @@ def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]
     ranges = [e for e in doc.ranges if number in e.covers]
     hint = f"; it is summarized in '{ranges[0].heading.strip('# ')}'" if ranges else ""
     raise NotFoundError(f"iteration {number} of '{program}' is not in the file or its archive{hint}")
+
+
+def archive_texts(store: Store, program: str) -> list[tuple[str, str]]:
+    """``(part name, text)`` of every archive part of ``program``, oldest first."""
+    return [(part, store.read_archive(program, part)) for part in store.archive_parts(program)]
+
+
+def program_history(store: Store, program: str) -> ProgramHistory:
+    """Every iteration of ``program`` its file and archive know, oldest first (see :mod:`statefile.views.history`)."""
+    doc = store.read(program)
+    if doc is None:
+        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    return history_rows(doc, program, archive_texts(store, program))
 
 
 _ITERATION_IN_MESSAGE = re.compile(r"iteration (\d+)")

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "edit": "statefile.cli.write:edit_cmd",
     "expand": "statefile.cli.read:expand_cmd",
     "export": "statefile.cli.backup:export_cmd",
+    "history": "statefile.cli.insight:history_cmd",
     "import": "statefile.cli.backup:import_cmd",
     "init": "statefile.cli.write:init_cmd",
     "lesson": "statefile.cli.write:lesson_group",
@@ -43,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "search": "statefile.cli.memory:search_cmd",
     "show": "statefile.cli.read:show_cmd",
     "status": "statefile.cli.memory:status_cmd",
+    "summary": "statefile.cli.insight:summary_cmd",
 }
 
 

@@ -6,12 +6,16 @@ Read-only, like :mod:`statefile.cli.read`, but apart from it: the views cost imp
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from statefile.app.context import AppContext
 from statefile.app.reading import state_files
 from statefile.cli.support import emit_json, example, pass_app, require_program, say
 from statefile.defaults import SHARED_PROGRAM
+from statefile.views.charts import metric_sparkline
+from statefile.views.history import ProgramHistory, history_rows
 from statefile.views.render import render_view
 from statefile.views.search import hit_line, search
 from statefile.views.status import count_archived_entries, pressure, pressure_lines
@@ -51,17 +55,38 @@ def status_cmd(app: AppContext, program: str | None) -> None:
 
     names = [program] if program else sorted(state_files(store, app.globs))
     reports = {}
+    trends: dict[str, str] = {}
+    # The sparkline is for people at a terminal: piped or --json output stays data.
+    chart = not app.as_json and sys.stdout.isatty()
     for name in names:
         doc = require_program(app, name)
         parts = store.archive_parts(name)
-        archived = count_archived_entries([store.read_archive(name, part) for part in parts])
+        texts = [(part, store.read_archive(name, part)) for part in parts]
+        archived = count_archived_entries([text for _, text in texts])
         reports[name] = pressure(doc, max_bytes=store.max_bytes, archived_entries=archived, archive_parts=len(parts))
+        if chart:
+            trends[name] = trend_line(history_rows(doc, name, texts))
     if app.as_json:
         emit_json(reports[program] if program else reports)
         return
     for name, report in reports.items():
-        for line in pressure_lines(report, program=name):
+        lines = pressure_lines(report, program=name)
+        if trends.get(name):
+            lines.insert(1, trends[name])
+        for line in lines:
             click.echo(line)
+
+
+def trend_line(history: ProgramHistory) -> str:
+    """``  metric ▁▂▄▆█ 100.65 → 270 over 241 iterations (best 270, higher is better)``, or ``""``."""
+    points = history.points()
+    if not points:
+        return ""
+    best = history.best_points()
+    return (
+        f"  metric {metric_sparkline(history, 32)} {points[0][1]:g} → {points[-1][1]:g} over "
+        f"{history.iterations} iterations" + (f" (best {best[-1][1]:g}, {history.direction} is better)" if best else "")
+    )
 
 
 @click.command("search")

@@ -20,6 +20,7 @@ from statefile.app.reading import (
     check_programs,
     expand_iteration,
     list_programs,
+    list_trends,
     program_log,
 )
 from statefile.cli.support import SIZE, emit_json, example, is_file_argument, pass_app, plain, plural, say, table
@@ -78,10 +79,13 @@ def list_cmd(app: AppContext) -> None:
     if not rows:
         say(app, "no programs on this branch yet ('statefile init PROGRAM' creates one)")
         return
+    # A trend column for people at a terminal only: it parses each file's history, which a pipe does not need.
+    trends = list_trends(app.store(), [r["program"] for r in rows]) if sys.stdout.isatty() else {}
+    headers = ["PROGRAM", "BYTES", "BUDGET", "ITERS", "LAST RUN", "STATUS"] + (["TREND"] if trends else [])
     lines = table(
         ([r["program"], r["size"], f"{r['percent_of_budget']:g}%", r["iteration_count"], r["last_run"], r["status"]]
-         for r in rows),
-        ["PROGRAM", "BYTES", "BUDGET", "ITERS", "LAST RUN", "STATUS"],
+         + ([trends.get(r["program"]) or None] if trends else []) for r in rows),
+        headers,
         right=(1, 2, 3),
     )  # fmt: skip
     for line in lines:

@@ -12,8 +12,11 @@ existing part's bytes are never rewritten, only extended.  Pure functions; the s
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from statefile.model.text import split_lines, utf8_size
+from statefile.model.blocks import scan_blocks
+from statefile.model.history import Entry, entry_title, is_bullet_entry, is_entry_heading, parse_entry
+from statefile.model.text import line_body, split_lines, utf8_size
 
 ARCHIVE_ROOT = "archive"
 _PART_RE = re.compile(r"^(\d{4,})\.md$")
@@ -136,4 +139,67 @@ def find_iteration(text: str, number: int) -> str | None:
             while end < len(lines) and not re.match(r"^#{2,3}\s", lines[end]):
                 end += 1
             found = "".join(lines[index:end])
+    return found
+
+
+@dataclass(frozen=True)
+class ArchivedEntry:
+    """A history entry found in an archive part: the entry as the state file's parser reads it, and where it is."""
+
+    entry: Entry
+    #: 1-based line of the entry's first line in the part.
+    line: int
+    #: What the chunk holding it says it is (``"compaction of perf.md"``; ``""`` before the first chunk heading).
+    chunk: str
+    #: When that chunk was archived (``"2026-01-05T14:16:00Z"``; ``""`` when unknown).
+    archived: str
+
+
+_ARCHIVED_HEAD = re.compile(r"^Archived (.*?) — (.*)$")
+
+
+def archive_entries(text: str) -> list[ArchivedEntry]:
+    """Every iteration and range entry in an archive part, oldest first, parsed like the state file's entries.
+
+    An entry starts at a ``###`` (or deeper) heading that names an iteration or a range, or at a top-level
+    ``- Iter N:`` bullet, outside code blocks; a heading entry runs to the next heading of level 1-3 or the next
+    entry, a bullet entry to the end of its list item.  Each is read with
+    :func:`statefile.model.history.parse_entry`, so the archive and the file agree on what an entry says.
+    """
+    lines = split_lines(text)
+    scan = scan_blocks(text)
+    code = {n for start, end in scan.code_ranges for n in range(start, end)}
+    levels = {h.line: h.level for h in scan.headings}
+    chunk = archived = ""
+    found: list[ArchivedEntry] = []
+    start: int | None = None
+    bullet = False
+
+    def close(end: int) -> None:
+        nonlocal start
+        if start is not None:
+            entry = parse_entry("".join(lines[start:end]))
+            if entry.kind != "opaque":
+                found.append(ArchivedEntry(entry, start + 1, chunk, archived))
+        start = None
+
+    for index, raw in enumerate(lines):
+        level = levels.get(index, 0)
+        body = line_body(raw)
+        if level:
+            if level <= 3:
+                close(index)
+            if level == 2:
+                match = _ARCHIVED_HEAD.match(body.lstrip("#").strip())
+                chunk, archived = (match.group(2), match.group(1)) if match else (body.lstrip("#").strip(), "")
+            if level >= 3 and is_entry_heading(entry_title(body)):
+                close(index)
+                start, bullet = index, False
+        elif index not in code and is_bullet_entry(body):
+            close(index)
+            start, bullet = index, True
+        elif bullet and start is not None and body.strip() and not body[:1].isspace() and index not in code:
+            # A bullet entry is one list item: the next unindented line (another bullet, a paragraph) ends it.
+            close(index)
+    close(len(lines))
     return found

@@ -1,0 +1,223 @@
+"""A program's whole run as data: every iteration the file and its archive know, one row each, oldest first.
+
+The state file keeps the newest iterations in full and older ones as range lines; the archive keeps the folded
+detail verbatim.  :func:`history_rows` puts them back together:
+
+- every detailed entry, from the file or the archive (both read by :func:`statefile.model.history.parse_entry`),
+  once per iteration number: the file's copy wins over an archived one, a complete entry over a ``(partial)`` one,
+  a later archived copy over an earlier one;
+- a range line becomes one aggregated row (counts, date span, metric band, summary) only for numbers no detailed
+  entry covers, the file's range lines first, then archived ones (newest first) — so the superseded copies of a
+  range line that every compaction archives never show twice;
+- each row carries the best metric so far in the program's Metric Direction, which is what a chart of "is it
+  getting better" draws.
+
+Pure functions over documents and texts; :mod:`statefile.app.reading` does the reading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from statefile.model.archive import archive_entries
+from statefile.model.document import StateDocument
+from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of, number
+from statefile.policy.rules import metric_direction
+
+_BUCKET_WORDS = ("accepted", "rejected", "error", "other")
+_ISO_T = re.compile(r"(?<=\d)T(?=\d)")
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One iteration (``kind == "iteration"``) or one range line's aggregate (``kind == "range"``)."""
+
+    kind: str
+    first: int
+    last: int
+    #: Iterations: ``2026-01-05 14:16``; ranges: the date span ``2026-01-01…2026-01-04`` (``None``: unknown).
+    date: str | None
+    #: Iterations: the status word; ranges: the status glyph the line shows, if it shows one.
+    status: str | None
+    #: Iterations: the metric as written; ranges: the band ``100→118.22``.
+    metric: str | None
+    #: The metric as a number (ranges: the band's end), for sorting and charts.
+    value: float | None
+    #: The best metric so far, this row included, in the Metric Direction (``None`` before any).
+    best: float | None
+    #: What was tried (iterations: the Change line or the heading's words; ranges: the summary).
+    change: str | None
+    #: Where the text lives: ``perf.md`` or ``archive/perf/0001.md``, and the 1-based line there.
+    source: str
+    line: int
+    #: Ranges only: how many of its iterations were accepted, rejected, errors, other (all 0 when it says none).
+    counts: dict[str, int] | None = None
+
+    @property
+    def label(self) -> str:
+        """``57``, ``12+13`` or ``1–27``."""
+        if self.first == self.last:
+            return str(self.first)
+        return f"{self.first}+{self.last}" if self.kind == "iteration" else f"{self.first}–{self.last}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ProgramHistory:
+    """The rows of one program, its Metric Direction, and how many rows came from where."""
+
+    program: str
+    direction: str
+    rows: tuple[HistoryRow, ...]
+
+    @property
+    def iterations(self) -> int:
+        """Iteration numbers covered (a range counts every number it stands for)."""
+        return sum(row.last - row.first + 1 for row in self.rows)
+
+    def points(self) -> list[tuple[int, float]]:
+        """``(iteration, metric)`` for every row with a numeric metric, oldest first (ranges at their end)."""
+        return [(row.last, row.value) for row in self.rows if row.value is not None]
+
+    def best_points(self) -> list[tuple[int, float]]:
+        """``(iteration, best so far)`` for every row once a best exists, oldest first."""
+        return [(row.last, row.best) for row in self.rows if row.best is not None]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"program": self.program, "direction": self.direction, "rows": [r.as_dict() for r in self.rows]}
+
+
+@dataclass(frozen=True)
+class _Found:
+    entry: Entry
+    source: str
+    line: int
+    #: Precedence among copies of one iteration: (complete, from the file, position); the highest wins.
+    rank: tuple[int, int, int]
+
+
+def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tuple[str, str]] = ()) -> ProgramHistory:
+    """Every iteration of ``program`` that ``doc`` and its archive parts know (see the module docstring).
+
+    ``archives`` are ``(part file name, text)`` pairs, oldest part first, as :meth:`Store.archive_parts` lists
+    them.  Rows come oldest first.
+    """
+    found: list[_Found] = []
+    position = 0
+    for part, text in archives:
+        for archived in archive_entries(text):
+            position += 1
+            partial = isinstance(archived.entry, Iteration) and archived.entry.partial
+            found.append(_Found(archived.entry, f"archive/{program}/{part}", archived.line, (not partial, 0, position)))
+    if doc is not None:
+        lines = _entry_lines(doc)
+        for index, entry in enumerate(doc.history):
+            if entry.kind == "opaque":
+                continue
+            partial = isinstance(entry, Iteration) and entry.partial
+            # File entries are newest first; the top one is the most recent copy.
+            found.append(_Found(entry, f"{program}.md", lines[index], (not partial, 1, -index)))
+    direction = metric_direction(doc.machine_state) if doc is not None else "higher"
+
+    winner: dict[int, _Found] = {}
+    for item in found:
+        if isinstance(item.entry, Iteration):
+            for n in item.entry.covers:
+                if n not in winner or item.rank > winner[n].rank:
+                    winner[n] = item
+    chosen = {id(item): item for item in winner.values()}
+    rows = [_iteration_row(item) for item in chosen.values()]
+
+    claimed = set(winner)
+    # Ranges: the file's first (they are current), then the archive's newest first.
+    for item in sorted((f for f in found if isinstance(f.entry, IterationRange)), key=lambda f: f.rank[1:],
+                       reverse=True):  # fmt: skip
+        entry = item.entry
+        assert isinstance(entry, IterationRange)
+        numbers = range(entry.first, entry.last + 1)
+        if all(n in claimed for n in numbers):
+            continue
+        claimed.update(numbers)
+        rows.append(_range_row(item, entry))
+    rows.sort(key=lambda r: (r.first, r.last, r.kind))
+    return ProgramHistory(program, direction, tuple(_with_best(rows, direction)))
+
+
+def _entry_lines(doc: StateDocument) -> list[int]:
+    """1-based line of each history entry's first line in the file."""
+    text = doc.render()
+    out: list[int] = []
+    at = 0
+    for entry in doc.history:
+        index = text.find(entry.raw, at)
+        if index < 0:  # pragma: no cover - entries are slices of the text
+            out.append(0)
+            continue
+        out.append(text.count("\n", 0, index) + 1)
+        at = index + len(entry.raw)
+    return out
+
+
+def _iteration_row(item: _Found) -> HistoryRow:
+    entry = item.entry
+    assert isinstance(entry, Iteration)
+    when = _ISO_T.sub(" ", entry.when).removesuffix("Z").removesuffix("UTC").strip() if entry.when else None
+    return HistoryRow(
+        kind="iteration",
+        first=min(entry.covers),
+        last=max(entry.covers),
+        date=when,
+        status=entry.status,
+        metric=entry.metric,
+        value=number(entry.metric),
+        best=None,
+        change=change_of(entry) or entry.notes,
+        source=item.source,
+        line=item.line,
+    )
+
+
+def _range_row(item: _Found, entry: IterationRange) -> HistoryRow:
+    band = band_from_range(entry)
+    dates = None
+    if band.date_from:
+        dates = band.date_from if band.date_to in (None, band.date_from) else f"{band.date_from}…{band.date_to}"
+    metric = None
+    if band.metric_from is not None and band.metric_to is not None:
+        metric = f"{band.metric_from}→{band.metric_to}"
+    counts = dict(zip(_BUCKET_WORDS, band.counts, strict=True))
+    shown = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
+    return HistoryRow(
+        kind="range",
+        first=band.first,
+        last=band.last,
+        date=dates,
+        status=shown or entry.status,
+        metric=metric,
+        value=number(band.metric_to),
+        best=None,
+        change=" / ".join(band.parts) or None,
+        source=item.source,
+        line=item.line,
+        counts=counts,
+    )
+
+
+def _with_best(rows: list[HistoryRow], direction: str) -> list[HistoryRow]:
+    """Rows with the best metric so far: accepted iterations' metrics and ranges' band ends count."""
+    best: float | None = None
+    out = []
+    for row in rows:
+        candidate = row.value if (row.kind == "range" or row.status == "accepted") else None
+        if candidate is not None and (best is None or (candidate < best if direction == "lower" else candidate > best)):
+            best = candidate
+        out.append(replace(row, best=best))
+    return out

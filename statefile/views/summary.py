@@ -1,0 +1,95 @@
+"""The memory at a glance as GitHub-flavoured markdown, for ``$GITHUB_STEP_SUMMARY`` (or any markdown file).
+
+One table row per program (status, iterations, best metric, trend, last run, size against the budget), then for
+each charted program a Mermaid ``xychart-beta`` of its metric over iterations and one sentence saying what the
+chart shows and where the iterations live.  GitHub renders both in a job's summary page.  Pure: it formats what
+:func:`statefile.app.reading.list_programs` and :func:`statefile.app.reading.program_history` read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from statefile.views.charts import mermaid_xychart, metric_sparkline
+from statefile.views.history import ProgramHistory
+
+
+def _cell(value: Any) -> str:
+    """A table cell: ``—`` for nothing, pipes escaped, one line."""
+    if value is None or value == "":
+        return "—"
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _size(row: Mapping[str, Any], max_bytes: int) -> str:
+    size = int(row.get("size") or 0)
+    text = f"{size:,} B ({row.get('percent_of_budget')}% of {max_bytes:,})"
+    return text + (" ⚠️ over budget" if size > max_bytes else "")
+
+
+def where_sentence(history: ProgramHistory) -> str:
+    """``240 iterations: 10 in perf.md, 228 in the archive, 2 only in range lines``."""
+    in_file = sum(1 for r in history.rows if r.kind == "iteration" and not r.source.startswith("archive/"))
+    archived = sum(1 for r in history.rows if r.kind == "iteration" and r.source.startswith("archive/"))
+    ranged = sum(r.last - r.first + 1 for r in history.rows if r.kind == "range")
+    parts = [f"{in_file} in {history.program}.md"]
+    if archived:
+        parts.append(f"{archived} in the archive")
+    if ranged:
+        parts.append(f"{ranged} only in range lines")
+    total = history.iterations
+    return f"{total} iteration{'s' if total != 1 else ''}: " + ", ".join(parts)
+
+
+def step_summary(
+    rows: Sequence[Mapping[str, Any]],
+    histories: Mapping[str, ProgramHistory],
+    *,
+    max_bytes: int,
+    title: str = "Autoloop memory",
+    omitted_charts: int = 0,
+) -> str:
+    """The markdown summary of ``rows`` (from ``list_programs``), with a chart for each program in ``histories``.
+
+    ``omitted_charts`` is how many programs were left without a chart (the caller charts the most recently run
+    ones); the summary says so and how to see the others.
+    """
+    count = len(rows)
+    out = [f"## {title} — {count} program{'s' if count != 1 else ''}", ""]
+    if not rows:
+        return "\n".join([*out, "No programs on the memory branch yet.", ""])
+    out += [
+        "| program | status | iterations | best metric | trend | last run | size |",
+        "|---|---|--:|--:|---|---|--:|",
+    ]
+    for row in rows:
+        name = str(row["program"])
+        history = histories.get(name)
+        trend = metric_sparkline(history, 16) if history is not None else ""
+        out.append(
+            f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(row.get('iteration_count'))} | "
+            f"{_cell(row.get('best_metric'))} | {_cell(trend)} | {_cell(row.get('last_run'))} | "
+            f"{_cell(_size(row, max_bytes))} |"
+        )
+    for row in rows:
+        history = histories.get(str(row["program"]))
+        if history is None:
+            continue
+        out += ["", f"### {history.program}", ""]
+        chart = mermaid_xychart(history)
+        if chart is None:
+            out.append(f"No iteration of {history.program} has a numeric metric yet ({where_sentence(history)}).")
+            continue
+        out += ["```mermaid", chart.rstrip("\n"), "```", ""]
+        out.append(
+            f"Metric of each iteration (first line) and best so far (second line), {history.direction} is better; "
+            f"{where_sentence(history)}.  `statefile history {history.program}` lists them."
+        )
+    if omitted_charts:
+        out += [
+            "",
+            f"Charts are shown for the most recently run programs; {omitted_charts} more "
+            f"program{'s have' if omitted_charts != 1 else ' has'} none here — `statefile summary PROGRAM` draws one.",
+        ]
+    return "\n".join(out) + "\n"

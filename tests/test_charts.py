@@ -1,0 +1,164 @@
+"""Charts: the sparkline, and the Mermaid ``xychart-beta`` checked twice — by a validator written from Mermaid's
+documented grammar (always), and by Mermaid's own parser under node (when tests/mermaid has its packages:
+``npm ci --prefix tests/mermaid``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from gitutil import make_repos, run_statefile
+from mermaid_xychart import validate
+
+from statefile.model.document import parse
+from statefile.model.history import render_iteration
+from statefile.model.synthetic import synthetic_state
+from statefile.model.template import new_state_file
+from statefile.store import Store
+from statefile.views.charts import mermaid_xychart, number_text, sparkline, thin
+from statefile.views.history import ProgramHistory, history_rows
+
+MERMAID_DIR = Path(__file__).resolve().parent / "mermaid"
+
+
+def test_sparkline_levels_flat_empty_and_width() -> None:
+    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
+    assert sparkline([8, 1]) == "█▁"
+    assert sparkline([3, 3, 3]) == "▄▄▄"
+    assert sparkline([]) == ""
+    line = sparkline([float(n) for n in range(1000)], width=10)
+    assert len(line) == 10 and line[0] == "▁" and line[-1] == "█"
+    assert list(line) == sorted(line)
+
+
+def test_numbers_in_mermaid_form_and_thinning() -> None:
+    assert [number_text(v) for v in (1e-7, 1.5e12, -0.0, 266.91, -3.25)] == [
+        "0.0000001", "1500000000000", "0", "266.91", "-3.25",
+    ]  # fmt: skip
+    points = [(n, float(n)) for n in range(1, 241)]
+    kept = thin(points, 60)
+    assert len(kept) == 60 and kept[0] == points[0] and kept[-1] == points[-1]
+    assert thin(points[:5], 60) == points[:5]
+
+
+def history_of(
+    metrics: list[str | None], direction: str = "higher", statuses: list[str] | None = None
+) -> ProgramHistory:
+    entries = [
+        render_iteration(
+            number=n, when="2026-01-01 00:00", status=(statuses or [])[n - 1] if statuses else "accepted", metric=m
+        )
+        for n, m in enumerate(metrics, 1)
+    ]
+    text = new_state_file("perf", metric_direction=direction).replace(
+        "*(No iterations yet.)*\n", "".join(reversed(entries))
+    )
+    return history_rows(parse(text), "perf")
+
+
+def charts() -> dict[str, str]:
+    """Diagrams for the shapes a run can take."""
+    long_run = parse(synthetic_state("long", 400, seed=2, direction="lower"))
+    out = {
+        "rising": mermaid_xychart(history_of(["1", "2.5", None, "3"])),
+        "lower, negative": mermaid_xychart(history_of(["-1.5", "-3", "-2"], "lower")),
+        "one point": mermaid_xychart(history_of(["0.93"])),
+        "flat": mermaid_xychart(history_of(["5", "5", "5"])),
+        "rejected first": mermaid_xychart(history_of(["9", "7", "8"], statuses=["rejected", "rejected", "accepted"])),
+        "huge and tiny": mermaid_xychart(history_of(["1e9", "0.000001"])),
+        "400 iterations": mermaid_xychart(history_rows(long_run, "long")),
+    }
+    assert all(text is not None for text in out.values())
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def test_charts_are_valid_xycharts() -> None:
+    for name, text in charts().items():
+        assert validate(text) == [], (name, text)
+    long = charts()["400 iterations"]
+    assert long.count("\n    line [") == 2
+    categories = re.search(r"x-axis \"iteration\" \[(.*)\]", long)
+    assert categories is not None and len(categories.group(1).split(", ")) == 60
+
+
+def test_no_metric_no_chart() -> None:
+    assert mermaid_xychart(history_of([None, None])) is None
+
+
+# Diagrams the grammar rejects, and one it accepts but that would draw wrong (more values than categories).
+BROKEN = {
+    "trailing comma": "xychart-beta\n    line [1, 2, ]\n",
+    "unclosed list": "xychart-beta\n    x-axis [1, 2\n    line [1, 2]\n",
+    "word in data": "xychart-beta\n    line [1, a]\n",
+    "unclosed title": 'xychart-beta\n    title "perf\n    line [1]\n',
+    "unknown statement": "xychart-beta\n    curve [1, 2]\n",
+    "wrong header": "xychart\n    line [1, 2]\n".replace("xychart", "xy-chart"),
+    "empty data": "xychart-beta\n    line []\n",
+}
+DRAWS_WRONG = 'xychart-beta\n    x-axis "i" [1, 2]\n    line [1, 2, 3]\n'
+
+
+def test_the_validator_rejects_broken_diagrams() -> None:
+    for name, text in {**BROKEN, "mismatch": DRAWS_WRONG}.items():
+        assert validate(text), name
+
+
+def node_parse(diagrams: list[str]) -> list[dict[str, object]]:
+    proc = subprocess.run(
+        ["node", str(MERMAID_DIR / "parse.mjs")],
+        input=json.dumps(diagrams),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: list[dict[str, object]] = json.loads(proc.stdout)
+    return result
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed: Mermaid's own parser cannot run")
+@pytest.mark.skipif(
+    not (MERMAID_DIR / "node_modules" / "mermaid").is_dir(),
+    reason="Mermaid is not installed for the tests: run `npm ci --prefix tests/mermaid` to check charts with it",
+)
+def test_mermaids_own_parser_agrees() -> None:
+    ours = charts()
+    results = node_parse([*ours.values(), *BROKEN.values()])
+    for name, result in zip([*ours, *BROKEN], results, strict=True):
+        if name in ours:
+            assert result == {"ok": True, "type": "xychart"}, (name, result)
+        else:
+            assert result["ok"] is False, (name, result)
+
+
+def test_summary_command_writes_markdown_with_valid_charts(tmp_path: Path) -> None:
+    repos = make_repos(tmp_path)
+    with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
+        store.write_files(
+            {
+                "alpha.md": synthetic_state("alpha", 30, seed=1),
+                "beta.md": synthetic_state("beta", 12, seed=2, direction="lower"),
+                "fresh.md": new_state_file("fresh"),
+            },
+            "seed",
+        )
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    proc = run_statefile("--remote", "origin", "summary", "--out", str(summary), "--max-charts", "2", cwd=repos.work)
+    assert proc.returncode == 0, proc.stderr
+    text = summary.read_text()
+    assert text.startswith("earlier step\n## Autoloop memory — 3 programs\n")  # appended, as GitHub expects
+    assert "| alpha |" in text and "| fresh |" in text
+    blocks = re.findall(r"```mermaid\n(.*?)```", text, re.S)
+    assert len(blocks) == 2 and all(validate(b) == [] for b in blocks)
+    assert "1 more program has none here" in text
+    one = run_statefile("--remote", "origin", "summary", "beta", cwd=repos.work)
+    assert one.returncode == 0 and "### beta" in one.stdout and "lower is better" in one.stdout
+    assert "### alpha" not in one.stdout
+    missing = run_statefile("--remote", "origin", "summary", "nope", cwd=repos.work)
+    assert missing.returncode == 3 and "no program 'nope'" in missing.stderr
