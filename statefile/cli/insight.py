@@ -16,7 +16,7 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.reading import list_programs, program_history
-from statefile.cli.support import emit_json, example, pass_app, say
+from statefile.cli.support import MISSING, display_width, emit_json, example, pass_app, say, table
 from statefile.errors import NotFoundError
 from statefile.views.history import HistoryRow, ProgramHistory
 from statefile.views.summary import step_summary, where_sentence
@@ -26,41 +26,32 @@ CSV_COLUMNS = ("first", "last", "kind", "date", "status", "metric", "best", "cha
 
 def _status_text(row: HistoryRow) -> str:
     if row.kind == "iteration" or not row.counts or not any(row.counts.values()):
-        return row.status or "—"
+        return row.status or MISSING
     short = {"accepted": "acc", "rejected": "rej", "error": "err", "other": "other"}
     return " ".join(f"{short[word]} {n}" for word, n in row.counts.items() if n)
 
 
-def _best_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:g}"
-
-
 def history_table(history: ProgramHistory, width: int) -> list[str]:
-    """The rows as aligned text columns, CHANGE cut to fit ``width`` characters."""
-    headers = ("ITER", "DATE", "STATUS", "METRIC", "BEST", "WHERE", "CHANGE")
+    """The rows as aligned text columns, CHANGE cut to fit ``width`` terminal columns."""
+    headers = ["ITER", "DATE", "STATUS", "METRIC", "BEST", "WHERE"]
     cells = [
-        (
+        [
             row.label if row.kind == "iteration" else f"{row.label} (range)",
-            row.date or "—",
+            row.date,
             _status_text(row),
-            row.metric or "—",
-            _best_text(row.best),
+            row.metric,
+            None if row.best is None else f"{row.best:g}",
             f"{row.source}:{row.line}",
-            " ".join((row.change or "").split()) or "—",
-        )
+        ]
         for row in history.rows
     ]
-    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers[:-1])]
-    aligned = ("<", "<", "<", ">", ">", "<")
-    lead = sum(widths) + 2 * len(widths)
-    room = max(20, width - lead)
-
-    def line(values: tuple[str, ...]) -> str:
-        head = "  ".join(f"{v:{a}{w}}" for v, a, w in zip(values[:-1], aligned, widths, strict=True))
-        last = values[-1] if len(values[-1]) <= room else values[-1][: room - 1] + "…"
-        return f"{head}  {last}".rstrip()
-
-    return [line(headers), *(line(c) for c in cells)]
+    lead = max(display_width(line) for line in table(cells, headers, right=(3, 4)))
+    room = max(20, width - lead - 2)
+    changes = [" ".join((row.change or "").split()) for row in history.rows]
+    cut = [c if display_width(c) <= room else c[: room - 1] + "…" for c in changes]
+    return table(
+        [[*cell, change or None] for cell, change in zip(cells, cut, strict=True)], [*headers, "CHANGE"], right=(3, 4)
+    )
 
 
 @click.command("history")
