@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import SAMPLES, corpus_files, read_raw
+from gitutil import make_repos, run_statefile
 
 from statefile.errors import UsageError
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
+from statefile.store import Store
 from statefile.views.search import classify, hit_line, search
 
 
@@ -66,11 +70,11 @@ def test_all_terms_beat_some_terms_and_phrase_bonus() -> None:
     )
     hits = search({"perf.md": text}, "radix sort")
     scores = [(h.line, h.score) for h in hits]
-    # 100 for all terms, +50 for the phrase, +25 when every term is a whole word.
-    assert scores[0][1] == 175  # the phrase, in live text with no iteration (newest)…
+    # 100 for all terms, +50 for the phrase.
+    assert scores[0][1] == 150  # the phrase, in live text with no iteration (newest)…
     assert hits[0].line == "- radix sort is the way"
-    assert hits[1].line == "- **Change**: radix sort" and hits[1].score == 175
-    assert hits[2].line == "- **Change**: sort radix buckets" and hits[2].score == 125
+    assert hits[1].line == "- **Change**: radix sort" and hits[1].score == 150
+    assert hits[2].line == "- **Change**: sort radix buckets" and hits[2].score == 100
     assert hits[3].line == "- **Change**: only radix here" and hits[3].score == 40
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
@@ -134,6 +138,8 @@ def test_case_insensitive_and_surrogates() -> None:
 def test_bad_queries() -> None:
     with pytest.raises(UsageError, match="empty search query"):
         search({}, "  ")
+    with pytest.raises(UsageError, match="empty search query"):
+        search({}, "* **")
     with pytest.raises(UsageError, match="limit"):
         search({}, "x", limit=0)
     assert search({}, "x") == []
@@ -153,7 +159,67 @@ def test_corpus_search_is_consistent() -> None:
     assert keys == sorted(keys)
 
 
-def test_whole_words_rank_above_longer_numbers() -> None:
-    files = {"perf.md": "# Autoloop: perf\n\n## 📚 Lessons Learned\n\n- tried variant 30 first\n- variant 3 won\n"}
-    hits = search(files, "variant 3")
-    assert hits[0].line == "- variant 3 won"
+def test_whole_words_only_and_prefixes_on_request() -> None:
+    files = {
+        "perf.md": "# Autoloop: perf\n\n## 📚 Lessons Learned\n\n- tried variant 30 first\n- variant 3 won\n"
+        "- port m30 later\n- port m3, then m4\n- caching helps; the cache is warm\n- see #12 and x.ts\n"
+    }
+    assert [h.line for h in search(files, "variant 3")][:1] == ["- variant 3 won"]
+    assert [h.line for h in search(files, "m3")] == ["- port m3, then m4"]
+    assert [h.line for h in search(files, "cache")] == ["- caching helps; the cache is warm"]
+    assert search(files, "cach") == []
+    assert [h.line for h in search(files, "cach*")] == ["- caching helps; the cache is warm"]
+    assert [h.line for h in search(files, "#12")] == ["- see #12 and x.ts"]
+    assert [h.line for h in search(files, "x.ts")] == ["- see #12 and x.ts"]
+
+
+def test_archived_copies_of_a_range_line_fold_below_the_entry() -> None:
+    """Every record archives the range line it replaces: five copies must not crowd out the iteration itself."""
+    ranges = [f"### Iters 1–{n} — ✅ {n} · metric 1→{n} · Port module m3 to Go, other work · archive/perf/\n\n"
+              for n in range(21, 26)]  # fmt: skip
+    chunks = [make_chunk(entry(21, "Port module m3 to Go"), when="2026-01-01", what="compaction of perf.md")]
+    chunks += [make_chunk(r, when=f"2026-01-{d:02d}", what="compaction of perf.md") for d, r in enumerate(ranges, 2)]
+    [(name, part)] = plan_append("perf", None, "".join(chunks), 30720)
+    live = program_file("perf", [(27, "Port module m30 to Go", "x")]).replace(
+        "### Iteration 27", ranges[-1].replace("1–25", "1–26") + "### Iteration 27"
+    )
+    hits = search({"perf.md": live, f"archive/perf/{name}": part}, "Port module m3 to Go")
+    assert hits[0].kind == "iteration" and hits[0].iteration == 21 and hits[0].expand == "statefile expand perf 21"
+    full = [h for h in hits if h.score >= 100]
+    assert [h.kind for h in full] == ["iteration", "range"]
+    assert all(h.score < 100 and "m3 " not in h.line for h in hits[2:])  # "m30" is not "m3"
+    folded = hits[1]
+    assert folded.path == "perf.md" and (folded.first, folded.last) == (1, 26)
+    assert len(folded.copies) == 5 and all(c.startswith(f"archive/perf/{name}:") for c in folded.copies)
+    line = hit_line(folded)
+    assert line.startswith("perf.md:") and "#1–26 (+5 older copies)" in line
+    archived = hit_line(hits[0])
+    assert (
+        archived.startswith(f"archive/perf/{name}:") and "[Archived 2026-01-01 — compaction of perf.md] #21" in archived
+    )
+
+
+def test_search_through_the_console_script_after_real_records(tmp_path: Path) -> None:
+    """Real records fold iteration 41 into a range line and archive each replaced copy of it."""
+    repos = make_repos(tmp_path)
+    with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
+        store.write_files({"mid.md": (SAMPLES / "mid-life.md").read_text()}, "seed")
+    env = {"STATEFILE_KEEP_RECENT": "2"}
+    changes = ["Port module m3 to Go", "Port module m30 to Go", "Tune m4", "Tune m5", "Tune m6"]
+    for change in changes:
+        proc = run_statefile("--remote", "origin", "record", "mid", "--status", "accepted", "--metric", "130",
+                             "--change", change, cwd=repos.work, env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    proc = run_statefile("--remote", "origin", "--json", "search", "Port module m3 to Go", cwd=repos.work)
+    assert proc.returncode == 0, proc.stderr
+    hits = json.loads(proc.stdout)
+    assert hits[0]["iteration"] == 41 and hits[0]["path"].startswith("archive/mid/")
+    assert hits[0]["expand"] == "statefile expand mid 41"
+    exact = [h for h in hits if h["score"] >= 150]
+    ranges = [h for h in exact if h["kind"] == "range"]
+    assert len(ranges) <= 1, ranges  # the copies of one range line are one result
+    assert all(re.search(r"\bm3\b", h["line"]) for h in exact)  # "m30" alone is no match
+    text = run_statefile("--remote", "origin", "search", "Port module m3 to Go", "-n", "3", cwd=repos.work)
+    lines = text.stdout.splitlines()
+    assert lines[0].startswith("archive/mid/0001.md:") and "#41 — " in lines[0]
+    assert lines[-1] == "whole entries: statefile expand mid 41"

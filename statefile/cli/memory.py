@@ -17,7 +17,7 @@ from statefile.defaults import SHARED_PROGRAM
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
 from statefile.views.render import render_view
-from statefile.views.search import hit_line, search
+from statefile.views.search import hit_dict, hit_line, search
 from statefile.views.status import count_archived_entries, pressure, pressure_lines
 
 
@@ -96,13 +96,20 @@ def trend_line(history: ProgramHistory) -> str:
 @example('statefile search "radix sort" --program perf')
 @pass_app
 def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> None:
-    """Search every program's file and archive (and _shared.md), best matches first."""
+    """Search every program's file and archive (and _shared.md), best matches first.
+
+    Whole words, case-insensitive (a term ending in * matches word starts: cach*); each result names the file,
+    line, section and iteration it comes from; older archived copies of a range line are folded into one result.
+    """
 
     hits = search(app.store().read_all(), query, program=program, limit=limit)
     if app.as_json:
-        emit_json([hit.__dict__ for hit in hits])
+        emit_json([hit_dict(hit) for hit in hits])
         return
     if not hits:
         say(app, f"no matches for {query!r}")
     for hit in hits:
         click.echo(hit_line(hit))
+    first = next((hit for hit in hits if hit.expand), None)
+    if first is not None and not app.quiet:
+        click.echo(f"whole entries: {first.expand}")

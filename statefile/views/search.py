@@ -1,16 +1,21 @@
 """Search across every program's memory: the state files, their archives, and the shared lessons.
 
-Matching is case-insensitive substring matching of each query word, line by line, with the line's *block* (its
-history entry, or its bullet item) as context.  Ranking, best first:
+Matching is case-insensitive and by whole words: ``m3`` finds "m3" and "m3," but not "m30"; a term ending in
+``*`` matches words that start with it (``cach*`` finds "cache" and "caching").  Lines are matched one by one, with
+the line's *block* (its history entry, or its bullet item) as context.  Ranking, best first:
 
-1. lines holding every query word (score 100, +50 when the words also appear as the exact phrase, +25 when every
-   word appears as a whole word — "variant 3" ranks above "variant 30");
+1. lines holding every query word (score 100, +50 when the words also appear as the exact phrase);
 2. lines holding some words whose entry or bullet holds all of them (score 90);
 3. lines holding some words (score ``80 × matched / words``);
 
-then, on equal scores, the live file before its archive, newer iterations before older ones (a line outside any
-iteration – a lesson, the Machine State – counts as newest in the live file and oldest in the archive), then path
-and line number, so the order is deterministic.
+then, on equal scores, detailed entries and other text before range lines, and range lines of the live file
+before archived ones; then the live file before its archive, newer iterations before older ones (a line outside
+any iteration – a lesson, the Machine State – counts as newest in the live file and oldest in the archive), then
+path and line number, so the order is deterministic.
+
+Range lines repeat: every compaction rewrites the range line it extends and archives the old one.  A range-line
+hit whose iterations a newer matching range line also covers is folded into that one (``Hit.copies`` lists where
+the older copies are), so five archived copies of one range line are one result, not five above the entry.
 
 A linear scan, on purpose: the files come fresh from the branch on every call, so an FTS index (sqlite3 FTS5)
 would have to be rebuilt each time, which costs more than scanning; a few hundred files of 30 KB plus their
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import UsageError
@@ -44,7 +49,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass(frozen=True)
 class Hit:
-    """One matching line: where it is (program, store path, section, iteration, 1-based line) and its score."""
+    """One matching line: where it is (program, store path, section, iteration, 1-based line) and its score.
+
+    ``kind`` says what the line belongs to: ``"iteration"`` (a detailed entry), ``"range"`` (a range line) or
+    ``"text"`` (lessons, state, anything else); ``first``/``last`` are a range line's iterations.  ``copies`` are
+    the ``path:line`` of older copies of the same range line folded into this hit.
+    """
 
     program: str
     path: str
@@ -53,6 +63,20 @@ class Hit:
     line_no: int
     line: str
     score: float
+    kind: str = "text"
+    first: int | None = None
+    last: int | None = None
+    copies: tuple[str, ...] = ()
+
+    @property
+    def archived(self) -> bool:
+        """Whether the line lives in an archive part rather than the live file."""
+        return self.path.startswith(f"{ARCHIVE_ROOT}/")
+
+    @property
+    def expand(self) -> str | None:
+        """The command that prints the whole entry (``statefile expand perf 12``), for iteration hits."""
+        return f"statefile expand {self.program} {self.iteration}" if self.iteration is not None else None
 
 
 def classify(path: str) -> tuple[str, bool] | None:
@@ -67,6 +91,10 @@ def classify(path: str) -> tuple[str, bool] | None:
     if len(parts) == 3 and parts[0] == ARCHIVE_ROOT and parts[1] and part_number(parts[2]) is not None:
         return parts[1], True
     return None
+
+
+#: Sort key of a hit: (-score, range order, archived, -newness, path, line).
+_Key = tuple[float, int, int, float, str, int]
 
 
 @dataclass
@@ -134,7 +162,25 @@ def _numbers(line: str) -> tuple[int | None, int | None]:
 
 def _terms(query: str) -> list[str]:
     words = [w.strip("\"'").casefold() for w in query.split()]
-    return list(dict.fromkeys(w for w in words if w))
+    return list(dict.fromkeys(w for w in words if w.rstrip("*")))
+
+
+def _pattern(term: str) -> re.Pattern[str]:
+    """Whole-word match of ``term`` (``cach*``: words starting with ``cach``); word edges only where the term has
+    word characters, so ``#12`` and ``x.ts`` match as written."""
+    prefix = term.endswith("*")
+    core = term.rstrip("*")
+    head = r"(?<!\w)" if core[:1].isalnum() or core[:1] == "_" else ""
+    tail = r"\w*" if prefix else (r"(?!\w)" if core[-1:].isalnum() or core[-1:] == "_" else "")
+    return re.compile(head + re.escape(core) + tail)
+
+
+def _range_of(line: _Line) -> tuple[int, int] | None:
+    """``(first, last)`` when ``line`` is the first line of a range entry."""
+    if line.iteration is not None or line.newness is None:
+        return None
+    entry = parse_entry(line.text)
+    return (entry.first, entry.last) if isinstance(entry, IterationRange) else None
 
 
 def search(files: Mapping[str, str], query: str, *, program: str | None = None, limit: int = 50) -> list[Hit]:
@@ -148,8 +194,9 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
         raise UsageError("empty search query; give one or more words to look for")
     if limit < 1:
         raise UsageError(f"limit must be at least 1 (got {limit})")
-    phrase = " ".join(terms)
-    ranked: list[tuple[tuple[float, int, float, str, int], Hit]] = []
+    patterns = {term: _pattern(term) for term in terms}
+    phrase = re.compile(r"\s+".join(p.pattern for p in patterns.values())) if len(terms) > 1 else None
+    ranked: list[tuple[_Key, Hit]] = []
     for path, text in files.items():
         kind = classify(path)
         if kind is None:
@@ -158,7 +205,10 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
         if program is not None and name not in (program, SHARED_PROGRAM):
             continue
         lines = _scan(text)
-        found = [(line, {t for t in terms if t in line.text.casefold()}) for line in lines]
+        found = []
+        for line in lines:
+            folded = line.text.casefold()
+            found.append((line, {t for t, pattern in patterns.items() if pattern.search(folded)}))
         per_block: dict[int, set[str]] = {}
         for line, matched in found:
             per_block.setdefault(line.block, set()).update(matched)
@@ -167,16 +217,14 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
                 continue
             if len(matched) == len(terms):
                 score = 100.0
-                folded = " ".join(line.text.casefold().split())
-                if len(terms) > 1 and phrase in folded:
+                if phrase is not None and phrase.search(line.text.casefold()):
                     score += 50
-                # "variant 3" should rank "… variant 3 …" above "… variant 30 …".
-                if all(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", folded) for t in terms):
-                    score += 25
             elif len(per_block[line.block]) == len(terms):
                 score = 90.0
             else:
                 score = round(80 * len(matched) / len(terms), 1)
+            span = _range_of(line)
+            what = "iteration" if line.iteration is not None else "range" if span else "text"
             # Outside any iteration: the live file's lessons and state are current; archived text is old.
             unknown = float("-inf") if archived else float("inf")
             newness = unknown if line.newness is None else float(line.newness)
@@ -188,15 +236,65 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
                 line_no=line.number,
                 line=_SURROGATE.sub("\ufffd", line.text.strip()),
                 score=score,
+                kind=what,
+                first=span[0] if span else None,
+                last=span[1] if span else None,
             )
-            ranked.append(((-score, int(archived), -newness, path, line.number), hit))
-    ranked.sort(key=lambda pair: pair[0])
-    return [hit for _, hit in ranked[:limit]]
+            order = (1 + int(archived)) if span else 0
+            ranked.append(((-score, order, int(archived), -newness, path, line.number), hit))
+    hits = _fold_copies(ranked)
+    return hits[:limit]
+
+
+def _age(hit: Hit) -> tuple[int, int, int]:
+    """Newest first: the live file, then archive parts from the newest, later lines first within a part."""
+    if not hit.archived:
+        return (0, 0, -hit.line_no)
+    part = part_number(hit.path.rsplit("/", 1)[-1]) or 0
+    return (1, -part, -hit.line_no)
+
+
+def _fold_copies(ranked: list[tuple[_Key, Hit]]) -> list[Hit]:
+    """Sorted hits, range-line copies folded: older range lines whose iterations a newer matching range line of the
+    program covers join its group; each group is shown once, as its best-ranked member, listing the others."""
+    groups: dict[str, list[list[tuple[_Key, Hit]]]] = {}
+    out: list[tuple[_Key, Hit]] = []
+    for key, hit in sorted(ranked, key=lambda pair: _age(pair[1])):
+        if hit.kind != "range" or hit.first is None or hit.last is None:
+            out.append((key, hit))
+            continue
+        program_groups = groups.setdefault(hit.program, [])
+        for group in program_groups:
+            newest = group[0][1]
+            assert newest.first is not None and newest.last is not None
+            if newest.first <= hit.first and hit.last <= newest.last:
+                group.append((key, hit))
+                break
+        else:
+            program_groups.append([(key, hit)])
+    for program_groups in groups.values():
+        for group in program_groups:
+            best_key, best = min(group, key=lambda pair: pair[0])
+            others = sorted((h for _, h in group if h is not best), key=_age)
+            out.append((best_key, replace(best, copies=tuple(f"{h.path}:{h.line_no}" for h in others))))
+    out.sort(key=lambda pair: pair[0])
+    return [hit for _, hit in out]
+
+
+def hit_dict(hit: Hit) -> dict[str, object]:
+    """JSON-ready form of a hit, with the command that expands its entry."""
+    return {**asdict(hit), "copies": list(hit.copies), "archived": hit.archived, "expand": hit.expand}
 
 
 def hit_line(hit: Hit, width: int = 160) -> str:
-    """One line for terminal output: ``perf.md:57 [📊 Iteration History] #12 — the line``."""
+    """One line for terminal output: ``perf.md:57 [📊 Iteration History] #12 — the line``.
+
+    Archived lines name their chunk (``[Archived 2026-01-05 — compaction of perf.md]``); a range line says which
+    iterations it covers and how many older copies of it were folded in.
+    """
     where = f"{hit.path}:{hit.line_no}"
-    iteration = f" #{hit.iteration}" if hit.iteration is not None else ""
-    text = f"{where} [{hit.section or '-'}]{iteration} — {hit.line}"
-    return text if len(text) <= width else text[: width - 1] + "…"
+    number = f" #{hit.iteration}" if hit.iteration is not None else f" #{hit.first}–{hit.last}" if hit.first else ""
+    copies = f" (+{len(hit.copies)} older cop{'ies' if len(hit.copies) != 1 else 'y'})" if hit.copies else ""
+    head = f"{where} [{hit.section or '-'}]{number}{copies} — "
+    text = head + hit.line
+    return text if len(text) <= width else text[: max(width - 1, len(head) + 10)] + "…"
