@@ -1,20 +1,45 @@
-"""Credentials never reach output: every message statefile prints goes through :func:`redact` (base layer).
+"""Credentials never reach output: every message and setting statefile prints goes through :func:`redact`.
 
-Tokens travel in remote URLs and HTTP headers; git echoes both in its errors.
+Tokens travel in remote URLs (``https://user:token@host``, ``?access_token=…``), in HTTP headers, and in
+environment variables; git echoes the first two in its errors, and ``statefile config`` shows settings that came
+from the environment.  Redaction errs towards hiding: a password with a ``/`` in it is still a password.
 """
 
 from __future__ import annotations
 
 import re
 
-# userinfo in a URL (https://user:token@host), an Authorization header value, and bare GitHub tokens.
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+MASK = "***"
+
+# userinfo in a URL.  With a colon (user:password) anything up to the last '@' before whitespace or a quote is
+# hidden, since people do write passwords with '/', '?' and '@' unescaped; without one, a bare user or token.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^\s@/?#:]*:[^\s'\"]*|[^\s@/?#]+)@")
+# Query parameters that carry credentials (GitLab's private_token, OAuth's access_token, signed URLs' sig, …).
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&;](?:access_token|private_token|token|auth|key|api_key|apikey|password|passwd|pwd|secret|sig|"
+    r"signature|client_secret|x-amz-signature|x-amz-credential)=)[^&#\s'\"]+"
+)
 _AUTH_HEADER = re.compile(r"(?i)(authorization:\s*(?:basic|bearer|token)?\s*)[^\s'\"]+")
-_GITHUB_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}")
+# NAME=value where the name says it is a secret (GITHUB_TOKEN=…, STATEFILE_PASSWORD=…), as in a printed env.
+_SECRET_ASSIGNMENT = re.compile(r"\b([A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY)[A-Za-z0-9_]*=)[^\s'\"]+")
+# Tokens whose shape says what they are: GitHub's, and GitLab's personal tokens.
+_KNOWN_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]{10,}")
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``***``: URL userinfo, Authorization values, GitHub tokens."""
-    text = _URL_USERINFO.sub(r"\1***@", text)
-    text = _AUTH_HEADER.sub(r"\1***", text)
-    return _GITHUB_TOKEN.sub("***", text)
+    """``text`` with credentials replaced by ``***``: URL userinfo and credential query parameters, Authorization
+    header values, ``*_TOKEN=``-style assignments, and GitHub/GitLab tokens."""
+    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
+    text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
+    text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)
+    return _KNOWN_TOKEN.sub(MASK, text)
+
+
+def redact_value(value: object) -> object:
+    """A setting's value as it may be printed: strings redacted, tuples item by item, anything else as is."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, tuple):
+        return tuple(redact_value(item) for item in value)
+    return value

@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar
 
 from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES, parse_size
 from statefile.errors import UsageError
+from statefile.redaction import redact, redact_value
 from statefile.store.names import validate_branch
 
 if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
@@ -242,8 +243,14 @@ class Config:
     author_email: Setting[str | None]
 
     def describe(self) -> list[tuple[str, object, str]]:
-        """``(key, value, source)`` for every setting, in documentation order (what ``statefile config`` prints)."""
-        return [(option.key, getattr(self, option.name).value, getattr(self, option.name).source) for option in OPTIONS]
+        """``(key, value, source)`` for every setting, in documentation order (what ``statefile config`` prints).
+
+        Values are redacted: a remote given as ``https://user:token@host`` is printed with the token hidden.
+        """
+        return [
+            (option.key, redact_value(getattr(self, option.name).value), redact(getattr(self, option.name).source))
+            for option in OPTIONS
+        ]
 
 
 def option_docs() -> list[tuple[str, str, str, object, str]]:
