@@ -44,3 +44,12 @@ def parse_size(raw: object) -> int:
     if value < 1:
         raise ValueError(f"must be at least 1 byte, got {value}")
     return value
+
+
+MAX_ITERATION = 10_000_000
+"""The largest iteration number statefile accepts: a program run every minute for 19 years stays below it.
+
+Numbers beyond it, in a heading or a flag, are typos or dates typed as ranges; they are errors, never a hang."""
+
+MAX_EXPONENT = 308
+"""A metric's magnitude stays within 1e±308 (what a double holds): anything beyond is a typo, not a measurement."""

@@ -290,13 +290,21 @@ def test_recent_statuses_keep_the_last_ten() -> None:
 
 
 def test_last_run_uses_at_and_never_goes_backwards() -> None:
-    at = datetime(2025, 3, 1, 8, 30, 15, tzinfo=timezone(timedelta(hours=2)))
+    at = datetime(2025, 1, 10, 8, 30, 15, tzinfo=timezone(timedelta(hours=2)))
     after = run(fresh(), "accepted", at=at)
-    assert after.machine_state["last_run"] == "2025-03-01T06:30:15Z"
-    assert after.history[0].heading.startswith("### Iteration 1 — 2025-03-01 06:30 UTC")
-    older = run(after, "rejected", at=datetime(2025, 2, 1, tzinfo=timezone.utc))
-    assert older.machine_state["last_run"] == "2025-03-01T06:30:15Z"
-    assert older.history[0].heading.startswith("### Iteration 2 — 2025-02-01 00:00 UTC")
+    assert after.machine_state["last_run"] == "2025-01-10T06:30:15Z"
+    assert after.history[0].heading.startswith("### Iteration 1 — 2025-01-10 06:30 UTC")
+    older = run(after, "rejected", at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    assert older.machine_state["last_run"] == "2025-01-10T06:30:15Z"
+    assert older.history[0].heading.startswith("### Iteration 2 — 2025-01-01 00:00 UTC")
+
+
+def test_an_at_in_the_future_or_before_1970_is_refused() -> None:
+    with pytest.raises(UsageError, match="not a time an iteration ran at"):
+        run(fresh(), "accepted", at=NOW + timedelta(days=2))
+    with pytest.raises(UsageError, match="not a time an iteration ran at"):
+        run(fresh(), "accepted", at=datetime(1969, 12, 31, tzinfo=timezone.utc))
+    assert run(fresh(), "accepted", at=NOW + timedelta(hours=20)).machine_state["iteration_count"] == 1
 
 
 def test_garbled_last_run_is_replaced() -> None:

@@ -18,6 +18,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.model.history import STATUS_GLYPHS
 from statefile.model.template import new_state_file
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, compact
+from statefile.policy.edits import removed_by_edit
 from statefile.policy.rules import RecordRequest, record
 from statefile.store import Change, Store
 
@@ -143,15 +144,20 @@ def compact_program(store: Store, program: str, policy: CompactionPolicy, *, dry
 
 
 def save_edit(store: Store, program: str, original: str, edited: str) -> str:
-    """Commit a maintainer's edit, refusing if the file changed on the branch since it was opened."""
-    new_doc = parse(edited)
+    """Commit a maintainer's edit, refusing if the file changed on the branch since it was opened.
 
-    def apply(doc: StateDocument | None) -> StateDocument:
+    History entries and list items the edit took out go to the archive in the same commit (nothing is lost to a
+    slip in the editor).
+    """
+    new_doc = parse(edited)
+    removed = removed_by_edit(parse(original), new_doc)
+
+    def apply(doc: StateDocument | None) -> Change[None]:
         current = doc.render() if doc is not None else ""
         if current != original:
             raise ConflictError(
                 f"'{program}' changed on the branch while you were editing; your text was kept, edit again"
             )
-        return new_doc
+        return Change(new_doc, archive=removed, archive_label=f"removed by a hand edit of {program}.md")
 
     return store.update(program, apply, f"statefile: edit {program} by hand").commit or ""

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from statefile.policy.lessons import (
     restored_chunk,
     unpin_lesson,
 )
-from statefile.policy.rules import RecordRequest, format_number
+from statefile.policy.rules import RecordRequest, format_number, parse_metric
 from statefile.store import Change
 from statefile.store.names import validate_program
 
@@ -57,17 +57,8 @@ def _writable_program(program: str) -> str:
     return validate_program(program)
 
 
-def _metric(value: str | None) -> Decimal | None:
-    # Parsed straight from the text as a Decimal: a float would round 99999999999999999999 and friends.
-    if value is None:
-        return None
-    try:
-        number = Decimal(value.strip().replace("_", ""))
-    except InvalidOperation:
-        raise UsageError(f"--metric {value!r} is not a number; pass the metric value, e.g. --metric 0.93") from None
-    if not number.is_finite():
-        raise UsageError(f"--metric {value!r} is not a finite number")
-    return number
+def _metric(value: str | None, what: str = "--metric") -> Decimal | None:
+    return None if value is None else parse_metric(value, what)
 
 
 def _when(value: str | None) -> datetime | None:
@@ -83,7 +74,7 @@ def _when(value: str | None) -> datetime | None:
 @click.command("init")
 @click.argument("program")
 @click.option("--metric-direction", type=click.Choice(["higher", "lower"]), default="higher", show_default=True)
-@click.option("--target-metric", type=float, help="Stop (Completed) when an accepted metric reaches this.")
+@click.option("--target-metric", help="Stop (Completed) when an accepted metric reaches this (a number).")
 @click.option("--issue", type=click.IntRange(min=1), help="Steering issue number.")
 @click.option("--pr", type=click.IntRange(min=1), help="Pull request number.")
 @click.option("--goal", help="One line: what the program optimizes.")
@@ -94,7 +85,7 @@ def init_cmd(
     app: AppContext,
     program: str,
     metric_direction: str,
-    target_metric: float | None,
+    target_metric: str | None,
     issue: int | None,
     pr: int | None,
     goal: str | None,
@@ -105,7 +96,7 @@ def init_cmd(
     _writable_program(program)
     fields: dict[str, Any] = {"metric_direction": metric_direction, "goal": goal, "metric": metric_name}
     if target_metric is not None:
-        fields["target_metric"] = format_number(Decimal(str(target_metric)))
+        fields["target_metric"] = format_number(parse_metric(target_metric, "--target-metric"))
     if issue is not None:
         fields["issue"] = f"#{issue}"
     if pr is not None:
@@ -306,7 +297,14 @@ def _run_editor(program: str, original: str) -> str | None:
         click.edit(filename=str(path))
     except click.ClickException as exc:
         raise UsageError(f"the editor failed ({exc.format_message()}); your text is in {path}") from None
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        # Some editors save by replacing the file, and a failed one may leave nothing behind.
+        raise UsageError(
+            f"the edited file {path} could not be read back ({exc.strerror or exc}); nothing was saved, "
+            "run 'statefile edit' again"
+        ) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

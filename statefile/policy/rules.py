@@ -30,11 +30,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from statefile.errors import ConflictError, UsageError
+from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
+from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import render_iteration
@@ -50,6 +51,8 @@ ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
 _STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 # A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
 # starts with a dash that is not a sign, so it reads as no number.
+# An --at this far ahead of the clock is a typo, not skew between runners.
+_CLOCK_SKEW = timedelta(days=1)
 _LEADING_NUMBER = re.compile(
     r"^[\s`*_~≈]*([+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-]?\d+)?|[+\-−]?\.\d+)(?![\d,])"
 )
@@ -88,6 +91,10 @@ class RecordRequest:
         object.__setattr__(self, "status", status)
         if self.metric is not None and (isinstance(self.metric, bool) or not math.isfinite(self.metric)):
             raise UsageError(f"metric {self.metric!r} is not a finite number; pass the measured value")
+        if self.metric is not None and not plausible(_decimal(self.metric)):
+            raise UsageError(f"metric {self.metric!r} is beyond 1e±{MAX_EXPONENT}; pass the measured value")
+        if self.iteration is not None and self.iteration > MAX_ITERATION:
+            raise UsageError(f"iteration {self.iteration} is beyond {MAX_ITERATION:,}; pass the iteration's number")
         for name in ("change", "notes", "commit", "run_url", "lesson"):
             value = getattr(self, name)
             if value is not None:
@@ -120,9 +127,12 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     state = base.machine_state
     old_count = _int(state, "iteration_count")
     number = _iteration_number(base, req, old_count)
+    if req.at is not None and (req.at - now > _CLOCK_SKEW or req.at.year < 1970):
+        # Checked before converting: 9999-12-31T23:59:59-12:00 is a valid time whose UTC is not.
+        raise UsageError(f"--at {req.at.isoformat()} is not a time an iteration ran at (after 1970, not in the future)")
     at = (req.at or now).astimezone(timezone.utc)
     direction = metric_direction(state)
-    previous_best = parse_number(state.get("best_metric"))
+    previous_best = _table_number(state, "best_metric", "Best Metric", program)
     metric = _decimal(req.metric) if req.metric is not None else None
 
     fields: dict[str, Any] = {
@@ -139,7 +149,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         # The ratchet: only an improvement (or the first metric ever) moves Best Metric.
         if metric is not None and (previous_best is None or improves(metric, previous_best, direction)):
             fields["Best Metric"] = format_number(metric)
-        target = parse_number(state.get("target_metric"))
+        target = _table_number(state, "target_metric", "Target Metric", program)
         # A program already Completed keeps the reason it was completed for (the first time the target was hit).
         if (
             metric is not None
@@ -250,6 +260,38 @@ def parse_number(cell: Any) -> Decimal | None:
         return Decimal(match.group(1).replace(",", "").replace("−", "-"))
     except InvalidOperation:  # pragma: no cover - the pattern only matches valid decimals
         return None
+
+
+def plausible(value: Decimal) -> bool:
+    """A finite number whose magnitude a measurement could have (0, or within 1e±308)."""
+    return value.is_finite() and (value == 0 or -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT)
+
+
+def parse_metric(text: str, what: str) -> Decimal:
+    """A number typed by a person or an agent (``--metric 0.93``), exactly, or a UsageError naming ``what``.
+
+    Parsed from the text as a Decimal: a float would round 99999999999999999999 and friends.
+    """
+    try:
+        number = Decimal(text.strip().replace("_", ""))
+    except InvalidOperation:
+        raise UsageError(f"{what} {text!r} is not a number; pass a value such as 0.93") from None
+    if not number.is_finite():
+        raise UsageError(f"{what} {text!r} is not a finite number")
+    if not plausible(number):
+        raise UsageError(f"{what} {text!r} is beyond 1e±{MAX_EXPONENT}; pass the measured value")
+    return number
+
+
+def _table_number(state: dict[str, Any], key: str, label: str, program: str) -> Decimal | None:
+    """A number the rules compare against; one no measurement could be is an error in the file, not a value."""
+    number = parse_number(state.get(key))
+    if number is not None and not plausible(number):
+        raise InvalidDataError(
+            f"the Machine State row '{label}' of {program} holds {str(state.get(key))[:40]!r}, not a plausible "
+            f"number; fix it with 'statefile edit {program}', then record again"
+        )
+    return number
 
 
 def _decimal(value: float | Decimal) -> Decimal:

@@ -1,0 +1,119 @@
+"""Absurd values typed or stored get a one-line error and a documented exit code, never exit 70; a hand edit never
+loses text.  (Issue 15 #6 and #13; each case builds its own input.)"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+from gitutil import Repos, git, make_repos, run_statefile
+
+from statefile.errors import EXIT_INVALID_DATA, EXIT_USAGE
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> Repos:
+    repos = make_repos(tmp_path)
+    assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
+    assert (
+        run_statefile("-q", "record", "perf", "--status", "accepted", "--metric", "5", cwd=repos.work).returncode == 0
+    )
+    return repos
+
+
+def tip(repos: Repos) -> str:
+    return run_statefile("log", "perf", "-n", "1", "--json", cwd=repos.work).stdout
+
+
+def assert_refused(repos: Repos, code: int, *args: str, needle: str) -> None:
+    before = tip(repos)
+    proc = run_statefile(*args, cwd=repos.work)
+    assert proc.returncode == code, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert tip(repos) == before
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [("nan", "not a finite number"), ("inf", "not a finite number"), ("1e400", "beyond 1e±308"), ("x", "not a number")],
+)
+def test_init_refuses_a_target_that_is_no_number(repos: Repos, value: str, needle: str) -> None:
+    assert_refused(repos, EXIT_USAGE, "init", "other", "--target-metric", value, needle=needle)
+
+
+def test_a_long_target_is_kept_exactly(repos: Repos) -> None:
+    assert run_statefile("-q", "init", "big", "--target-metric", "12345678901234567891", cwd=repos.work).returncode == 0
+    shown = json.loads(run_statefile("show", "big", "--json", cwd=repos.work).stdout)
+    assert shown["machine_state"]["target_metric"] == "1.2345678901234567891e+19"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--metric", "1e999999999"], "beyond 1e±308"),
+        (["--at", "9999-12-31T23:59:59-12:00"], "not a time an iteration ran at"),
+        (["--at", "1901-01-01T00:00:00Z"], "not a time an iteration ran at"),
+        (["--iteration", "99999999999999999999"], "beyond 10,000,000"),
+    ],
+)
+def test_record_refuses_absurd_values(repos: Repos, args: list[str], needle: str) -> None:
+    assert_refused(repos, EXIT_USAGE, "record", "perf", "--status", "accepted", *args, needle=needle)
+
+
+def test_an_absurd_best_metric_in_the_file_is_an_error_naming_the_row(repos: Repos, tmp_path: Path) -> None:
+    text = run_statefile("export", cwd=repos.work).stdout
+    data = json.loads(text)
+    perf = data["files"]["perf.md"]["text"].replace("| Best Metric | 5 |", "| Best Metric | 1e999999999 |")
+    assert "1e999999999" in perf
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "perf.md").write_text(perf, encoding="utf-8")
+    before = (folder / "perf.md").read_bytes()
+    proc = run_statefile("--dir", str(folder), "record", "perf", "--status", "accepted", "--metric", "6", cwd=tmp_path)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert "'Best Metric'" in proc.stderr and "statefile edit perf" in proc.stderr
+    assert (folder / "perf.md").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ('{"format": "statefile-export", "version": ' + "9" * 5000 + ', "files": {}}', "5000 digits"),
+        ("[" * 100_000 + "]" * 100_000, "nested thousands of levels deep"),
+    ],
+    ids=["huge-version", "deep-nesting"],
+)
+def test_import_refuses_hostile_json(repos: Repos, tmp_path: Path, content: str, needle: str) -> None:
+    source = tmp_path / "export.json"
+    source.write_text(content, encoding="utf-8")
+    assert_refused(repos, EXIT_USAGE, "import", str(source), needle=needle)
+
+
+def _editor(code: str) -> str:
+    """An $EDITOR that runs ``code`` on the file it is given (argv[1])."""
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+def test_an_editor_that_deletes_its_file_saves_nothing(repos: Repos) -> None:
+    before = tip(repos)
+    proc = run_statefile(
+        "edit", "perf", cwd=repos.work, env={"EDITOR": _editor("import os, sys; os.remove(sys.argv[1])")}
+    )
+    assert proc.returncode == EXIT_USAGE and "could not be read back" in proc.stderr, proc.stderr
+    assert tip(repos) == before
+
+
+def test_an_edit_that_deletes_the_history_archives_it(repos: Repos) -> None:
+    """The entries a hand edit removed are in the archive, and expand still finds them."""
+    entry = run_statefile("expand", "perf", "1", cwd=repos.work).stdout
+    cut = "import sys; p = sys.argv[1]; t = open(p).read(); open(p, 'w').write(t.split('### Iteration 1 ')[0])"
+    proc = run_statefile("edit", "perf", cwd=repos.work, env={"EDITOR": _editor(cut)})
+    assert proc.returncode == 0, proc.stderr
+    assert "### Iteration 1 " not in git("show", "memory/autoloop:perf.md", cwd=repos.work)
+    again = run_statefile("expand", "perf", "1", cwd=repos.work)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == entry.strip()
