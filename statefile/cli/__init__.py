@@ -10,6 +10,7 @@ not pay for compaction.  Global options (``--json``, ``--remote``, …) work bef
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from pathlib import Path
@@ -121,6 +122,16 @@ class _LazyGroup(click.Group):
             _with_global_options(command)
             command._statefile_globals = True  # type: ignore[attr-defined]
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, COMMANDS, n=3)
+            hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+            raise click.UsageError(f"no command {name!r}{hint}", ctx)
+        return super().resolve_command(ctx, args)
 
 
 @click.group(cls=_LazyGroup, context_settings=CONTEXT)

@@ -26,14 +26,20 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
         command.main(args=argv, prog_name="statefile", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except click.UsageError as exc:
+        # click's own form is three lines (usage, a hint, the error); ours is one, with where to look.
+        where = exc.ctx.command_path if exc.ctx is not None else "statefile"
+        message = exc.format_message().rstrip(".")
+        click.echo(f"statefile: error: {shown(message)}; see '{where} --help'", err=True)
+        return exc.exit_code if exc.exit_code else EXIT_USAGE
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"statefile: error: {shown(exc.format_message())}", err=True)
         return exc.exit_code if exc.exit_code else EXIT_USAGE
     except click.exceptions.Abort:
         click.echo("statefile: aborted", err=True)
         return 130
     except StatefileError as exc:
-        click.echo(f"statefile: error: {one_line(redact(str(exc)))}", err=True)
+        click.echo(f"statefile: error: {shown(str(exc))}", err=True)
         return exc.exit_code
     except BrokenPipeError:
         # `statefile list | head`: the reader went away; that is not an error worth a traceback.
@@ -46,9 +52,23 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
         if os.environ.get("STATEFILE_DEBUG"):
             raise
         click.echo(
-            f"statefile: internal error: {type(exc).__name__}: {one_line(redact(str(exc)))} "
+            f"statefile: internal error: {type(exc).__name__}: {shown(str(exc))} "
             "(set STATEFILE_DEBUG=1 for a traceback and report it)",
             err=True,
         )
         return EXIT_INTERNAL
     return 0
+
+
+# A word longer than this in a message is someone's input (a 100 KB program name, a pasted file): it is cut so the
+# line stays one readable line and the advice after it is still seen.
+_LONG_WORD = 120
+
+
+def shown(message: str) -> str:
+    """An error message as printed: one line, credentials redacted, every overlong word cut short."""
+    words = one_line(redact(message)).split(" ")
+    return " ".join(
+        word if len(word) <= _LONG_WORD else f"{word[: _LONG_WORD - 40]}…[{len(word) - (_LONG_WORD - 40):,} more]"
+        for word in words
+    )

@@ -1,0 +1,51 @@
+"""Every failure is one line on stderr: click's usage errors too, with where to look; long inputs are cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from statefile.cli import cli
+from statefile.cli.run import invoke, shown
+from statefile.errors import EXIT_USAGE
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["record"], ["Missing argument 'PROGRAM'", "see 'statefile record --help'"]),
+        (["recrod", "perf"], ["no command 'recrod'", "did you mean 'record'", "see 'statefile --help'"]),
+        (["record", "perf", "--stauts", "x"], ["--stauts", "'--status'", "see 'statefile record --help'"]),
+        (["lesson", "ad", "perf", "x"], ["'ad'", "see 'statefile lesson --help'"]),
+        (["render", "perf", "--budget", "10"], ["--budget", "see 'statefile render --help'"]),
+    ],
+)
+def test_usage_errors_are_one_line_saying_where_to_look(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    needles: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert invoke(cli, args) == EXIT_USAGE
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("statefile: error: "), err
+    for needle in needles:
+        assert needle in err
+
+
+def test_a_huge_input_is_cut_in_the_message(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    name = "a" * 100_000
+    code = invoke(cli, ["--dir", str(tmp_path), "show", name])
+    _, err = capfd.readouterr()
+    assert code != 0 and len(err.splitlines()) == 1
+    assert len(err) < 600 and "more]" in err, err
+
+
+def test_shown_cuts_only_long_words_and_keeps_the_advice() -> None:
+    message = f"no program '{'x' * 5000}'; 'statefile list' shows the programs"
+    assert shown(message).endswith("'statefile list' shows the programs")
+    assert shown("short words stay as they are") == "short words stay as they are"
