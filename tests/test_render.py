@@ -187,7 +187,11 @@ def test_drop_order_entries_lessons_foreclosed_older_entries_ranges() -> None:
 
 def test_older_entries_degrade_to_one_line_and_stay_contiguous() -> None:
     doc = make_doc(iterations=40, lessons=0, foreclosed=0)
-    view = render_view(doc, program="perf", budget=6000)
+    # Program Info is shown ahead of the history; the budget pays for it so the history gets 6000 as before.
+    whole = render_view(doc, program="perf", budget=100_000).text
+    start = whole.index("\n## 📋 Program Info\n")
+    info = len(whole[start : whole.index("\n## ", start + 1)])
+    view = render_view(doc, program="perf", budget=6000 + info)
     text = view.text
     shown = [n for n in range(1, 41) if f"### Iteration {n} —" in text or f"- #{n} " in text]
     # A newest-first run without gaps.
@@ -284,3 +288,15 @@ def test_one_line_shapes() -> None:
     assert lines[0] == "- #86 ✅ accepted · 2026-04-15: ✅ metric=277 (+8) | Commit: 809e0e9"
     assert lines[1] == "- #50–100 ✅ (metrics 20→55): what worked"
     assert lines[2] == "- Notes on method"
+
+
+def test_program_info_comes_before_lessons() -> None:
+    """The goal and the metric's definition say what the state table's numbers mean: kept ahead of 20 lessons."""
+    doc = make_doc(iterations=12, lessons=20, foreclosed=4)
+    for budget in (1200, 2500, 8000):
+        text = render_view(doc, program="perf", budget=budget).text
+        assert "**Goal**: Make it fast" in text and "**Metric**: ops/s (higher is better)" in text, budget
+    small = render_view(doc, program="perf", budget=1200)
+    assert "lesson 20" not in small.text and any("lessons" in o for o in small.omitted)
+    # Shown where the file has it: after the Machine State table.
+    assert small.text.index("## ⚙️ Machine State") < small.text.index("## 📋 Program Info")

@@ -6,6 +6,7 @@ Each change is one atomic write through the store (:mod:`statefile.app.writing` 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -21,11 +22,13 @@ from statefile.app.reading import check_document, state_files
 from statefile.app.writing import compact_program, compaction_policy, init_program, record_iteration, save_edit
 from statefile.cli.support import (
     SIZE,
+    display_width,
     emit_json,
     example,
     file_program,
     is_file_argument,
     pass_app,
+    plural,
     progress,
     require_program,
     say,
@@ -37,6 +40,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.policy.lessons import (
     add_lesson,
     find_tombstone,
+    numbered_lessons,
     pin_lesson,
     promote_lesson,
     remove_lesson,
@@ -332,6 +336,37 @@ def lesson_group() -> None:
       statefile lesson add perf "Radix beats comparison sort above 1k rows"
       statefile lesson remove perf 2 --reason "superseded"
     """
+
+
+@lesson_group.command("list")
+@click.argument("program")
+@example("statefile lesson list perf    ·    statefile lesson list _shared --json")
+@pass_app
+def lesson_list(app: AppContext, program: str) -> None:
+    """List PROGRAM's lessons with the numbers `lesson remove/pin/unpin/promote` take (📌 pinned, expiry dates)."""
+
+    doc = require_program(app, program)
+    rows = numbered_lessons(doc)
+    if app.as_json:
+        emit_json([row.as_dict() for row in rows])
+        return
+    if not rows:
+        say(app, f"{program} has no lessons yet ('statefile lesson add {program} \"…\"' adds one)")
+    width = shutil.get_terminal_size((120, 24)).columns
+    for row in rows:
+        marks = (" 📌" if row.pinned and "📌" not in row.text else "") + (
+            f" (expires {row.expires})" if row.expires and "expires" not in row.text else ""
+        )
+        text = " ".join(row.text.split()) + marks
+        line = f"{row.number:>3}. {text}"
+        click.echo(line if display_width(line) <= width else line[: width - 1] + "…")
+    if program != SHARED_PROGRAM and not app.quiet:
+        shared = app.store().read(SHARED_PROGRAM)
+        count = len(numbered_lessons(shared)) if shared is not None else 0
+        if count:
+            click.echo(
+                f"{plural(count, 'shared lesson')} in {SHARED_PROGRAM}.md: statefile lesson list {SHARED_PROGRAM}"
+            )
 
 
 @lesson_group.command("add")

@@ -35,7 +35,7 @@ from statefile.model.archive import make_chunk
 from statefile.model.document import StateDocument, parse
 from statefile.model.lists import Item
 from statefile.model.text import encode, line_body, split_lines
-from statefile.policy.pruning import EXPIRES_PATTERN, PIN_PATTERN, is_pinned
+from statefile.policy.pruning import EXPIRES_PATTERN, PIN_PATTERN, expiry, is_pinned
 
 SHARED_TEMPLATE = (
     "# Shared lessons\n"
@@ -83,6 +83,32 @@ class Tombstone:
 def lessons(doc: StateDocument) -> list[Item]:
     """The lessons of the (first) Lessons Learned section, placeholders left out; numbers are 1-based in messages."""
     return [item for item in doc.list_items("lessons") if not item.is_placeholder]
+
+
+@dataclass(frozen=True)
+class NumberedLesson:
+    """A lesson as ``lesson list`` shows it: the number other lesson commands take, its text and its markers."""
+
+    number: int
+    text: str
+    pinned: bool
+    expires: str | None
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return {"number": self.number, "text": self.text, "pinned": self.pinned, "expires": self.expires}
+
+
+def numbered_lessons(doc: StateDocument) -> list[NumberedLesson]:
+    """The lessons with the 1-based numbers :func:`find_lesson` takes, their text without the bullet, pin and
+    expiry (the ``(expires …)`` date as written)."""
+    out = []
+    for number, item in enumerate(lessons(doc), 1):
+        body = "\n".join(line_body(line) for line in split_lines(item.text))
+        day = expiry(body)
+        out.append(NumberedLesson(number, _BULLET.sub("", body, count=1).strip(), is_pinned(body),
+                                  day.isoformat() if day else None))  # fmt: skip
+    return out
 
 
 def _short(text: str, width: int = 80) -> str:

@@ -15,13 +15,14 @@ Fill order of ``full`` (the drop order is the reverse: the last tier goes first)
 
 0. Machine State and Current Priorities – always, line by line (a line too long for the budget is left out and
    the notice says so; the view never exceeds the budget);
-1. pinned lessons (``📌`` or ``<!-- pin -->``), the program's and then the shared ones;
+1. Program Info (the goal and what the metric means: without it the numbers above say little), then pinned
+   lessons (``📌`` or ``<!-- pin -->``), the program's and then the shared ones;
 2. the three newest detailed iterations;
 3. lessons, the program's newest first (bottom of the list first), then shared lessons from ``_shared.md``;
 4. foreclosed avenues, newest first;
 5. older detailed iterations, newest first – an entry that does not fit in full is shown as one line;
 6. range lines and other history entries, newest first;
-7. everything else (Program Info, Future Directions, unknown sections), top to bottom.
+7. everything else (Future Directions, unknown sections), top to bottom.
 
 The order is strict: a tier is shown only when every tier above it fits (history entries may shrink to one line
 to fit), so a view is always "everything above the cut, and part of the tier at the cut".  Within a tier a long
@@ -338,6 +339,9 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
             _add_items(model, key, body, pinned_tier=4, tier=4, rank_base=0, category="foreclosed")
         elif kind == "history":
             _add_section(model, index, section.title, body, label="history intro")
+        elif kind == "program_info":
+            # Ahead of the lessons: the goal and the metric's definition are what the state table's numbers mean.
+            _add_section(model, index, section.title, body, label=section.title or "Program Info", tier=1, rank=-1)
         else:
             title = section.title or "(before the title)"
             _add_section(model, index, section.title, body, label=title)
@@ -362,14 +366,24 @@ def _add_items(
         model.add(_Unit(key, 0, pinned_tier if pinned else tier, rank, lines, category=category))
 
 
-def _add_section(model: _Model, index: int, heading: str | None, body: Sequence[str], *, label: str) -> None:
+def _add_section(
+    model: _Model,
+    index: int,
+    heading: str | None,
+    body: Sequence[str],
+    *,
+    label: str,
+    tier: int = 7,
+    rank: int | None = None,
+) -> None:
     units = _units_of(body)
     if not units:
         return
     header = ["", f"## {_clean(heading)}"] if heading is not None else [""]
     key = model.group(f"section{index}", index, header)
     for position, lines in enumerate(units):
-        model.add(_Unit(key, 0, 7, index * 100_000 + position, lines, category="section", title=label))
+        order = index * 100_000 + position if rank is None else rank * 10**9 + position
+        model.add(_Unit(key, 0, tier, order, lines, category="section", title=label))
 
 
 def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
