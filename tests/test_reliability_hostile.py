@@ -242,10 +242,16 @@ def test_symlinks_and_submodules_on_the_branch_are_refused_through_the_cli(
         assert code == EXIT_INVALID_DATA, (args, code, err)
         assert why in err and err.count("\n") == 1, (args, err)
         assert "root:" not in out
+    # Listed, but as what they are: not programs to read, errors to fix (never silently left out).
     code, out, _ = invoke(["--json", "list"], r.work, monkeypatch, capfd)
-    assert code == 0 and [row["program"] for row in json.loads(out)] == ["real"]  # links are not programs
+    rows = {row["program"]: row for row in json.loads(out)}
+    assert code == 0 and list(rows) == ["lib", "perf", "real"] and rows["real"]["status"] != "unreadable"
+    assert rows["perf"]["status"] == rows["lib"]["status"] == "unreadable"
+    assert "symbolic link" in rows["perf"]["error"] and "submodule" in rows["lib"]["error"]
     code, out, _ = invoke(["report", "--all"], r.work, monkeypatch, capfd)
-    assert code == 0 and list(json.loads(out)["statefile"]["programs"]) == ["real"]
+    programs = json.loads(out)["statefile"]["programs"]
+    assert code == 0 and list(programs) == ["lib", "perf", "real"] and "error" not in programs["real"]
+    assert "symbolic link" in programs["perf"]["error"]
     assert tip(r.work) == crafted
     fsck = subprocess.run(["git", "fsck", "--no-dangling"], cwd=r.work, capture_output=True, text=True)
     assert "error" not in fsck.stderr.lower() or "broken link" in fsck.stderr  # our crafted gitlink only
@@ -283,7 +289,9 @@ def test_symlinks_in_a_folder_store_are_never_followed(
         assert code == EXIT_INVALID_DATA, (args, code, err)
         assert "symbolic link" in err and "TOPSECRET" not in out + err
     code, out, _ = invoke(["--dir", str(folder), "--json", "list"], tmp_path, monkeypatch, capfd)
-    assert code == 0 and [row["program"] for row in json.loads(out)] == ["ok"]
+    rows = {row["program"]: row for row in json.loads(out)}
+    assert code == 0 and list(rows) == ["ok", "perf"] and rows["perf"]["status"] == "unreadable"
+    assert "symbolic link" in rows["perf"]["error"] and "TOPSECRET" not in out
     assert outside.read_bytes() == before and list((tmp_path / "elsewhere").iterdir()) == []
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from statefile.errors import NotFoundError, StatefileError
+from statefile.errors import InvalidDataError, NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
 from statefile.model.archive import find_iteration
 from statefile.model.document import StateDocument, parse, read_machine_state
@@ -59,6 +59,12 @@ def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, i
     return {name: size for name, size in store.programs().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
 
 
+def unreadable_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, str]:
+    """Entries matching ``globs`` that look like state files but cannot be read (a symlink, a FIFO, a missing
+    object…): name → why.  Commands that go over every program report them as errors, never skip them."""
+    return {name: why for name, why in store.unreadable().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
+
+
 def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcome:
     """Check one parsed file: within budget and readable by the scheduler (errors), plus its warnings."""
     outcome = CheckOutcome(name, doc.size, max_bytes)
@@ -77,6 +83,9 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
     sizes = state_files(store, globs)
     names = programs if programs else sorted(sizes)
     outcomes: list[CheckOutcome] = []
+    if not programs:
+        for name, why in unreadable_files(store, globs).items():
+            outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[why]))
     for name in names:
         try:
             doc = store.read(name)
@@ -100,9 +109,7 @@ def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict
     for name, size in files:
         if name in errors:
             # One unreadable file must not hide the others: it is listed as such.
-            rows.append({"program": name, "size": size, "percent_of_budget": round(100 * size / store.max_bytes, 1),
-                         "iteration_count": None, "last_run": None, "best_metric": None, "status": "unreadable",
-                         "error": str(errors[name])})  # fmt: skip
+            rows.append(_unreadable_row(name, size, store.max_bytes, str(errors[name])))
             continue
         text = texts.get(name)
         state = read_machine_state(text) if text is not None else {}
@@ -124,6 +131,9 @@ def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict
                 "status": status,
             }
         )
+    for name, why in unreadable_files(store, globs).items():
+        rows.append(_unreadable_row(name, 0, store.max_bytes, why))
+    rows.sort(key=lambda row: str(row["program"]))
     return rows
 
 
@@ -134,6 +144,19 @@ def list_trends(store: Store, programs: list[str], width: int = 12) -> dict[str,
         name: metric_sparkline(history_rows(parse(text), name), width)
         for name, text in texts.items()
         if text is not None
+    }
+
+
+def _unreadable_row(name: str, size: int, max_bytes: int, error: str) -> dict[str, Any]:
+    return {
+        "program": name,
+        "size": size,
+        "percent_of_budget": round(100 * size / max_bytes, 1),
+        "iteration_count": None,
+        "last_run": None,
+        "best_metric": None,
+        "status": "unreadable",
+        "error": error,
     }
 
 
@@ -204,7 +227,10 @@ def build_report(
 
     sizes = state_files(store, globs)
     selected = program if program is not None else existing.get("selected")
+    broken = unreadable_files(store, globs)
     if program is not None and program not in sizes:
+        if program in broken:
+            raise InvalidDataError(broken[program])
         raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
     names = sorted(sizes) if all_programs or (program is None and not selected) else []
     if isinstance(selected, str) and selected not in names:
@@ -226,4 +252,10 @@ def build_report(
         entries[name] = program_report(
             name, sizes.get(name, 0), store.max_bytes, None, aggressive_at=aggressive_at, state=state
         )
+    for name, why in broken.items():
+        if name == selected:
+            raise InvalidDataError(why)  # the scheduler's own program: fail loudly rather than report it as healthy
+        if all_programs or (program is None and not selected):
+            entries[name] = {**program_report(name, 0, store.max_bytes, None, aggressive_at=aggressive_at),
+                             "error": why}  # fmt: skip
     return merge_report(existing, entries, selected if isinstance(selected, str) else None)

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import check_document, state_files
+from statefile.app.reading import check_document, state_files, unreadable_files
 from statefile.app.writing import compact_program, compaction_policy, init_program, record_iteration, save_edit
 from statefile.cli.support import (
     SIZE,
@@ -216,10 +216,12 @@ def compact_cmd(
             jobs.append((app.with_folder(folder), program))
         else:
             jobs.append((app, target))
-    if all_programs:
-        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
     results = []
     failures: list[tuple[str, StatefileError]] = []
+    if all_programs:
+        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
+        # What cannot be read cannot be compacted: an error at the end, never a silent skip.
+        failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
     names = [name for _, name in jobs]
     by_name = dict(zip(names, (ctx for ctx, _ in jobs), strict=True))
     now = datetime.now(timezone.utc)

@@ -29,7 +29,7 @@ from statefile.defaults import BOT_EMAIL as BOT_EMAIL
 from statefile.defaults import BOT_NAME as BOT_NAME
 from statefile.defaults import DEFAULT_BRANCH as DEFAULT_BRANCH
 from statefile.defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
-from statefile.errors import BudgetError, InvalidDataError, StatefileError
+from statefile.errors import BudgetError, InvalidDataError, StatefileError, UsageError
 from statefile.model.archive import archive_dir, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
@@ -181,6 +181,15 @@ class Store(abc.ABC):
         """Every top-level ``*.md`` state file: program name (without ``.md``) → size in bytes."""
 
     @abc.abstractmethod
+    def unreadable(self) -> dict[str, str]:
+        """Top-level ``{name}.md`` entries that look like programs but cannot be read: name → why (one line).
+
+        A symbolic link, a submodule or a folder named ``perf.md``, a file whose object is missing from the
+        repository, a FIFO or device in a folder, a name Windows reserves (``con.md``).  :meth:`programs` leaves
+        them out; ``check``, ``list`` and ``compact --all`` report them as errors instead of skipping them.
+        """
+
+    @abc.abstractmethod
     def archive_parts(self, program: str) -> list[str]:
         """The archive part file names under ``archive/{program}/``, oldest first (``["0001.md", …]``)."""
 
@@ -295,6 +304,21 @@ def plan_update(
     if files or text != current:
         files[state_path(program)] = text
     return Plan(files, change.message, change.document, change.detail)
+
+
+def refuse_case_twin(program: str, names: Iterable[str]) -> None:
+    """UsageError when creating ``program`` would put ``{program}.md`` beside a name differing only in case.
+
+    ``PERF.md`` beside ``perf.md`` is two files on Linux and one on the case-insensitive file systems of macOS
+    and Windows, where a checkout of the branch would lose one of them.
+    """
+    wanted = state_path(program).lower()
+    twins = sorted(name for name in names if name.lower() == wanted and name != state_path(program))
+    if twins:
+        raise UsageError(
+            f"program {program!r} would sit beside {twins[0]}, a name that differs only in case — a checkout on macOS "
+            f"or Windows could hold only one of them; use {twins[0][:-3]!r} or another name"
+        )
 
 
 def checked_bytes(text: str, path: str) -> bytes:

@@ -31,6 +31,7 @@ from typing import Any
 
 from statefile.errors import UsageError
 from statefile.model.text import encode
+from statefile.store.names import validate_path
 
 FORMAT = "statefile-export"
 VERSION = 1
@@ -41,7 +42,8 @@ def check_path(path: object) -> str:
     """``path`` if it is a safe relative store path, else :class:`UsageError` saying why.
 
     Refused: non-strings, empty paths, absolute paths, backslashes, ``.``/``..``/empty segments, control
-    characters, and anything under ``.git``.
+    characters, anything under ``.git``, and whatever :func:`statefile.store.names.validate_path` refuses (names
+    starting with ``.`` or ``-``, and names another file system reads as ``.git``: ``GIT~1``, ``.git.``, …).
     """
     if not isinstance(path, str) or not path:
         raise UsageError(f"bad file path {path!r} in export; paths are non-empty strings")
@@ -56,7 +58,8 @@ def check_path(path: object) -> str:
         raise UsageError(f"path {path!r} has an empty, '.' or '..' segment; give a plain relative path")
     if segments[0] == ".git":
         raise UsageError(f"path {path!r} is inside .git; it cannot be imported")
-    return path
+    # The stores' own rule, which also refuses every alias of .git and .gitmodules (GIT~1, .git., .GIT, …).
+    return validate_path(path)
 
 
 def _decode(data: bytes) -> str:

@@ -5,8 +5,14 @@ folder run one after the other (reads take no lock: every file is replaced atomi
 bytes or the new ones).  Each file is written to a temporary file beside it, flushed, fsynced and renamed over the
 old one, then the folder is fsynced.  One update writes its archive parts before the state file, so a crash
 between the two leaves archive text whose state-file change did not land (harmless), never a state file whose
-removed text was not archived.  Symbolic links are refused, never followed.  Names starting with ``.`` (``.git``,
-the lock file, temporary files) are not part of the store.
+removed text was not archived.  Names starting with ``.`` (``.git``, the lock file, temporary files) are not part
+of the store.
+
+Only regular files are ever opened: every path is looked at with ``lstat`` first, and opened with ``O_NOFOLLOW |
+O_NONBLOCK`` as a second guard, so a symbolic link is refused (never followed) and a FIFO, socket or device named
+``perf.md`` is an error, not a read that waits forever.  A temporary file a killed writer left behind
+(``.perf.md.*.tmp``) is removed by the next write, under the lock.  A disk that is full or a folder that is
+read-only is an :class:`~statefile.errors.EnvironmentFailure` (exit 8), with nothing changed.
 """
 
 from __future__ import annotations
@@ -15,11 +21,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from statefile.errors import BudgetError, InvalidDataError, NotFoundError, UsageError
+from statefile.errors import BudgetError, EnvironmentFailure, InvalidDataError, NotFoundError, UsageError
 from statefile.model.archive import archive_dir
 from statefile.store.atomic import fsync_dir, replace_file
 from statefile.store.base import (
@@ -34,14 +42,20 @@ from statefile.store.base import (
     first_line,
     newest_part,
     plan_update,
+    refuse_case_twin,
     sorted_parts,
     state_path,
 )
 from statefile.store.files import read_limit, too_large
-from statefile.store.names import is_program_name, validate_part, validate_path, validate_program
+from statefile.store.names import is_program_name, validate_part, validate_path, validate_program, windows_reserved
 
 LOCK_NAME = ".statefile.lock"
 _NEW_FILE_MODE = 0o644
+#: A temporary file older than this, found under the lock, was left by a writer that died: it is removed.
+STALE_TEMP_SECONDS = 60.0
+# What atomic.replace_file names its temporary files: ".{target}.{random}.tmp".
+_TEMP = re.compile(r"\.(.+)\.[A-Za-z0-9_]{6,}\.tmp")
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class FolderStore(Store):
@@ -81,27 +95,44 @@ class FolderStore(Store):
                 )
         return folder
 
+    def _not_a_file(self, path: str, mode: int) -> InvalidDataError:
+        if stat.S_ISLNK(mode):
+            return InvalidDataError(
+                f"{path} in {self.root} is a symbolic link; statefile refuses to follow it — replace it with a "
+                "regular file"
+            )
+        return InvalidDataError(
+            f"{path} in {self.root} is a {_kind(mode)}, not a regular file; statefile will not open it — replace it "
+            "with a regular file"
+        )
+
     def _read_bytes(self, path: str) -> bytes | None:
         *parents, name = path.split("/")
         folder = self._folder(parents, create=False)
         if folder is None:
             return None
         try:
-            # O_NOFOLLOW: a symbolic link fails with ELOOP instead of being followed.
-            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            # Look before opening: opening a FIFO waits for a writer, a device streams forever.
+            mode = os.lstat(folder / name).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _environment(exc, f"reading {path} in {self.root}") from None
+        if not stat.S_ISREG(mode):
+            raise self._not_a_file(path, mode)
+        try:
+            # Second guard, against a swap after the lstat: no link is followed and no open waits.
+            fd = os.open(folder / name, _READ_FLAGS)
         except FileNotFoundError:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise InvalidDataError(
-                    f"{path} in {self.root} is a symbolic link; statefile refuses to follow it — replace it with "
-                    "a regular file"
-                ) from None
-            raise NotFoundError(f"{folder / name}: cannot read ({exc.strerror}); check permissions") from None
+                raise self._not_a_file(path, stat.S_IFLNK) from None
+            raise _environment(exc, f"reading {path} in {self.root}") from None
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise InvalidDataError(f"{path} in {self.root} is a {_kind(info.st_mode)}, not a regular file")
+                raise self._not_a_file(path, info.st_mode)
             if info.st_size > read_limit(self.max_bytes):
                 raise too_large(f"{path} in {self.root}", info.st_size, self.max_bytes)
             return handle.read()
@@ -126,21 +157,23 @@ class FolderStore(Store):
                 f"{path} in {self.root} is a {_kind(current.st_mode)}, not a regular file; statefile will not "
                 "replace it — remove it first"
             )
-        if data is None:
-            if current is not None:
-                os.unlink(target)
-                fsync_dir(folder)
-            return
-        replace_file(target, data, mode=stat.S_IMODE(current.st_mode) if current is not None else _NEW_FILE_MODE)
+        try:
+            if data is None:
+                if current is not None:
+                    os.unlink(target)
+                    fsync_dir(folder)
+                return
+            mode = stat.S_IMODE(current.st_mode) if current is not None else _NEW_FILE_MODE
+            replace_file(target, data, mode=mode)  # removes its temporary file if the write fails
+        except OSError as exc:
+            raise _environment(exc, f"writing {path} in {self.root}") from None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:
             fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            raise NotFoundError(
-                f"{self.root / LOCK_NAME}: cannot create the lock file ({exc.strerror}); the folder must be writable"
-            ) from None
+            raise _environment(exc, f"creating the lock file {self.root / LOCK_NAME}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other writer is done; released on close or death
             yield
@@ -149,8 +182,31 @@ class FolderStore(Store):
 
     def _write_batch(self, files: Mapping[str, bytes | None]) -> None:
         # Nested files (archive parts) first, top-level state files last: see the module docstring.
-        for path in sorted(files, key=lambda p: "/" not in p):
+        order = sorted(files, key=lambda p: "/" not in p)
+        for folder in dict.fromkeys(path.rpartition("/")[0] for path in order):
+            self._remove_stale_temps(folder)
+        for path in order:
             self._write(path, files[path])
+
+    def _remove_stale_temps(self, folder: str) -> None:
+        """Remove temporary files a killed writer left in ``folder`` (called under the lock).
+
+        Only names :func:`statefile.store.atomic.replace_file` makes (``.perf.md.k3j9x_a1.tmp``), only regular
+        files, and only ones older than :data:`STALE_TEMP_SECONDS`: every writer of this store holds the lock
+        while its own temporary file exists, so an old one belongs to no one.
+        """
+        where = self._folder(folder.split("/"), create=False) if folder else self.root
+        if where is None:
+            return
+        cutoff = time.time() - STALE_TEMP_SECONDS
+        with os.scandir(where) as entries:
+            for entry in entries:
+                if not _TEMP.fullmatch(entry.name):
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                        os.unlink(entry.path)
 
     # -- the Store interface -------------------------------------------------------------------------------------
 
@@ -168,6 +224,21 @@ class FolderStore(Store):
                 if entry.name.endswith(".md") and is_program_name(name) and entry.is_file(follow_symlinks=False):
                     sizes[name] = entry.stat(follow_symlinks=False).st_size
         return dict(sorted(sizes.items()))
+
+    def unreadable(self) -> dict[str, str]:
+        """Top-level ``{name}.md`` entries that look like programs but cannot be read: name → why."""
+        found: dict[str, str] = {}
+        with os.scandir(self.root) as entries:
+            for entry in entries:
+                name = entry.name[:-3]
+                if not entry.name.endswith(".md") or not (is_program_name(name) or _program_like(name)):
+                    continue
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode):
+                    found[name] = str(self._not_a_file(entry.name, mode))
+                elif not is_program_name(name):
+                    found[name] = f"{entry.name} in {self.root}: {name!r} is a reserved device name on Windows"
+        return dict(sorted(found.items()))
 
     def _archive_names(self, program: str) -> list[str]:
         folder = self._folder(archive_dir(program).split("/"), create=False)
@@ -219,9 +290,12 @@ class FolderStore(Store):
         """Apply ``fn`` under the folder lock and write the result atomically (``commit`` is ``None``)."""
         validate_program(program)
         with self._locked():
+            current = self._read(state_path(program))
+            if current is None:
+                refuse_case_twin(program, os.listdir(self.root))
             plan = plan_update(
                 program,
-                self._read(state_path(program)),
+                current,
                 fn,
                 max_bytes=self.max_bytes,
                 last_part=lambda: self._last_part(program),
@@ -260,4 +334,34 @@ def _kind(mode: int) -> str:
         return "symbolic link"
     if stat.S_ISDIR(mode):
         return "folder"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
     return "regular file" if stat.S_ISREG(mode) else "special file"
+
+
+def _program_like(name: str) -> bool:
+    """A name refused as a program only because Windows reserves it (``con``, ``NUL``): worth reporting."""
+    return windows_reserved(name) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) is not None
+
+
+def _environment(exc: OSError, what: str) -> EnvironmentFailure | NotFoundError:
+    """The error for an OSError while reading or writing the folder: the machine's problem, said plainly.
+
+    A failed write leaves the state file as it was (archive parts are written first, and an extra one is
+    harmless): see the module docstring.
+    """
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return EnvironmentFailure(
+            f"{what} failed: the disk is full ({exc.strerror}); free space, then run the command again — the state "
+            "file was not changed"
+        )
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return EnvironmentFailure(
+            f"{what} failed ({exc.strerror}); make the folder readable and writable for this user, then run the "
+            "command again — the state file was not changed"
+        )
+    return NotFoundError(f"{what} failed ({exc.strerror}); check the folder and its permissions")

@@ -37,8 +37,8 @@ def validate_program(name: str) -> str:
     reason = _program_problem(name)
     if reason:
         raise UsageError(
-            f"invalid program name {name!r}: {reason}; use letters, digits, '.', '_' and '-', starting with a "
-            f"letter or digit (at most {MAX_PROGRAM_LENGTH} characters)"
+            f"invalid program name {_shown(name) if isinstance(name, str) else repr(name)}: {reason}; use letters, "
+            f"digits, '.', '_' and '-', starting with a letter or digit (at most {MAX_PROGRAM_LENGTH} characters)"
         )
     return name
 
@@ -65,15 +65,46 @@ def _program_problem(name: object) -> str:
         return f"give the name without '.md' ({name[:-3]!r})"
     if name.endswith("."):
         return "it ends with '.'"
+    if windows_reserved(name):
+        return f"{name.split('.')[0]!r} is a reserved device name on Windows (a checkout there could not hold it)"
     return ""
+
+
+# Names Windows reserves for devices, whatever the extension (CON, CON.md, con.x.md): no file can have them there.
+_WINDOWS_DEVICES = frozenset(
+    ["con", "prn", "aux", "nul"] + [f"{port}{n}" for port in ("com", "lpt") for n in [*"0123456789", "¹", "²", "³"]]
+)
+
+
+def windows_reserved(name: str) -> bool:
+    """Whether ``name`` (a file or folder name) is a device name on Windows, such as ``con`` or ``NUL.md``."""
+    return name.split(".")[0].rstrip(" ").lower() in _WINDOWS_DEVICES
 
 
 def validate_branch(name: str) -> str:
     """Return ``name`` if ``refs/heads/{name}`` is a valid ref (git check-ref-format rules), else raise UsageError."""
-    reason = _ref_problem(name, allow_slash=True)
+    reason = _ref_problem(name, allow_slash=True) or _branch_problem(name)
     if reason:
-        raise UsageError(f"invalid branch name {name!r}: {reason}; use a git branch name such as memory/autoloop")
+        raise UsageError(
+            f"invalid branch name {_shown(name) if isinstance(name, str) else repr(name)}: {reason}; use a git "
+            "branch name such as memory/autoloop"
+        )
     return name
+
+
+# HEAD and the pseudo-refs git keeps beside it (FETCH_HEAD, ORIG_HEAD, MERGE_HEAD, …): a branch with such a name
+# makes git's own "HEAD" (or "FETCH_HEAD") ambiguous.
+_PSEUDO_REF = re.compile(r"(?:[A-Z_]*_)?HEAD|AUTO_MERGE")
+
+
+def _branch_problem(name: str) -> str:
+    if _PSEUDO_REF.fullmatch(name):
+        return f"refs/heads/{name} would make git's {name} ambiguous"
+    if name.startswith("refs/"):
+        return (
+            f"give the branch name without 'refs/' ({name.removeprefix('refs/heads/')!r}), or refs/heads/{name} is made"
+        )
+    return ""
 
 
 def validate_remote(name: str) -> str:
@@ -150,7 +181,8 @@ def validate_path(path: str) -> str:
     """
     reason = _path_problem(path)
     if reason:
-        raise UsageError(f"invalid file path {path!r}: {reason}; use a relative path like archive/perf/0001.md")
+        shown = _shown(path) if isinstance(path, str) else repr(path)
+        raise UsageError(f"invalid file path {shown}: {reason}; use a relative path like archive/perf/0001.md")
     return path
 
 
@@ -169,6 +201,35 @@ def _path_problem(path: object) -> str:
             return f"it contains {part!r}"
         if part[0] in ".-":
             return f"component {part!r} starts with {part[0]!r}"
+        reason = _alias_problem(part)
+        if reason:
+            return f"component {part!r} {reason}"
+    return ""
+
+
+# Code points HFS+ ignores in file names: ".git" with one of them inside is ".git" on a Mac.
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# NTFS 8.3 short names (GIT~1 is .git, GITMOD~1 and gi7eba~1 are .gitmodules): any "~digit" is refused.
+_SHORT_NAME = re.compile(r"~[0-9]")
+
+
+def _alias_problem(part: str) -> str:
+    """Why a path component could stand for another name on some file system (a ``.git`` alias, above all).
+
+    git's fsck refuses trees holding ``.git`` under any name NTFS or HFS+ would read as ``.git`` (and checks
+    ``.gitmodules`` aliases); a checkout on Windows or macOS would otherwise write into the repository itself.
+    The rules are stricter than fsck's, on purpose: statefile's own files never need these shapes.
+    """
+    if _HFS_IGNORED.search(part):
+        return "contains a character that macOS file systems ignore"
+    if ":" in part:
+        return "contains ':' (a stream name on Windows)"
+    if _SHORT_NAME.search(part):
+        return "looks like a Windows short name ('~' and a digit, as in GIT~1)"
+    if part[-1] in " .":
+        return f"ends with {part[-1]!r}, which Windows drops"
+    if windows_reserved(part):
+        return "is a reserved device name on Windows"
     return ""
 
 

@@ -10,7 +10,7 @@ Credentials for a URL never touch a file or a command line: a token from the env
 an HTTP header through ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, scoped to that URL.  The
 token is only sent over https, and only to github.com or the host of ``GITHUB_SERVER_URL``: it must not leak to a
 host the user did not mean to give it to.  Every message is redacted (the token, the header, and any credential
-shape :func:`statefile.store.names.redact` knows).
+shape :func:`statefile.redaction.redact` knows).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ from statefile.store.base import (
     first_line,
     newest_part,
     plan_update,
+    refuse_case_twin,
     sorted_parts,
     state_path,
 )
@@ -87,6 +88,7 @@ from statefile.store.names import (
     validate_path,
     validate_program,
     validate_remote,
+    windows_reserved,
 )
 
 #: Total time a write keeps trying against concurrent writers before it gives up (seconds).
@@ -325,6 +327,28 @@ class GitStore(Store):
                 files[program] = (entry.size, entry.oid)
         return files
 
+    def unreadable(self) -> dict[str, str]:
+        """``{name}.md`` entries at the top of the tip that look like programs but cannot be read: name → why."""
+        tip = self.tip()
+        if tip is None:
+            return {}
+        found: dict[str, str] = {}
+        for name, entry in self._trees.listing(tip, sizes=True).items():
+            program = name[:-3]
+            if not name.endswith(".md") or not (is_program_name(program) or windows_reserved(program)):
+                continue
+            where = f"{name} on branch {self.branch}"
+            if not entry.is_file:
+                found[program] = f"{where} is a {kind_of(entry.mode)}, not a regular file; replace it with a file"
+            elif entry.size is None:
+                found[program] = (
+                    f"{where}: its object {entry.oid} is missing from the repository; it is damaged — run `git fsck`, "
+                    "or fetch the branch again"
+                )
+            elif not is_program_name(program):
+                found[program] = f"{where}: {program!r} is a reserved device name on Windows; rename it"
+        return dict(sorted(found.items()))
+
     def read_texts(
         self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
     ) -> dict[str, str | None]:
@@ -491,8 +515,14 @@ class GitStore(Store):
         env["GIT_COMMITTER_EMAIL"] = os.environ.get("GIT_COMMITTER_EMAIL") or env["GIT_AUTHOR_EMAIL"]
         return env
 
-    def _commit(self, base: str | None, changes: Mapping[str, bytes | None], message: str) -> str | None:
-        """Write the objects of a commit on ``base`` with ``changes``; ``None`` when the tree is unchanged."""
+    def _commit(
+        self, base: str | None, changes: Mapping[str, bytes | None], message: str, *, fsck: bool = False
+    ) -> str | None:
+        """Write the objects of a commit on ``base`` with ``changes``; ``None`` when the tree is unchanged.
+
+        With ``fsck``, git's fsck checks the new trees and blobs before any commit refers to them: files from
+        elsewhere (an import) must not give the branch a tree that fsck, or a remote, would refuse.
+        """
         listing = self._trees.listing(base) if base else None
         written = [path for path, data in changes.items() if data is not None]
         oids = dict(zip(written, self._writer.blobs([changes[path] or b"" for path in written]), strict=True))
@@ -503,6 +533,13 @@ class GitStore(Store):
             if root is None:
                 root = trees.write({})
                 self._trees.remember(root, {})
+        if fsck:
+            problem = self._writer.fsck([*trees.written, *oids.values()])
+            if problem:
+                raise UsageError(
+                    f"git's fsck refuses the files to write ({problem}); nothing was written — rename or remove "
+                    "the offending file"
+                )
         try:
             commit = self._writer.commit(root, base, message, self._identity_env())
         except IdentityMissing:
@@ -702,9 +739,12 @@ class GitStore(Store):
         plans: list[Plan[T]] = []
 
         def attempt(base: str | None) -> str | None:
+            current = self._read_at(base, state_path(program))
+            if current is None and base is not None:
+                refuse_case_twin(program, self._trees.listing(base))
             plan = plan_update(
                 program,
-                self._read_at(base, state_path(program)),
+                current,
                 fn,
                 max_bytes=self.max_bytes,
                 last_part=lambda: self._last_part(base, program),
@@ -741,7 +781,9 @@ class GitStore(Store):
             changes[path] = data
         if not changes:
             return UpdateResult(self.tip(), False)
-        tip, wrote, attempts = self._transact(lambda base: self._commit(base, changes, text), first_line(text))
+        tip, wrote, attempts = self._transact(
+            lambda base: self._commit(base, changes, text, fsck=True), first_line(text)
+        )
         return UpdateResult(tip or None, wrote, tuple(changes) if wrote else (), attempts=attempts)
 
 

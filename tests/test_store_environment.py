@@ -1,0 +1,140 @@
+"""A full disk and a read-only repository or folder: clear one-line errors with their own exit code (8).
+
+A real full or read-only file system needs a mount: each scenario runs in a private mount namespace
+(``unshare --mount``, with ``--map-root-user`` when not root) on a small tmpfs that only that process sees, so
+nothing leaks to the machine.  Where namespaces are not allowed the tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from gitutil import STATEFILE
+
+from statefile.errors import EXIT_ENVIRONMENT
+
+
+def _namespace() -> list[str] | None:
+    if not sys.platform.startswith("linux") or shutil.which("unshare") is None or shutil.which("mount") is None:
+        return None
+    prefix = ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "--mount", "--map-root-user"]
+    with tempfile.TemporaryDirectory() as folder:
+        probe = subprocess.run([*prefix, "sh", "-c", 'mount -t tmpfs -o size=64k tmpfs "$0"', folder],
+                               capture_output=True, check=False)  # fmt: skip
+    return prefix if probe.returncode == 0 else None
+
+
+NAMESPACE = _namespace()
+pytestmark = pytest.mark.skipif(
+    NAMESPACE is None, reason="needs unshare and a tmpfs mount in a private mount namespace (to fill a disk)"
+)
+
+# Sourced by every scenario: `run NAME ARGS…` runs statefile and keeps its exit code and stderr; `fill` fills $M.
+PRELUDE = r"""
+set -u
+run() { name=$1; shift; "$SF" "$@" >"$R/$name.out" 2>"$R/$name.err"; echo $? >"$R/$name.exit"; }
+fill() { python3 -c 'import sys
+f = open(sys.argv[1], "wb")
+try:
+    while True:
+        f.write(b"x" * 65536); f.flush()
+except OSError:
+    pass' "$M/fill"; }
+mount -t tmpfs -o size=1m tmpfs "$M"
+"""
+
+
+def scenario(tmp_path: Path, script: str) -> dict[str, tuple[int, str]]:
+    """Run ``script`` (sh, after :data:`PRELUDE`) in its own mount namespace; name → (exit code, stderr)."""
+    assert NAMESPACE is not None
+    mount, results = tmp_path / "mnt", tmp_path / "results"
+    mount.mkdir()
+    results.mkdir()
+    env = {**os.environ, "M": str(mount), "R": str(results), "SF": STATEFILE, "W": str(tmp_path)}
+    proc = subprocess.run([*NAMESPACE, "sh", "-c", PRELUDE + script], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {
+        path.stem: (int(path.read_text()), (results / f"{path.stem}.err").read_text())
+        for path in results.glob("*.exit")
+    }
+
+
+def environment_error(result: tuple[int, str], *words: str) -> None:
+    code, err = result
+    assert code == EXIT_ENVIRONMENT, err
+    assert err.count("\n") == 1 and "Traceback" not in err and all(word in err for word in words), err
+
+
+def test_a_full_disk_under_the_repository(tmp_path: Path) -> None:
+    out = scenario(tmp_path, r"""
+cd "$M" && git init -q -b main repo && cd repo && git commit -q --allow-empty -m initial
+run init init perf
+git rev-parse refs/heads/memory/autoloop > "$R/before"
+fill
+run full record perf --status accepted --metric 1
+git rev-parse refs/heads/memory/autoloop > "$R/after"
+git fsck --full --strict > "$R/fsck" 2>&1; echo $? > "$R/fsck.code"
+rm "$M/fill"
+run freed record perf --status accepted --metric 1
+""")  # fmt: skip
+    assert out["init"][0] == 0
+    environment_error(out["full"], "disk is full", "No space left on device", "free space")
+    assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()
+    assert (tmp_path / "results" / "fsck.code").read_text().strip() == "0"
+    assert out["freed"][0] == 0, out["freed"][1]
+
+
+def test_a_read_only_repository(tmp_path: Path) -> None:
+    out = scenario(tmp_path, r"""
+cd "$M" && git init -q -b main repo && cd repo && git commit -q --allow-empty -m initial
+run init init perf
+mount -o remount,ro "$M"
+run write record perf --status accepted --metric 1
+run read list
+""")  # fmt: skip
+    assert out["init"][0] == 0
+    environment_error(out["write"], "cannot be written", "Read-only file system")
+    assert out["read"][0] == 0  # reading needs no write
+
+
+def test_a_full_disk_under_a_folder_store_leaves_no_temporary_file(tmp_path: Path) -> None:
+    out = scenario(tmp_path, r"""
+run init --dir "$M" init perf
+cp "$M/perf.md" "$R/before.md"
+fill
+run full --dir "$M" record perf --status accepted --metric 1
+ls -a "$M" > "$R/listing"
+cp "$M/perf.md" "$R/after.md"
+mount -o remount,ro "$M"
+run readonly --dir "$M" record perf --status accepted --metric 1
+""")  # fmt: skip
+    assert out["init"][0] == 0
+    environment_error(out["full"], "disk is full")
+    environment_error(out["readonly"], "Read-only file system")
+    results = tmp_path / "results"
+    assert (results / "before.md").read_bytes() == (results / "after.md").read_bytes()
+    assert not [name for name in (results / "listing").read_text().split() if name.endswith(".tmp")]
+
+
+def test_a_full_disk_on_the_remote_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
+    out = scenario(tmp_path, r"""
+git init -q --bare -b main "$M/remote.git"
+git init -q -b main "$W/work" && cd "$W/work" && git commit -q --allow-empty -m initial
+git remote add origin "$M/remote.git" && git push -q origin main
+run init --remote origin init perf
+git -C "$M/remote.git" rev-parse refs/heads/memory/autoloop > "$R/before"
+fill
+run full --remote origin record perf --status accepted --metric 1
+git -C "$M/remote.git" rev-parse refs/heads/memory/autoloop > "$R/after"
+""")  # fmt: skip
+    assert out["init"][0] == 0
+    environment_error(out["full"], "remote's disk is full")
+    assert "branch protection" not in out["full"][1]
+    assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()
