@@ -84,7 +84,7 @@ class Git:
     """Runs git for one repository with one environment; see the module docstring.
 
     ``secrets`` are strings (tokens, header values) that must never appear in a message, whatever their shape;
-    :func:`statefile.store.names.redact` removes the shapes it knows on top of that.
+    :func:`statefile.redaction.redact` removes the shapes it knows on top of that.
     """
 
     def __init__(self, exe: str, cwd: str, env: Mapping[str, str], *, secrets: Iterable[str] = ()) -> None:
