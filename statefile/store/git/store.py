@@ -359,14 +359,22 @@ class GitStore(Store):
         listing cannot vouch for (missing, too large, not a regular file, a reserved name) take the one-by-one
         path, which raises the usual errors; ``errors`` collects per-program errors as in :meth:`Store.read_texts`.
         """
-        names = [validate_program(name) for name in programs]
+        names = list(programs)
+        texts: dict[str, str | None] = {}
+        for name in names:
+            try:
+                validate_program(name)
+            except UsageError as exc:
+                if errors is None:
+                    raise
+                errors[name] = exc
+        names = [name for name in names if errors is None or name not in errors]
         tip = self.tip()
         files = self._top_files(tip)
         limit = read_limit(self.max_bytes)
         batch = [name for name in names if name in files and files[name][0] <= limit]
         found = self._cat.read_many([files[n][1] for n in batch], limit)
         raw_by_name = {name: item[1] for name, item in zip(batch, found, strict=True) if item and item[0] == "blob"}
-        texts: dict[str, str | None] = {}
         for name in names:
             try:
                 raw = raw_by_name.get(name)
