@@ -13,7 +13,7 @@ from typing import Any
 
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
-from statefile.model.archive import find_iteration
+from statefile.model.archive import find_iteration_in_parts
 from statefile.model.document import StateDocument, parse, read_machine_state
 from statefile.model.history import Iteration
 from statefile.store import Store
@@ -169,10 +169,17 @@ def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]
     for entry in doc.history:
         if isinstance(entry, Iteration) and number in entry.covers:
             return f"{program}.md", entry.raw
-    for part in reversed(store.archive_parts(program)):
-        found = find_iteration(store.read_archive(program, part), number)
-        if found is not None:
-            return f"archive/{program}/{part}", found
+    parts = store.archive_parts(program)
+    texts: dict[int, str] = {}
+
+    def read(index: int) -> str:  # newest first, each part once, only as far as needed
+        if index not in texts:
+            texts[index] = store.read_archive(program, parts[index])
+        return texts[index]
+
+    found = find_iteration_in_parts(read, len(parts), number)
+    if found is not None:
+        return f"archive/{program}/{parts[found[0]]}", found[1]
     ranges = [e for e in doc.ranges if number in e.covers]
     hint = f"; it is summarized in '{ranges[0].heading.strip('# ')}'" if ranges else ""
     raise NotFoundError(f"iteration {number} of '{program}' is not in the file or its archive{hint}")

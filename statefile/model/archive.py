@@ -11,7 +11,9 @@ existing part's bytes are never rewritten, only extended.  Pure functions; the s
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from statefile.model.blocks import scan_blocks
@@ -68,16 +70,27 @@ def unwrap_chunk(chunk: str) -> tuple[str, str]:
     return match.group(2), chunk[match.end() :]
 
 
+#: First line of a part (after its header) that continues an entry too large for one part; the entry's text
+#: resumes on the next line.  :func:`find_iteration_in_parts` joins the pieces back.
+CONTINUED = "<!-- statefile: the entry above continues here -->"
+#: The line after the last piece of a continued entry (absent while the entry runs on into the next part).
+CONTINUED_END = "<!-- statefile: end of the continued entry -->"
+# Parts are never cut smaller than this, whatever the budget (a budget that small is a mistake, not a plan).
+_MIN_ROOM = 256
+
+
 def plan_append(program: str, last_part: tuple[str, str] | None, chunk: str, max_bytes: int) -> list[tuple[str, str]]:
     """Where ``chunk`` goes: ``[(file name, full new content), …]`` for each part file written.
 
     ``last_part`` is the newest existing part (name, content) or ``None``.  The chunk is added to that part if it
-    fits within ``max_bytes``; otherwise new parts are started, splitting the chunk at line boundaries when one
-    part cannot hold it (a single line longer than a part is split as a last resort, never dropped).
+    fits within ``max_bytes``; otherwise new parts are started and filled with whole entries (an entry is never
+    split between two parts while it fits in one).  An entry larger than a part gets parts of its own: it is
+    cut at line boundaries (a single line longer than a part by characters, as a last resort), each part after
+    the first opens with :data:`CONTINUED`, and the last piece is followed by :data:`CONTINUED_END`, so every
+    part stays within ``max_bytes`` (repo-memory refuses larger files) and the entry still reads back whole.
     """
     if not chunk:
         return []
-    writes: list[tuple[str, str]] = []
     if last_part is not None:
         name, content = last_part
         number = part_number(name) or 1
@@ -85,35 +98,95 @@ def plan_append(program: str, last_part: tuple[str, str] | None, chunk: str, max
             return [(name, content + chunk)]
     else:
         number = 0
-    pieces = _split_to_fit(chunk, max_bytes - utf8_size(part_header(program, 10**6)))
-    for piece in pieces:
+    writes: list[tuple[str, str]] = []
+    current = ""  # the part being filled ("" before the first)
+    fresh = True  # it holds nothing but its header
+
+    def new_part(continued: bool) -> None:
+        nonlocal number, current, fresh
+        if current:
+            writes.append((part_name(number), current))
         number += 1
-        writes.append((part_name(number), part_header(program, number) + piece))
+        current = part_header(program, number) + (f"\n{CONTINUED}\n" if continued else "")
+        fresh = not continued  # a continuation part already holds the start of its marker
+
+    def limit() -> int:
+        # A budget too small for a header and some text still gets _MIN_ROOM bytes of text per part.
+        return max(max_bytes, utf8_size(part_header(program, number)) + _MIN_ROOM)
+
+    def fits(text: str) -> bool:
+        return utf8_size(current) + utf8_size(text) <= limit()
+
+    for unit in _units(chunk):
+        if not current:
+            new_part(False)
+        if fits(unit):
+            current += unit
+            fresh = False
+            continue
+        if not fresh:
+            new_part(False)
+            if fits(unit):
+                current += unit
+                fresh = False
+                continue
+        # Larger than a whole part: fill this one, then parts of its own, each marked as a continuation.
+        end_mark = f"{CONTINUED_END}\n"
+        rest = unit
+        while rest:
+            room = max(limit() - utf8_size(current), 64)  # always room to make progress
+            if not fresh and utf8_size(rest) + utf8_size(end_mark) <= room:
+                # The last piece (units end with a newline: make_chunk sees to it).
+                current += rest + ("" if rest.endswith("\n") else "\n") + end_mark
+                break
+            piece, rest = _take(rest, room)
+            current += piece
+            new_part(True)
+        fresh = False
+    if current:
+        writes.append((part_name(number), current))
     return writes
 
 
-def _split_to_fit(text: str, room: int) -> list[str]:
-    room = max(room, 256)
-    pieces: list[str] = []
-    current = ""
+def _units(chunk: str) -> list[str]:
+    """``chunk`` cut before each entry (an entry heading or a top-level entry bullet, outside code blocks) and
+    before each heading of level 1–3; text before the first entry stays with it.  The units join to ``chunk``."""
+    lines = split_lines(chunk)
+    scan = scan_blocks(chunk)
+    code = {n for start, end in scan.code_ranges for n in range(start, end)}
+    levels = {h.line: h.level for h in scan.headings}
+    starts: list[int] = []
+    seen_entry = False
+    for index, raw in enumerate(lines):
+        level = levels.get(index, 0)
+        body = line_body(raw)
+        entry = (level >= 3 and is_entry_heading(entry_title(body))) or (
+            not level and index not in code and is_bullet_entry(body)
+        )
+        if entry or (level and level <= 3 and seen_entry):
+            if seen_entry:
+                starts.append(index)
+            seen_entry = seen_entry or entry
+    bounds = [0, *starts, len(lines)]
+    return ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds) if a < b]
+
+
+def _take(text: str, room: int) -> tuple[str, str]:
+    """The longest head of ``text`` made of whole lines that fits ``room`` bytes, and the rest.
+
+    A first line longer than ``room`` is cut by characters (the pieces join back to the original).
+    """
+    size = 0
+    taken = 0
     for line in split_lines(text):
-        while utf8_size(line) > room:
-            # Cut an over-long line by characters; the parts concatenate back to the original.
-            cut = room - utf8_size(current)
-            if cut <= 0:
-                pieces.append(current)
-                current = ""
-                cut = room
-            head, line = _cut_chars(line, cut)
-            pieces.append(current + head)
-            current = ""
-        if utf8_size(current) + utf8_size(line) > room:
-            pieces.append(current)
-            current = ""
-        current += line
-    if current:
-        pieces.append(current)
-    return [p for p in pieces if p]
+        if size + utf8_size(line) > room:
+            break
+        size += utf8_size(line)
+        taken += len(line)
+    if taken == 0:
+        head, _ = _cut_chars(text.split("\n", 1)[0] + ("\n" if "\n" in text else ""), room)
+        return head, text[len(head) :]
+    return text[:taken], text[taken:]
 
 
 def _cut_chars(line: str, limit: int) -> tuple[str, str]:
@@ -140,6 +213,47 @@ def find_iteration(text: str, number: int) -> str | None:
                 end += 1
             found = "".join(lines[index:end])
     return found
+
+
+def continuation(text: str) -> tuple[str, bool] | None:
+    """The piece of an entry an archive part continues from the previous part, and whether it ends here.
+
+    ``None`` when the part does not open with :data:`CONTINUED` (right after its header).
+    """
+    marker = f"\n{CONTINUED}\n"
+    at = text.find(marker)
+    if at < 0 or re.search(r"^(?:#{2,}\s|\s*[-*+]\s)", text[:at], re.M):
+        return None
+    start = at + len(marker)
+    end = text.find(f"{CONTINUED_END}\n", start)
+    if end < 0:
+        return text[start:], False
+    return text[start:end], True
+
+
+def find_iteration_in_parts(read: Callable[[int], str], count: int, number: int) -> tuple[int, str] | None:
+    """The last archived copy of iteration ``number`` in a program's ``count`` parts (``read(i)`` returns part
+    ``i``, oldest first): the index of the part it starts in and its whole text, joined across parts when it
+    was too large for one (see :func:`plan_append`).  Parts are read newest first, and only as needed.
+    """
+    for index in range(count - 1, -1, -1):
+        text = read(index)
+        found = find_iteration(text, number)
+        if found is None:
+            continue
+        whole, part = found, text
+        following = index + 1
+        while part.endswith(found) and following < count:
+            piece = continuation(read(following))
+            if piece is None:
+                break
+            whole += piece[0]
+            if piece[1]:
+                break
+            part, found = read(following), piece[0]
+            following += 1
+        return index, whole
+    return None
 
 
 @dataclass(frozen=True)
