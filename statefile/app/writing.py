@@ -19,6 +19,7 @@ from statefile.model.history import STATUS_GLYPHS
 from statefile.model.template import new_state_file
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, compact
 from statefile.policy.edits import removed_by_edit
+from statefile.policy.repair import RepairResult, repair
 from statefile.policy.rules import RecordRequest, record
 from statefile.store import Change, Store
 
@@ -161,3 +162,42 @@ def save_edit(store: Store, program: str, original: str, edited: str) -> str:
         return Change(new_doc, archive=removed, archive_label=f"removed by a hand edit of {program}.md")
 
     return store.update(program, apply, f"statefile: edit {program} by hand").commit or ""
+
+
+@dataclass(frozen=True)
+class RepairOutcome:
+    """What ``repair`` did (or would do, with ``dry_run``) to one program: the fixes, what is left, the commit."""
+
+    program: str
+    commit: str
+    result: RepairResult
+    dry_run: bool
+
+
+def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcome:
+    """Repair one program (:func:`statefile.policy.repair.repair`) in one commit, archiving what it removes."""
+    if dry_run:
+        doc = store.read(program)
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        return RepairOutcome(program, "", repair(doc, program=program), True)
+
+    def apply(doc: StateDocument | None) -> Change[RepairResult]:
+        if doc is None:
+            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        result = repair(doc, program=program)
+        if not result.changed:
+            return Change(doc, detail=result)
+        count = len(result.fixes)
+        return Change(
+            result.document,
+            archive=result.archive,
+            archive_label=f"repair of {program}.md",
+            message=f"statefile: repair {program} — {count} fix{'es' if count != 1 else ''}\n\n"
+            + "\n".join(f"- {fix}" for fix in result.fixes),
+            detail=result,
+        )
+
+    landed = store.update(program, apply, f"statefile: repair {program}")
+    assert landed.detail is not None
+    return RepairOutcome(program, landed.commit or "" if landed.landed else "", landed.detail, False)

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "log": "statefile.cli.read:log_cmd",
     "record": "statefile.cli.write:record_cmd",
     "render": "statefile.cli.memory:render_cmd",
+    "repair": "statefile.cli.write:repair_cmd",
     "report": "statefile.cli.read:report_cmd",
     "search": "statefile.cli.memory:search_cmd",
     "show": "statefile.cli.read:show_cmd",

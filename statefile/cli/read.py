@@ -26,6 +26,7 @@ from statefile.app.reading import (
 from statefile.cli.support import SIZE, emit_json, example, is_file_argument, pass_app, plain, plural, say, table
 from statefile.errors import EXIT_CHECK_FAILED, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object, write_json_atomic
+from statefile.model.anomalies import REPAIRABLE
 from statefile.model.machine_state import label_for
 from statefile.store.files import read_state_file
 from statefile.views.describe import describe
@@ -162,6 +163,10 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
             if not app.quiet:
                 for warning in o.warnings:
                     click.echo(f"  warning: {warning}")
+                fixable = sum(1 for text in [*o.errors, *o.warnings] if text.split(":", 1)[0] in REPAIRABLE)
+                if fixable and not is_file_argument(o.name):
+                    click.echo(f"  `statefile repair {o.name}` can fix {plural(fixable, 'of these', 'of these')}"
+                               " and archives what it takes out")  # fmt: skip
         if not outcomes:
             say(app, "no state files to check")
     if any(not o.ok for o in outcomes):

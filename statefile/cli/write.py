@@ -19,7 +19,15 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.reading import check_document, state_files, unreadable_files
-from statefile.app.writing import compact_program, compaction_policy, init_program, record_iteration, save_edit
+from statefile.app.writing import (
+    RepairOutcome,
+    compact_program,
+    compaction_policy,
+    init_program,
+    record_iteration,
+    repair_program,
+    save_edit,
+)
 from statefile.cli.support import (
     SIZE,
     display_width,
@@ -37,6 +45,7 @@ from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
+from statefile.model.text import utf8_size
 from statefile.policy.lessons import (
     add_lesson,
     find_tombstone,
@@ -49,6 +58,7 @@ from statefile.policy.lessons import (
     restored_chunk,
     unpin_lesson,
 )
+from statefile.policy.repair import LEFT_BECAUSE
 from statefile.policy.rules import RecordRequest, format_number, parse_metric
 from statefile.store import Change
 from statefile.store.names import validate_program
@@ -252,6 +262,82 @@ def compact_cmd(
         if r.dry_run and not app.quiet:
             for item in r.report.moved:
                 click.echo(f"  {item.kind}: {item.label} — {item.reason}")
+    _report_failures(failures)
+
+
+@click.command("repair")
+@click.argument("targets", nargs=-1)
+@click.option("--all", "all_programs", is_flag=True, help="Every program on the branch (or in the folder).")
+@click.option("--dry-run", is_flag=True, help="Say what would be repaired; change nothing.")
+@example("statefile repair perf --dry-run    ·    statefile --remote origin repair --all")
+@pass_app
+def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dry_run: bool) -> None:
+    """Fix what `check` warns about that has one right answer; archive everything taken out.
+
+    Restores drifted section headings, adds a missing history heading, merges duplicated sections (the copy goes
+    to the archive), archives repeated and (partial) entries, merges overlapping range lines.  What needs a
+    person (gaps, a wrong Iteration Count, an unclosed code fence) is listed, not touched.
+    """
+
+    if all_programs and targets:
+        raise UsageError("give program names or --all, not both")
+    if not all_programs and not targets:
+        raise UsageError("name the programs to repair, or pass --all")
+    jobs: list[tuple[AppContext, str]] = []
+    for target in targets:
+        if is_file_argument(target):
+            folder, program = file_program(Path(target))
+            if not Path(target).is_file():
+                raise NotFoundError(f"{target}: no such file; check the path")
+            jobs.append((app.with_folder(folder), program))
+        else:
+            jobs.append((app, _writable_program(target)))
+    if all_programs:
+        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
+    outcomes: list[RepairOutcome] = []
+    failures: list[tuple[str, StatefileError]] = []
+    for ctx, name in jobs:
+        try:
+            outcomes.append(repair_program(ctx.store(), name, dry_run=dry_run))
+        except StatefileError as exc:
+            if not all_programs:
+                raise
+            failures.append((name, exc))
+    if app.as_json:
+        emit_json(
+            [
+                {
+                    "program": o.program,
+                    "dry_run": o.dry_run,
+                    "commit": o.commit,
+                    "fixes": [{"code": f.code, "message": f.message} for f in o.result.fixes],
+                    "archived_bytes": utf8_size(o.result.archive),
+                    "remaining": [
+                        {"code": w.code, "message": w.message, "why": LEFT_BECAUSE.get(w.code, "")}
+                        for w in o.result.remaining
+                    ],
+                }
+                for o in outcomes
+            ]
+        )
+    else:
+        for o in outcomes:
+            fixes = o.result.fixes
+            if not fixes:
+                say(app, f"{o.program}: nothing to repair")
+            elif o.dry_run:
+                say(app, f"{o.program}: dry run: would fix {plural(len(fixes), 'problem')}")
+            else:
+                archived = utf8_size(o.result.archive)
+                where = f", {plural(archived, 'byte')} archived to archive/{o.program}/" if archived else ""
+                commit = f" ({o.commit[:10]})" if o.commit else ""
+                say(app, f"{o.program}: fixed {plural(len(fixes), 'problem')}{where}{commit}")
+            if not app.quiet:
+                for fix in fixes:
+                    click.echo(f"  {'would fix' if o.dry_run else 'fixed'} {fix}")
+                for warning in o.result.remaining:
+                    why = LEFT_BECAUSE.get(warning.code)
+                    click.echo(f"  left {warning}" + (f" — {why}" if why else ""))
     _report_failures(failures)
 
 

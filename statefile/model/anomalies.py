@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from statefile.model.document import StateDocument
 
 
+#: Warning codes ``statefile repair`` fixes (see :mod:`statefile.policy.repair`); ``check`` points to it for these.
+REPAIRABLE = frozenset(
+    {"machine-state-heading", "missing-history-heading", "duplicate-section", "duplicate-iteration",
+     "overlapping-ranges"}
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Anomaly:
     """Something odd about a file that does not stop it being read: a code and a sentence."""

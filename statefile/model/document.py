@@ -165,6 +165,19 @@ class StateDocument:
         return tuple(history.parse_entry("".join(lines[a:b])) for a, b in layout.spans)
 
     @property
+    def entry_lines(self) -> tuple[int, ...]:
+        """The 0-based line of each :attr:`history` entry's first line, in the same order.
+
+        Entries are where the layout found them, never found again by searching the text: an agent's file may hold
+        the same entry twice (a pasted copy in another section).
+        """
+        layout = self._history_layout
+        if layout is None:
+            return ()
+        start = self._sections[layout.section].start
+        return tuple(start + a for a, _ in layout.spans)
+
+    @property
     def iterations(self) -> tuple[Iteration, ...]:
         """Only the detailed iteration entries."""
         return tuple(e for e in self.history if isinstance(e, Iteration))

@@ -118,13 +118,13 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
             partial = isinstance(archived.entry, Iteration) and archived.entry.partial
             found.append(_Found(archived.entry, f"archive/{program}/{part}", archived.line, (not partial, 0, position)))
     if doc is not None:
-        lines = _entry_lines(doc)
+        lines = doc.entry_lines
         for index, entry in enumerate(doc.history):
             if entry.kind == "opaque":
                 continue
             partial = isinstance(entry, Iteration) and entry.partial
             # File entries are newest first; the top one is the most recent copy.
-            found.append(_Found(entry, f"{program}.md", lines[index], (not partial, 1, -index)))
+            found.append(_Found(entry, f"{program}.md", lines[index] + 1, (not partial, 1, -index)))
     direction = metric_direction(doc.machine_state) if doc is not None else "higher"
 
     winner: dict[int, _Found] = {}
@@ -149,21 +149,6 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
         rows.append(_range_row(item, entry))
     rows.sort(key=lambda r: (r.first, r.last, r.kind))
     return ProgramHistory(program, direction, tuple(_with_best(rows, direction)))
-
-
-def _entry_lines(doc: StateDocument) -> list[int]:
-    """1-based line of each history entry's first line in the file."""
-    text = doc.render()
-    out: list[int] = []
-    at = 0
-    for entry in doc.history:
-        index = text.find(entry.raw, at)
-        if index < 0:  # pragma: no cover - entries are slices of the text
-            out.append(0)
-            continue
-        out.append(text.count("\n", 0, index) + 1)
-        at = index + len(entry.raw)
-    return out
 
 
 def _iteration_row(item: _Found) -> HistoryRow:
