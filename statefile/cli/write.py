@@ -292,10 +292,12 @@ def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dr
             jobs.append((app.with_folder(folder), program))
         else:
             jobs.append((app, _writable_program(target)))
-    if all_programs:
-        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
     outcomes: list[RepairOutcome] = []
     failures: list[tuple[str, StatefileError]] = []
+    if all_programs:
+        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
+        # What cannot be read cannot be repaired: an error at the end, never a silent skip.
+        failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
     for ctx, name in jobs:
         try:
             outcomes.append(repair_program(ctx.store(), name, dry_run=dry_run))
