@@ -12,7 +12,7 @@ medians (see benchmarks/_timing.py).  The benchmarks, in order:
   record       one recorded iteration, whole process, against naive git and pygit2     (bench_record.py)
   store        in-process update cost at P=1/100/1000                                  (bench_store.py)
   compaction   parse and compaction at 100/1,000/10,000 iterations                     (bench_compaction.py)
-  contention   W=2/4/8 writers through a bare remote: time, retries, lost updates      (bench_contention.py)
+  contention   W=2/4/8 (and 32×10) writers through a bare remote: time, retries, lost   (bench_contention.py)
 
 Child processes run with Python's bytecode cache on (in a temporary PYTHONPYCACHEPREFIX), as for an installed
 package: pip compiles bytecode at install time, while a checkout run with PYTHONDONTWRITEBYTECODE=1 would recompile

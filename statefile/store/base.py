@@ -113,6 +113,10 @@ class LogEntry:
 UpdateFn = Callable[[StateDocument | None], StateDocument | Change[T]]
 
 
+#: How many times a write may start again after a concurrent writer got in first (the time is bounded too).
+DEFAULT_MAX_TRIES = 100
+
+
 class Store(abc.ABC):
     """A place holding ``{program}.md`` state files, their archives and shared files.
 
@@ -134,7 +138,7 @@ class Store(abc.ABC):
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         author: str | None = None,
-        max_tries: int = 10,
+        max_tries: int = DEFAULT_MAX_TRIES,
     ) -> GitStore:
         """Open the git repository at (or above) ``path`` and keep state files on ``branch``.
 

@@ -162,7 +162,8 @@ class Remote:
             if not line.startswith("!"):
                 continue
             reason = line.split("\t")[-1].strip()
-            if any(word in reason for word in _PUSH_RACED):
+            # "cannot lock ref …: is at X but expected Y": another push moved the ref while this one waited.
+            if any(word in reason for word in _PUSH_RACED) or "but expected" in result.err:
                 return Outcome.REJECTED, result
             if any(word in reason for word in _PUSH_LOCKED) and environment_problem(result.err) == "":
                 return Outcome.REMOTE_LOCKED, result

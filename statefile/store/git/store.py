@@ -45,6 +45,7 @@ from statefile.store.base import (
     BOT_NAME,
     DEFAULT_BRANCH,
     DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_TRIES,
     LogEntry,
     Plan,
     Store,
@@ -92,10 +93,10 @@ from statefile.store.names import (
 )
 
 #: Total time a write keeps trying against concurrent writers before it gives up (seconds).
-DEFAULT_MAX_WAIT = 120.0
+DEFAULT_MAX_WAIT = 300.0
 # Remote round trips cost ~100 ms, local ones ~5 ms: back off on the same scale.
 _LOCAL_BACKOFF = (0.005, 0.5)
-_REMOTE_BACKOFF = (0.1, 4.0)
+_REMOTE_BACKOFF = (0.1, 8.0)
 # Waiting for another git process in this clone (a fetch racing a fetch, the local branch after a push).
 _LOCK_BACKOFF = Backoff(tries=6, first=0.02, cap=0.5, budget=5.0)
 
@@ -130,7 +131,7 @@ class GitStore(Store):
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         author: str | None = None,
-        max_tries: int = 10,
+        max_tries: int = DEFAULT_MAX_TRIES,
         max_wait: float = DEFAULT_MAX_WAIT,
     ) -> None:
         self.branch = validate_branch(branch)
