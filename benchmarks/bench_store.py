@@ -8,14 +8,17 @@ flow appends one line to ``perf.md`` and publishes it:
   remote flows (a bare repository on local disk as the remote):
     naive clone      gh-aw repo-memory today: clone the branch (depth 1), edit, git add, git commit, git push
     naive pull       a kept clone: git pull --ff-only, edit, git add, git commit, git push
-    statefile        GitStore(remote="origin").update(): fetch, gitdb objects, push (no checkout)
+    statefile        GitStore(remote="origin").update(): fetch, objects by git's plumbing, push (no checkout)
   local flows (no remote):
     GitPython index  a checkout of the branch: edit, repo.index.add, repo.index.commit (no compare-and-swap)
     pygit2 floor     libgit2 in-process: read blob, edit, blob + tree + commit, ref.set_target (compare-and-swap);
                      the floor for a read-modify-commit from Python (skipped when pygit2 is not installed)
-    statefile        GitStore.update(): gitdb objects + one `git update-ref NEW OLD`
+    statefile        GitStore.update(): hash-object, mktree, commit-tree + one `git update-ref NEW OLD`
   sizes of all programs:
     blob.size        GitPython: tree.blobs → blob.size (one cat-file round trip per blob)
+
+GitPython is not a dependency of statefile; the GitPython rows need it installed (``pip install -e '.[bench]'``) and
+are left out without it.
     statefile        GitStore.programs(): one `git ls-tree -l`
 
 Prints the median milliseconds per operation and each flow's ratio to statefile's.  benchmarks/run.py runs this
@@ -31,11 +34,16 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-import git as gitpython
 from _timing import Row, measure, pin_identity, sh
 
 from statefile.model.document import StateDocument, parse
 from statefile.store import Store
+
+gitpython: ModuleType | None
+try:
+    import git as gitpython
+except ImportError:  # the alternative measured against; the extra 'bench' installs it
+    gitpython = None
 
 pygit2: ModuleType | None
 try:
@@ -162,9 +170,10 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
         # -- local flows -------------------------------------------------------------------------------------------
         checkout = root / "checkout"
         sh(root, "clone", "-q", "--branch", BRANCH, str(remote), str(checkout))
-        index_repo = gitpython.Repo(checkout)
+        index_repo = gitpython.Repo(checkout) if gitpython is not None else None
 
         def gitpython_index() -> None:
+            assert index_repo is not None
             edit_file(checkout / "perf.md", counter)
             index_repo.index.add(["perf.md"])
             index_repo.index.commit(message)
@@ -185,13 +194,15 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
 
         # -- sizes -------------------------------------------------------------------------------------------------
         def blob_sizes() -> dict[str, int]:
+            assert index_repo is not None
             tree = index_repo.commit(f"origin/{BRANCH}").tree
             return {blob.name[:-3]: blob.size for blob in tree.blobs if blob.name.endswith(".md")}
 
         def statefile_sizes() -> dict[str, int]:
             return local.programs()
 
-        assert blob_sizes().keys() == statefile_sizes().keys()
+        if index_repo is not None:
+            assert blob_sizes().keys() == statefile_sizes().keys()
         heavy = max(3, reps // 3) if files >= 1000 else reps  # a full clone of 1000 files is slow: fewer runs
         flows = {
             "naive clone": (naive_clone, heavy),
@@ -202,6 +213,8 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
             "blob.size": (blob_sizes, heavy),
             "programs": (statefile_sizes, reps),
         }
+        if index_repo is None:
+            del flows["gitpython index"], flows["blob.size"]
         if floor is not None:
             flows["pygit2 floor"] = (floor, reps)
         ms = measure(flows)
@@ -209,19 +222,28 @@ def bench(files: int, reps: int) -> list[tuple[str, str, float, float | None]]:
             ("remote update", "naive clone/edit/commit/push", ms["naive clone"], ms["statefile remote"]),
             ("remote update", "naive pull/edit/commit/push", ms["naive pull"], ms["statefile remote"]),
             ("remote update", "statefile GitStore (fetch+push)", ms["statefile remote"], None),
-            ("local update", "GitPython index add+commit", ms["gitpython index"], ms["statefile local"]),
+            *(
+                [("local update", "GitPython index add+commit", ms["gitpython index"], ms["statefile local"])]
+                if "gitpython index" in ms
+                else []
+            ),
             *(
                 [("local update", "pygit2 floor (libgit2 in-process, CAS)", ms["pygit2 floor"], ms["statefile local"])]
                 if "pygit2 floor" in ms
                 else []
             ),
             ("local update", "statefile GitStore (update-ref CAS)", ms["statefile local"], None),
-            ("program sizes", "GitPython blob.size per file", ms["blob.size"], ms["programs"]),
+            *(
+                [("program sizes", "GitPython blob.size per file", ms["blob.size"], ms["programs"])]
+                if "blob.size" in ms
+                else []
+            ),
             ("program sizes", "statefile programs() (ls-tree -l)", ms["programs"], None),
         ]
         pushing.close()
         local.close()
-        index_repo.close()
+        if index_repo is not None:
+            index_repo.close()
         return [(group, flow, ms, None if base is None else ms / base) for group, flow, ms, base in rows]
     finally:
         shutil.rmtree(root, ignore_errors=True)
