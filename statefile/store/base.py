@@ -115,6 +115,8 @@ UpdateFn = Callable[[StateDocument | None], StateDocument | Change[T]]
 
 #: How many times a write may start again after a concurrent writer got in first (the time is bounded too).
 DEFAULT_MAX_TRIES = 100
+#: How long a write keeps trying against concurrent writers before it gives up (seconds).
+DEFAULT_MAX_WAIT = 300.0
 
 
 class Store(abc.ABC):
@@ -139,17 +141,21 @@ class Store(abc.ABC):
         max_bytes: int = DEFAULT_MAX_BYTES,
         author: str | None = None,
         max_tries: int = DEFAULT_MAX_TRIES,
+        max_wait: float = DEFAULT_MAX_WAIT,
     ) -> GitStore:
-        """Open the git repository at (or above) ``path`` and keep state files on ``branch``.
+        """Open the git repository at (or above) ``path`` (found as git finds it) and keep state files on ``branch``.
 
-        With ``remote`` (the name of a configured remote, e.g. ``"origin"``) every write fetches the branch,
-        commits on its tip and pushes (never forced), retrying on a concurrent push up to ``max_tries`` times.
-        ``author`` is ``"Name <email>"``; by default commits are made by ``statefile
-        <statefile@users.noreply.github.com>`` unless GIT_AUTHOR_*/GIT_COMMITTER_* are set.
+        With ``remote`` (a configured remote's name such as ``"origin"``, or a URL) every write fetches the branch,
+        commits on its tip and pushes (never forced); a concurrent write makes it start again, with backoff, up
+        to ``max_tries`` times and ``max_wait`` seconds.  ``author`` is ``"Name <email>"``; without it commits
+        carry git's own identity (``user.name``/``user.email``, ``GIT_AUTHOR_*``/``GIT_COMMITTER_*``), and where
+        git has none, ``statefile <statefile@users.noreply.github.com>``.
         """
         if Store.git_store is None:
             raise RuntimeError("statefile.store.git is not loaded; import statefile.store")
-        return Store.git_store(path, branch, remote, max_bytes=max_bytes, author=author, max_tries=max_tries)
+        return Store.git_store(
+            path, branch, remote, max_bytes=max_bytes, author=author, max_tries=max_tries, max_wait=max_wait
+        )
 
     # -- reading -------------------------------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ from statefile.store.base import (
     DEFAULT_BRANCH,
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_TRIES,
+    DEFAULT_MAX_WAIT,
     LogEntry,
     Plan,
     Store,
@@ -92,8 +93,6 @@ from statefile.store.names import (
     windows_reserved,
 )
 
-#: Total time a write keeps trying against concurrent writers before it gives up (seconds).
-DEFAULT_MAX_WAIT = 300.0
 # Remote round trips cost ~100 ms, local ones ~5 ms: back off on the same scale.
 _LOCAL_BACKOFF = (0.005, 0.5)
 _REMOTE_BACKOFF = (0.1, 8.0)
@@ -159,6 +158,7 @@ class GitStore(Store):
         if self.remote is not None and is_remote_url(self.remote):
             creds = credentials(self.remote, os.environ)
             url, config, secrets = creds.url, creds.config, (*secrets, *creds.secrets)
+            self.remote = url  # credentials written into the URL live on in the header only, never in an attribute
         # Relative remote URLs (`git remote add x ../memory.git`) are resolved from the work tree's top, as the
         # user's own git commands would; GIT_DIR pins the repository whatever the directory.
         self._git = Git(git_executable(), str(repo.top), Git.environment(str(repo.git_dir), config), secrets=secrets)
