@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import timezone
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -201,23 +202,29 @@ def program_history(store: Store, program: str) -> ProgramHistory:
 _ITERATION_IN_MESSAGE = re.compile(r"iteration (\d+)")
 
 
-def program_log(store: Store, program: str, limit: int) -> list[dict[str, Any]]:
-    """The branch history of ``{program}.md``: when, which iteration, what changed (commit subject)."""
+def program_log(store: Store, program: str, limit: int, *, patch: bool = False) -> list[dict[str, Any]]:
+    """The branch history of ``{program}.md``: when (and in UTC), who, which iteration, what changed (commit
+    subject) and, with ``patch``, the unified diff of the file in that commit."""
     if store.read_text(program) is None and not store.log(program, 1):
         raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+    patches = store.log_patches(program, limit) if patch else {}
     rows = []
     for entry in store.log(program, limit):
         subject = entry.message.splitlines()[0] if entry.message else ""
         match = _ITERATION_IN_MESSAGE.search(subject)
-        rows.append(
-            {
-                "commit": entry.commit,
-                "when": entry.when.isoformat(),
-                "author": entry.author,
-                "iteration": int(match.group(1)) if match else None,
-                "message": subject,
-            }
-        )
+        when = entry.when if entry.when.tzinfo is not None else entry.when.replace(tzinfo=timezone.utc)
+        row: dict[str, Any] = {
+            "commit": entry.commit,
+            "when": entry.when.isoformat(),
+            "when_utc": when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "author": entry.author,
+            "iteration": int(match.group(1)) if match else None,
+            "message": subject,
+        }
+        if patch:
+            row["body"] = entry.message.partition("\n")[2].strip()
+            row["patch"] = patches.get(entry.commit, "")
+        rows.append(row)
     return rows
 
 

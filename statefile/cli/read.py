@@ -7,7 +7,9 @@ read side (:mod:`statefile.app.reading`, the views): no compaction, no record ru
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -67,21 +69,52 @@ def show_cmd(app: AppContext, target: str) -> None:
         click.echo(f"warning: {warning}")
 
 
-@click.command("list")
-@example("statefile --remote origin list --json")
-@pass_app
-def list_cmd(app: AppContext) -> None:
-    """List programs with size, % of budget, iteration count, last run and status."""
+#: ``list --sort`` keys: how each orders the rows (largest, most iterated, most recently run first; names A–Z).
+_LIST_ORDER: dict[str, tuple[Callable[[dict[str, Any]], Any], bool]] = {
+    "name": (lambda r: str(r["program"]), False),
+    "size": (lambda r: int(r["size"] or 0), True),
+    "iterations": (lambda r: int(r["iteration_count"] or 0), True),
+    "last-run": (lambda r: str(r["last_run"] or ""), True),
+}
 
-    rows = list_programs(app.store(), app.globs)
+
+@click.command("list")
+@click.option(
+    "--sort",
+    "sort_by",
+    type=click.Choice(sorted(_LIST_ORDER)),
+    default="name",
+    show_default=True,
+    help="Order: size and iterations largest first, last-run most recent first.",
+)
+@click.option("--over-budget", is_flag=True, help="Only programs larger than their byte budget.")
+@example(
+    "statefile list --sort size    ·    statefile list --over-budget    ·    statefile --remote origin list --json"
+)
+@pass_app
+def list_cmd(app: AppContext, sort_by: str, over_budget: bool) -> None:
+    """List programs with size, % of budget, iteration count, last run and status, and a totals line."""
+
+    store = app.store()
+    rows = list_programs(store, app.globs)
+    key, newest_first = _LIST_ORDER[sort_by]
+    rows.sort(key=lambda r: str(r["program"]))
+    rows.sort(key=key, reverse=newest_first)  # stable: ties stay in name order
+    everything = len(rows)
+    if over_budget:
+        rows = [r for r in rows if int(r["size"] or 0) > store.max_bytes]
     if app.as_json:
         emit_json(rows)
         return
     if not rows:
-        say(app, "no programs on this branch yet ('statefile init PROGRAM' creates one)")
+        if over_budget and everything:
+            budget = plural(store.max_bytes, "byte")
+            say(app, f"no program is over its budget ({budget}); {plural(everything, 'program')} in all")
+        else:
+            say(app, "no programs on this branch yet ('statefile init PROGRAM' creates one)")
         return
     # A trend column for people at a terminal only: it parses each file's history, which a pipe does not need.
-    trends = list_trends(app.store(), [r["program"] for r in rows]) if sys.stdout.isatty() else {}
+    trends = list_trends(store, [r["program"] for r in rows]) if sys.stdout.isatty() else {}
     headers = ["PROGRAM", "BYTES", "BUDGET", "ITERS", "LAST RUN", "STATUS"] + (["TREND"] if trends else [])
     lines = table(
         ([r["program"], r["size"], f"{r['percent_of_budget']:g}%", r["iteration_count"], r["last_run"], r["status"]]
@@ -91,25 +124,70 @@ def list_cmd(app: AppContext) -> None:
     )  # fmt: skip
     for line in lines:
         click.echo(line)
+    say(app, _totals(rows, store.max_bytes, everything))
+
+
+def _totals(rows: list[dict[str, Any]], max_bytes: int, everything: int) -> str:
+    """``3 programs · 45,123 bytes · 482 iterations · 1 over budget · 1 paused``."""
+    parts = [plural(len(rows), "program") + (f" of {everything}" if len(rows) < everything else "")]
+    parts.append(plural(sum(int(r["size"] or 0) for r in rows), "byte"))
+    parts.append(plural(sum(int(r["iteration_count"] or 0) for r in rows), "iteration"))
+    over = sum(1 for r in rows if int(r["size"] or 0) > max_bytes)
+    parts.append(f"{over} over budget")
+    for status in ("paused", "completed", "unreadable"):
+        count = sum(1 for r in rows if r["status"] == status)
+        if count:
+            parts.append(f"{count} {status}")
+    return "total: " + " · ".join(parts)
 
 
 @click.command("log")
 @click.argument("program")
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
-@example("statefile log perf -n 5")
+@click.option("--patch", "-p", is_flag=True, help="Show what each commit changed in PROGRAM.md (a unified diff).")
+@example("statefile log perf -n 5    ·    statefile log perf -p -n 1")
 @pass_app
-def log_cmd(app: AppContext, program: str, limit: int) -> None:
-    """Show the branch history of PROGRAM.md: when, which iteration, what changed."""
+def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
+    """Show the branch history of PROGRAM.md: when (UTC), who, which iteration, what changed; -p adds the diff."""
 
-    rows = program_log(app.store(), program, limit)
+    rows = program_log(app.store(), program, limit, patch=patch)
     if app.as_json:
         emit_json(rows)
         return
     if not rows:
         say(app, f"no commits for {program} (a --dir folder has no history)")
-    for row in rows:
-        iteration = f"#{row['iteration']}" if row["iteration"] is not None else "-"
-        click.echo(f"{row['commit'][:10]}  {row['when'][:19]}  {iteration:>6}  {row['message']}")
+        return
+    if patch:
+        for row in rows:
+            click.echo(f"commit {row['commit']}")
+            click.echo(f"Author: {row['author']}")
+            click.echo(f"Date:   {_utc(row['when_utc'])}")
+            click.echo("")
+            for line in [row["message"], *(["", *row["body"].splitlines()] if row["body"] else [])]:
+                click.echo(f"    {line}".rstrip())
+            click.echo("")
+            if row["patch"]:
+                click.echo(row["patch"], nl=False)
+                click.echo("")
+        return
+    lines = table(
+        ([row["commit"][:10], _utc(row["when_utc"]), f"#{row['iteration']}" if row["iteration"] else None,
+          _name(row["author"]), row["message"]] for row in rows),
+        ["COMMIT", "WHEN (UTC)", "ITER", "AUTHOR", "CHANGE"],
+        right=(2,),
+    )  # fmt: skip
+    for line in lines:
+        click.echo(line)
+
+
+def _utc(stamp: str) -> str:
+    """``2026-01-05T14:16:03Z`` → ``2026-01-05 14:16:03 UTC``."""
+    return stamp.replace("T", " ").removesuffix("Z") + " UTC"
+
+
+def _name(author: str) -> str:
+    """``statefile <bot@…>`` → ``statefile`` (the address is in --json)."""
+    return author.split(" <", 1)[0] or author
 
 
 @click.command("expand")

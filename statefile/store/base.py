@@ -219,6 +219,13 @@ class Store(abc.ABC):
     def log(self, program: str, limit: int = 50) -> list[LogEntry]:
         """Commits that touched ``{program}.md``, newest first (empty for stores without history)."""
 
+    def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
+        """What each of those commits changed in ``{program}.md``, as a unified diff: commit → patch text.
+
+        Empty for stores without history (a folder).
+        """
+        return {}
+
     # -- writing -------------------------------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -444,6 +444,23 @@ class GitStore(Store):
                 entries.append(LogEntry(commit, datetime.fromisoformat(when), author, message.strip()))
         return entries
 
+    def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
+        """The unified diff of ``{program}.md`` in each of the commits :meth:`log` lists (one ``git log -p``)."""
+        validate_program(program)
+        tip = self.tip()
+        if tip is None or limit < 1:
+            return {}
+        out = self._git.run(
+            "-c", "log.showSignature=false", "-c", "core.quotePath=false", "log", "-p", "--no-color",
+            "--no-ext-diff", "--no-textconv", f"--max-count={int(limit)}", "--format=%x00%H", tip, "--",
+            state_path(program),
+        )  # fmt: skip
+        patches: dict[str, str] = {}
+        for record in out.decode("utf-8", "replace").split("\0")[1:]:
+            commit, _, patch = record.partition("\n")
+            patches[commit.strip()] = patch.strip("\n") + "\n" if patch.strip() else ""
+        return patches
+
     # -- writing objects -----------------------------------------------------------------------------------------
 
     def _write_tree(
