@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,8 +40,7 @@ def read_raw(path: Path) -> str:
     return path.read_bytes().decode("utf-8", "surrogateescape")
 
 
-@pytest.fixture(autouse=True)
-def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _pin_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     home = tmp_path_factory.mktemp("home")
@@ -47,4 +48,17 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("GIT_WORK_TREE", raising=False)
-    os.environ.pop("STATEFILE_REPO", None)
+    monkeypatch.delenv("STATEFILE_REPO", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    _pin_identity(monkeypatch, tmp_path_factory)
+
+
+@contextmanager
+def pinned_identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same pinned identity and private HOME for a module-scoped fixture, which runs before the autouse one."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _pin_identity(monkeypatch, tmp_path_factory)
+        yield

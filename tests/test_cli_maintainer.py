@@ -7,6 +7,7 @@ import json
 import subprocess
 
 import pytest
+from conftest import pinned_identity
 from gitutil import Repos, make_repos, run_statefile
 
 from statefile.model.synthetic import synthetic_state
@@ -63,3 +64,76 @@ def test_render_keeps_program_info_ahead_of_twenty_lessons(repos: Repos) -> None
     assert proc.returncode == 0, proc.stderr
     assert "**Goal**: Make perf faster, one measured change at a time." in proc.stdout
     assert "lessons" in proc.stdout.splitlines()[-1]  # some lessons were left out, Program Info was not
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> Repos:
+    """Three programs of different sizes and ages, one over the budget, each with a little branch history."""
+    with pinned_identity(tmp_path_factory):
+        repos = make_repos(tmp_path_factory.mktemp("three"))
+        seed(
+            repos,
+            {
+                "alpha.md": synthetic_state("alpha", 12, seed=1),
+                "beta.md": synthetic_state("beta", 240, seed=2),  # ~80 KB: over the 30 KB budget
+                "gamma.md": synthetic_state("gamma", 40, seed=3),
+            },
+        )
+        proc = sf(repos, "record", "alpha", "--status", "accepted", "--metric", "999", "--change", "Port module m3",
+                  "--at", "2026-06-01T00:00:00+02:00")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    return repos
+
+
+def test_log_shows_utc_author_and_with_p_the_diff(three: Repos) -> None:
+    text = sf(three, "log", "alpha")
+    lines = text.stdout.splitlines()
+    assert lines[0].split() == ["COMMIT", "WHEN", "(UTC)", "ITER", "AUTHOR", "CHANGE"]
+    assert " UTC  " in lines[1] and "#13" in lines[1] and "statefile tests" in lines[1]
+    assert lines[1].endswith("statefile: record iteration 13 of alpha (✅ accepted)")
+    assert lines[2].endswith("seed") and len(lines) == 3
+    rows = json.loads(sf(three, "--json", "log", "alpha").stdout)
+    assert rows[0]["author"] == "statefile tests <tests@statefile.invalid>" and rows[0]["when_utc"].endswith("Z")
+    assert "patch" not in rows[0]
+    patched = sf(three, "log", "alpha", "-p", "-n", "1")
+    assert patched.returncode == 0, patched.stderr
+    out = patched.stdout
+    assert out.startswith(f"commit {rows[0]['commit']}\nAuthor: statefile tests <tests@statefile.invalid>\nDate:   ")
+    assert "diff --git a/alpha.md b/alpha.md" in out and "+### Iteration 13 — " in out
+    assert "+- **Change**: Port module m3" in out and "-| Iteration Count | 12 |" in out
+    assert out.count("\ncommit ") == 0  # -n 1: one commit
+    data = json.loads(sf(three, "--json", "log", "alpha", "-p").stdout)
+    assert data[1]["patch"].startswith("diff --git a/alpha.md b/alpha.md\nnew file mode")
+
+
+def test_list_sorts_filters_and_totals(three: Repos) -> None:
+    by_size = sf(three, "list", "--sort", "size").stdout.splitlines()
+    assert [line.split()[0] for line in by_size[1:4]] == ["beta", "gamma", "alpha"]
+    assert by_size[-1].startswith("total: 3 programs · ") and "· 1 over budget" in by_size[-1]
+    assert "293 iterations" in by_size[-1]  # 13 + 240 + 40 (alpha's record made 13)
+    by_iterations = sf(three, "list", "--sort", "iterations").stdout.splitlines()
+    assert [line.split()[0] for line in by_iterations[1:4]] == ["beta", "gamma", "alpha"]
+    by_run = sf(three, "list", "--sort", "last-run").stdout.splitlines()
+    assert by_run[1].split()[0] == "alpha"  # recorded last, at 2026-06-01T00:00:00+02:00
+    over = sf(three, "list", "--over-budget").stdout.splitlines()
+    assert [line.split()[0] for line in over[1:-1]] == ["beta"] and over[-1].startswith("total: 1 program of 3 · ")
+    none = sf(three, "--max-bytes", "10MB", "list", "--over-budget")
+    assert none.returncode == 0 and none.stdout.startswith("no program is over its budget")
+    rows = json.loads(sf(three, "--json", "list", "--over-budget").stdout)
+    assert [r["program"] for r in rows] == ["beta"]
+    assert sf(three, "list", "--sort", "colour").returncode == 2
+
+
+def test_compact_dry_run_summarises_per_program_with_details_on_request(three: Repos) -> None:
+    tip = three.remote_tip()
+    proc = sf(three, "compact", "--all", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) < 15, proc.stdout  # a summary, not a line per folded iteration
+    beta = lines.index(next(line for line in lines if line.startswith("beta: dry run:")))
+    assert lines[beta + 1].startswith("  fold 2") and " iterations (#1–2" in lines[beta + 1]
+    assert "range lines: Iters " in lines[beta + 1]
+    assert lines[-1] == "(--details lists every entry, lesson and avenue that would move)"
+    detailed = sf(three, "compact", "beta", "--dry-run", "--details").stdout.splitlines()
+    assert sum(1 for line in detailed if line.startswith("    iteration: Iteration ")) > 200
+    assert three.remote_tip() == tip

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, pinned_identity
 from gitutil import STATEFILE, Repos, make_repos, run_statefile
 
 from statefile.model.archive import archive_entries, make_chunk, part_header
@@ -120,14 +120,15 @@ def test_no_document_and_no_archive_is_no_rows() -> None:
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Repos:
     """mid-life (40 iterations) compacted by the real command, then one more recorded: a real archive."""
-    repos = make_repos(tmp_path_factory.mktemp("history"))
-    with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
-        store.write_files({"mid.md": (SAMPLES / "mid-life.md").read_text()}, "seed")
-    env = {"STATEFILE_KEEP_RECENT": "3"}
-    assert sf(repos, "compact", "mid", env=env).returncode == 0
-    proc = sf(repos, "record", "mid", "--status", "accepted", "--metric", "130", "--change", "Port module m3 to Go",
-              "--at", "2026-01-06T09:30:00Z", env=env)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    with pinned_identity(tmp_path_factory):
+        repos = make_repos(tmp_path_factory.mktemp("history"))
+        with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
+            store.write_files({"mid.md": (SAMPLES / "mid-life.md").read_text()}, "seed")
+        env = {"STATEFILE_KEEP_RECENT": "3"}
+        assert sf(repos, "compact", "mid", env=env).returncode == 0
+        proc = sf(repos, "record", "mid", "--status", "accepted", "--metric", "130", "--change", "Port module m3 to Go",
+                  "--at", "2026-01-06T09:30:00Z", env=env)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
     return repos
 
 

@@ -6,9 +6,11 @@ Each change is one atomic write through the store (:mod:`statefile.app.writing` 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -46,6 +48,8 @@ from statefile.errors import InvalidDataError, NotFoundError, StatefileError, Us
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import utf8_size
+from statefile.policy import ranges
+from statefile.policy.compaction import CompactionReport, MovedItem
 from statefile.policy.lessons import (
     add_lesson,
     find_tombstone,
@@ -192,7 +196,8 @@ def record_cmd(
 @click.argument("targets", nargs=-1)
 @click.option("--all", "all_programs", is_flag=True, help="Every program on the branch (or in the folder).")
 @click.option("--aggressive", is_flag=True, help="Use the aggressive policy now, whatever the file's size.")
-@click.option("--dry-run", is_flag=True, help="Show what would move; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Summarize what would move, per program; change nothing.")
+@click.option("--details", is_flag=True, help="With --dry-run: one line per entry, lesson and avenue that would move.")
 @click.option("--max-bytes", type=SIZE, help="Byte budget for this run, such as 30720 or 30KB (overrides config).")
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @example("statefile compact --all --dry-run    ·    statefile compact memory/perf.md --max-bytes 8192")
@@ -203,6 +208,7 @@ def compact_cmd(
     all_programs: bool,
     aggressive: bool,
     dry_run: bool,
+    details: bool,
     max_bytes: int | None,
     summarizer: str | None,
 ) -> None:
@@ -260,9 +266,56 @@ def compact_cmd(
             continue
         say(app, f"{r.program}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
         if r.dry_run and not app.quiet:
-            for item in r.report.moved:
-                click.echo(f"  {item.kind}: {item.label} — {item.reason}")
+            for line in dry_run_summary(r.report):
+                click.echo(f"  {line}")
+            if details:
+                for item in r.report.moved:
+                    click.echo(f"    {item.kind}: {item.label} — {item.reason}")
+    if dry_run and not details and not app.quiet and any(r.report.changed for r in results):
+        click.echo("(--details lists every entry, lesson and avenue that would move)")
     _report_failures(failures)
+
+
+_NOUNS = {"iteration": ("iteration", "iterations"), "range": ("range line", "range lines"),
+          "lesson": ("lesson", "lessons"), "foreclosed": ("foreclosed avenue", "foreclosed avenues")}  # fmt: skip
+
+
+def dry_run_summary(report: CompactionReport) -> list[str]:
+    """What a compaction would do, a line per kind: ``fold 230 iterations (#1–230) into 5 range lines: Iters
+    221–230, …`` and ``archive 5 lessons (5: over the limit of 20)``."""
+    out: list[str] = []
+    by_kind: dict[str, list[MovedItem]] = {}
+    for item in report.moved:
+        by_kind.setdefault(item.kind, []).append(item)
+    iterations = by_kind.pop("iteration", [])
+    folded = [item for item in iterations if item.reason.startswith("folded into")]
+    if len(folded) < len(iterations):
+        by_kind = {"iteration": [item for item in iterations if item not in folded], **by_kind}
+    if folded:
+        numbers = sorted({int(n) for item in folded for n in re.findall(r"\d+", item.label.split("(")[0])})
+        heads = [line.split(" — ", 1)[0].lstrip("# ") for line in report.ranges_written]
+        shown = ", ".join(heads[:5]) + (f", … ({len(heads) - 5} more)" if len(heads) > 5 else "")
+        out.append(f"fold {plural(len(folded), 'iteration')} ({_spans(numbers)}) into "
+                   f"{plural(len(heads), 'range line')}: {shown}")  # fmt: skip
+    for kind, items in by_kind.items():
+        one, many = _NOUNS.get(kind, (kind, kind + "s"))
+        reasons = Counter(re.sub(r"\s+", " ", item.reason).strip() for item in items)
+        why = "; ".join(f"{count}: {ranges.clip(reason, 60)}" for reason, count in reasons.most_common(3))
+        more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+        out.append(f"archive {len(items)} {one if len(items) == 1 else many} ({why}{more})")
+    return out
+
+
+def _spans(numbers: list[int]) -> str:
+    """``[1, 2, 3, 7]`` → ``#1–3, #7`` (at most four runs, then a count)."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"#{a}–{b}" if a != b else f"#{a}" for a, b in runs[:4])
+    return text + (f", … ({len(runs) - 4} more runs)" if len(runs) > 4 else "")
 
 
 @click.command("repair")
