@@ -370,6 +370,10 @@ class StateDocument:
         """A copy with a bullet appended to Future Directions."""
         return self._add_item("future", text)
 
+    def add_priority(self, text: str) -> StateDocument:
+        """A copy with a bullet appended to Current Priorities (a maintainer-owned list: only ever appended to)."""
+        return self._add_item("priorities", text)
+
     def _add_item(self, kind: str, text: str) -> StateDocument:
         doc, index = self._with_section(kind)
         section = doc._sections[index]

@@ -239,9 +239,15 @@ def render_iteration(
     commit: str | None = None,
     ci_fix_attempts: int = 0,
     notes: str | None = None,
+    pr: str | None = None,
+    trailer: str | None = None,
     newline: str = "\n",
 ) -> str:
-    """Write an entry in the upstream template's shape (FORMAT.md, "An iteration entry"), ending in a blank line."""
+    """Write an entry in the upstream template's shape (FORMAT.md, "An iteration entry"), ending in a blank line.
+
+    ``pr`` (a ``[#12](url)`` link or ``#12``) adds the PR line the upstream prompt asks accepted entries to carry;
+    ``trailer`` is a last line kept out of sight (an HTML comment such as statefile's item marker).
+    """
     heading = f"### Iteration {number} — {one_line(when)} UTC"
     if run_url:
         heading += f" — [Run]({one_line(run_url)})"
@@ -267,8 +273,12 @@ def render_iteration(
         lines.append(f"- **Metric**: {one_line(metric)}" + (f" ({', '.join(extra)})" if extra else ""))
     if commit:
         lines.append(f"- **Commit**: {one_line(commit)}")
+    if pr:
+        lines.append(f"- **PR**: {one_line(pr)}")
     if ci_fix_attempts > 0:
         lines.append(f"- **CI fix attempts**: {ci_fix_attempts}")
     if notes:
         lines.append(f"- **Notes**: {one_line(notes)}")
+    if trailer:
+        lines.append(one_line(trailer))
     return newline.join([*lines, "", ""])

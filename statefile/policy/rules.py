@@ -20,6 +20,22 @@ Where the upstream prose is silent, these are the decisions (each one also noted
   later time, because the scheduler uses Last Run to decide when the program is due again.
 - **The new entry goes on top** of the history, even for an explicit ``iteration`` lower than the newest one: the
   history reads in recording order.
+- **Metric Direction and Target Metric come from the program definition** (upstream: the scheduler passes the
+  program frontmatter's ``metric_direction``/``target-metric`` as ``selected_metric_direction``/
+  ``selected_target_metric`` in autoloop.json, and the prompt calls the state file's rows copies of them).  When
+  the request carries them they are used for this iteration and written to the rows; a new file starts with them.
+- **ci-fix-exhausted pauses at once** (upstream Step 5b: the no-progress guard, the 5th failed fix and the
+  60-minute cap all set Paused with a reason and end the iteration), with the reason given or
+  :data:`CI_FIX_EXHAUSTED_REASON`; it also counts as an error of the streak.
+- **A pause reason** given with any status but accepted pauses the program now with that reason; for the third
+  consecutive error it replaces the generated reason.  Accepted un-pauses, so a reason with it is refused.
+- **Accepted entries link the PR** (upstream Step 5c.5): the request's PR, else the Machine State's, as a link
+  when the run URL names the repository.
+- **A legacy Steering Issue row** is copied into an empty Issue row (upstream: "copy its value into the new Issue
+  field on the next iteration"); the legacy row is kept.
+- **Cells are never empty and never hold ``|``**: an empty cell or a ``|`` makes the upstream scheduler's row
+  regex swallow or cut the rows after it; Last Run is always written as ISO-8601 with ``Z`` (a time without a zone
+  crashes the scheduler's due check).
 - **A drifted Machine State heading** (``## Machine State`` without the emoji, or a corrupted emoji) is rewritten
   to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for (``StateDocument.set_fields`` does it);
   otherwise the recorded state would be invisible to it.
@@ -47,6 +63,13 @@ RECENT_STATUSES_KEPT = 10
 PAUSE_AFTER_ERRORS = 3
 #: Statuses that count as errors.
 ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
+#: Pause Reason written for ci-fix-exhausted when no reason is given.  Upstream's own wordings are
+#: ``ci-fix-exhausted: <signature>`` (5 failed fixes), ``stuck in CI fix loop: <signature>`` (the same failure
+#: twice) and ``ci-timeout`` (the 60-minute cap); this keeps the ``ci-fix-exhausted:`` prefix a PR-health workflow
+#: looks for.
+CI_FIX_EXHAUSTED_REASON = "ci-fix-exhausted: no failure signature reported"
+DIRECTIONS = ("higher", "lower")
+_REPO_FROM_RUN = re.compile(r"^(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/\d+")
 
 _STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 # A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
@@ -80,6 +103,24 @@ class RecordRequest:
     lesson: str | None = None
     at: datetime | None = None
     iteration: int | None = None
+    #: Pause the program with this reason (any status but accepted; see the module docstring).
+    pause_reason: str | None = None
+    #: The program definition's direction and target (autoloop.json's ``selected_metric_direction`` and
+    #: ``selected_target_metric``): used for this iteration and written to the Machine State rows.
+    metric_direction: str | None = None
+    target_metric: float | Decimal | None = None
+    #: For a file created by this record: the program's goal and metric name (Program Info).
+    goal: str | None = None
+    metric_name: str | None = None
+    #: The program issue's number (Machine State ``Issue``).
+    issue: int | None = None
+    #: More bullets for the lists the upstream prompt asks the agent to keep current.
+    lessons: tuple[str, ...] = ()
+    foreclosed: tuple[str, ...] = ()
+    future_directions: tuple[str, ...] = ()
+    priorities: tuple[str, ...] = ()
+    #: An identity written invisibly into the entry (an HTML comment), so a re-run can see it already landed.
+    marker: str | None = None
 
     def __post_init__(self) -> None:
         status = self.status.strip().lower() if isinstance(self.status, str) else ""
@@ -95,11 +136,34 @@ class RecordRequest:
             raise UsageError(f"metric {self.metric!r} is beyond 1e±{MAX_EXPONENT}; pass the measured value")
         if self.iteration is not None and self.iteration > MAX_ITERATION:
             raise UsageError(f"iteration {self.iteration} is beyond {MAX_ITERATION:,}; pass the iteration's number")
-        for name in ("change", "notes", "commit", "run_url", "lesson"):
+        for name in ("change", "notes", "commit", "run_url", "lesson", "pause_reason", "goal", "metric_name"):
             value = getattr(self, name)
             if value is not None:
                 # Every field is one line of the file: a newline would start a heading or a new bullet of its own.
                 object.__setattr__(self, name, " ".join(str(value).split()) or None)
+        for name in ("lessons", "foreclosed", "future_directions", "priorities"):
+            texts = tuple(" ".join(str(v).split()) for v in getattr(self, name))
+            object.__setattr__(self, name, tuple(t for t in texts if t))
+        if self.pause_reason is not None:
+            # A cell: "|" would cut the row for the scheduler's regex.
+            object.__setattr__(self, "pause_reason", self.pause_reason.replace("|", "/"))
+            if status == "accepted":
+                raise UsageError("an accepted iteration un-pauses the program; drop the pause reason")
+        if self.metric_direction is not None:
+            direction = str(self.metric_direction).strip().lower()
+            if direction not in DIRECTIONS:
+                raise UsageError(f"metric direction {self.metric_direction!r} is not 'higher' or 'lower'")
+            object.__setattr__(self, "metric_direction", direction)
+        if self.target_metric is not None and (
+            isinstance(self.target_metric, bool) or not math.isfinite(self.target_metric)
+        ):
+            raise UsageError(f"target metric {self.target_metric!r} is not a finite number")
+        if self.target_metric is not None and not plausible(_decimal(self.target_metric)):
+            raise UsageError(f"target metric {self.target_metric!r} is beyond 1e±{MAX_EXPONENT}")
+        if self.issue is not None and self.issue < 1:
+            raise UsageError(f"issue number {self.issue} is not positive; pass the program issue's number")
+        if self.marker is not None and ("--" in self.marker or "\n" in self.marker):
+            raise UsageError("the item marker may not contain '--' or a newline")
         if self.commit is not None and not re.fullmatch(r"[0-9A-Za-z._/-]{1,64}", self.commit):
             raise UsageError(f"commit {self.commit!r} is not a commit id; pass a sha such as a1b2c3d")
         if self.run_url is not None and re.search(r"[\s()<>\[\]]", self.run_url):
@@ -122,7 +186,18 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     """
     if now.utcoffset() is None:
         raise UsageError("'now' has no timezone; pass an aware UTC time")
-    base = parse(new_state_file(program)) if doc is None else doc
+    target_given = _decimal(req.target_metric) if req.target_metric is not None else None
+    if doc is None:
+        created: dict[str, Any] = {"metric_direction": req.metric_direction or "higher"}
+        if target_given is not None:
+            created["target_metric"] = format_number(target_given)
+        if req.goal:
+            created["goal"] = req.goal
+        if req.metric_name:
+            created["metric"] = req.metric_name
+        base = parse(new_state_file(program, **created))
+    else:
+        base = doc
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
     old_count = _int(state, "iteration_count")
@@ -131,7 +206,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         # Checked before converting: 9999-12-31T23:59:59-12:00 is a valid time whose UTC is not.
         raise UsageError(f"--at {req.at.isoformat()} is not a time an iteration ran at (after 1970, not in the future)")
     at = (req.at or now).astimezone(timezone.utc)
-    direction = metric_direction(state)
+    direction = req.metric_direction or metric_direction(state)
     previous_best = _table_number(state, "best_metric", "Best Metric", program)
     metric = _decimal(req.metric) if req.metric is not None else None
 
@@ -139,6 +214,10 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         "Last Run": _later_run(state.get("last_run"), at),
         "Iteration Count": max(old_count, number),
     }
+    if req.metric_direction is not None:
+        fields["Metric Direction"] = req.metric_direction
+    if target_given is not None:
+        fields["Target Metric"] = format_number(target_given)
     statuses = [*state.get("recent_statuses", []), req.status][-RECENT_STATUSES_KEPT:]
     fields["Recent Statuses"] = statuses
     errors = _int(state, "consecutive_errors")
@@ -149,7 +228,11 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         # The ratchet: only an improvement (or the first metric ever) moves Best Metric.
         if metric is not None and (previous_best is None or improves(metric, previous_best, direction)):
             fields["Best Metric"] = format_number(metric)
-        target = _table_number(state, "target_metric", "Target Metric", program)
+        target = (
+            target_given
+            if target_given is not None
+            else _table_number(state, "target_metric", "Target Metric", program)
+        )
         # A program already Completed keeps the reason it was completed for (the first time the target was hit).
         if (
             metric is not None
@@ -163,15 +246,27 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     elif req.status in ERROR_STATUSES:
         errors += 1
         fields["Consecutive Errors"] = errors
-        if errors >= PAUSE_AFTER_ERRORS:
+        if req.status == "ci-fix-exhausted":
             fields["Paused"] = True
-            fields["Pause Reason"] = (
+            fields["Pause Reason"] = req.pause_reason or CI_FIX_EXHAUSTED_REASON
+        elif errors >= PAUSE_AFTER_ERRORS:
+            fields["Paused"] = True
+            fields["Pause Reason"] = req.pause_reason or (
                 f"{errors} consecutive errors (last: iteration {number}, {req.status}); "
                 "fix the cause, then set Paused to false"
             )
     # rejected and other words: Consecutive Errors unchanged (see the module docstring).
+    if req.pause_reason and "Paused" not in fields:
+        fields["Paused"] = True
+        fields["Pause Reason"] = req.pause_reason
     if req.pr is not None:
         fields["PR"] = f"#{req.pr}"
+    if req.issue is not None:
+        fields["Issue"] = f"#{req.issue}"
+    elif state.get("issue") is None and isinstance(state.get("steering_issue"), str):
+        # Upstream: the legacy Steering Issue field is deprecated; copy it into Issue (the legacy row stays).
+        fields["Issue"] = state["steering_issue"].replace("|", "/")
+    pr_link = _pr_link(req.pr, state.get("pr"), req.run_url) if req.status == "accepted" else None
 
     # Called even when no row changes: set_fields also restores a drifted Machine State heading.
     new = base.set_fields(_changed_fields(base, fields))
@@ -190,12 +285,40 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
             commit=req.commit,
             ci_fix_attempts=req.ci_fix_attempts,
             notes=req.notes,
+            pr=pr_link,
+            trailer=marker_comment(req.marker) if req.marker else None,
             newline=new.newline,
         )
     )
-    if req.lesson and req.lesson.strip():
-        new = new.add_lesson(req.lesson)
+    for lesson in (req.lesson, *req.lessons):
+        if lesson and lesson.strip():
+            new = new.add_lesson(lesson)
+    for text in req.foreclosed:
+        new = new.add_foreclosed(text)
+    for text in req.future_directions:
+        new = new.add_future_direction(text)
+    for text in req.priorities:
+        new = new.add_priority(text)
     return new
+
+
+def marker_comment(marker: str) -> str:
+    """The invisible line that carries an item's identity in its entry: ``<!-- statefile-item: … -->``."""
+    return f"<!-- statefile-item: {marker} -->"
+
+
+def _pr_link(number: int | None, cell: Any, run_url: str | None) -> str | None:
+    """The PR line of an accepted entry: a link when the run URL names the repository, else ``#n``."""
+    pr = number if number is not None else _cell_number(cell)
+    if pr is None:
+        return None
+    match = _REPO_FROM_RUN.match(run_url or "")
+    return f"[#{pr}]({match.group(1)}/pull/{pr})" if match else f"#{pr}"
+
+
+def _cell_number(cell: Any) -> int | None:
+    match = re.search(r"#?(\d+)", cell) if isinstance(cell, str) else None
+    return int(match.group(1)) if match else None
 
 
 def _int(state: dict[str, Any], key: str) -> int:
@@ -226,7 +349,8 @@ def _later_run(current: Any, at: datetime) -> str:
         except ValueError:
             return stamp
         if previous.utcoffset() is not None and previous > at:
-            return current.strip()
+            # Kept, but always in the one shape the scheduler sorts and parses: ISO-8601 UTC with Z.
+            return previous.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return stamp
 
 
