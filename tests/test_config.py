@@ -122,6 +122,9 @@ def test_every_option_reads_its_environment_variable() -> None:
         "STATEFILE_SUMMARIZER_TIMEOUT": "2.5",
         "STATEFILE_AUTHOR_NAME": "Loop Bot",
         "STATEFILE_AUTHOR_EMAIL": "bot@example.invalid",
+        "STATEFILE_MAX_PATCH_SIZE": "8KB",
+        "STATEFILE_MAX_FILE_COUNT": "50",
+        "STATEFILE_REPO_MEMORY_DIR": "/tmp/gh-aw/repo-memory/notes",
     }
     assert {option.env for option in OPTIONS} == set(env)
     config = resolve(env=env)
@@ -137,6 +140,9 @@ def test_every_option_reads_its_environment_variable() -> None:
         2.5,
         "Loop Bot",
         "bot@example.invalid",
+        8192,
+        50,
+        "/tmp/gh-aw/repo-memory/notes",
     ]
     assert all(source.startswith("env STATEFILE_") for _, _, source in config.describe())
 

@@ -25,6 +25,12 @@ from typing import Any, Generic, TypeVar
 
 from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES, parse_size
 from statefile.errors import UsageError
+from statefile.integrations.ghaw import (
+    DEFAULT_MAX_FILE_COUNT,
+    DEFAULT_MAX_PATCH_SIZE,
+    DEFAULT_MEMORY_ID,
+    REPO_MEMORY_ROOT,
+)
 from statefile.redaction import redact, redact_value
 from statefile.store.names import validate_branch
 
@@ -126,17 +132,24 @@ def _word(raw: object) -> str:
 
 
 def _globs(raw: object) -> tuple[str, ...]:
-    # A list (TOML, YAML) or one string; a string may hold several globs separated by commas (handy in env vars).
+    # A list (TOML, YAML) or one string.  As in gh-aw (which joins a list with spaces and splits on whitespace),
+    # a string holds several globs separated by spaces; commas separate them too (handy in env variables).
     message = f"must be a glob such as '*.md' or a list of globs, got {raw!r}"
     if isinstance(raw, str):
-        items: list[object] = [part.strip() for part in raw.split(",") if part.strip()]
+        items: list[object] = [part for part in raw.replace(",", " ").split() if part]
     elif isinstance(raw, (list, tuple)):
         items = list(raw)
     else:
         raise ValueError(message)
     if not items or not all(isinstance(item, str) and item.strip() for item in items):
         raise ValueError(message)
-    return tuple(str(item).strip() for item in items)
+    return tuple(part for item in items for part in str(item).split())
+
+
+def _folder(raw: object) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError(f"must be a folder path such as /tmp/gh-aw/repo-memory/default, got {raw!r}")
+    return raw.strip()
 
 
 def _optional_text(raw: object) -> str | None:
@@ -221,6 +234,28 @@ OPTIONS: tuple[Option, ...] = (
         "Author email of statefile's commits.  Unset: git's own identity (GIT_AUTHOR_EMAIL, user.email).",
         _optional_text,
     ),
+    Option(
+        "max_patch_size",
+        DEFAULT_MAX_PATCH_SIZE,
+        "repo-memory's max-patch-size: the bytes of lines one push may add (its push job aborts above 1.2 times "
+        "this).  With --repo-memory, statefile spreads a large compaction over several runs to stay under it.",
+        parse_size,
+        "max-patch-size",
+    ),
+    Option(
+        "max_file_count",
+        DEFAULT_MAX_FILE_COUNT,
+        "repo-memory's max-file-count: more matched files than this abort its push ('check --repo-memory' says so).",
+        _positive_int,
+        "max-file-count",
+    ),
+    Option(
+        "repo_memory_dir",
+        f"{REPO_MEMORY_ROOT}/{DEFAULT_MEMORY_ID}",
+        "The folder gh-aw clones the memory branch into for the agent: /tmp/gh-aw/repo-memory/{id}, where {id} is "
+        "the memory's id (always 'default' for a repo-memory given as one object).  Used with --repo-memory.",
+        _folder,
+    ),
 )
 _BY_NAME = {option.name: option for option in OPTIONS}
 _BY_KEY = {option.key: option for option in OPTIONS}
@@ -241,6 +276,9 @@ class Config:
     summarizer_timeout: Setting[float]
     author_name: Setting[str | None]
     author_email: Setting[str | None]
+    max_patch_size: Setting[int]
+    max_file_count: Setting[int]
+    repo_memory_dir: Setting[str]
 
     def describe(self) -> list[tuple[str, object, str]]:
         """``(key, value, source)`` for every setting, in documentation order (what ``statefile config`` prints).
@@ -377,17 +415,17 @@ def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, ob
         return []
     if not paths:
         return []
-    entries: list[tuple[str, dict[str, Any]]] = []
+    entries: list[tuple[str, dict[str, Any], str]] = []
     for path in paths:
         source = f"{WORKFLOWS_DIR}/{path.name} frontmatter"
-        entries.extend((source, entry) for entry in _repo_memory_entries(path, source))
+        entries.extend((source, entry, memory_id) for entry, memory_id in _repo_memory_entries(path, source))
     wanted = branch or DEFAULT_BRANCH
-    matching = [(s, e) for s, e in entries if _entry_branch(e) == wanted]
+    matching = [(s, e, i) for s, e, i in entries if _entry_branch(e) == wanted]
     if not matching and branch is None and len(entries) == 1:
         matching = entries
     if not matching:
         return []
-    source, entry = matching[0]
+    source, entry, memory_id = matching[0]
     values: list[tuple[Option, object, str]] = []
     for option in OPTIONS:
         if option.frontmatter_key and option.frontmatter_key in entry:
@@ -395,10 +433,17 @@ def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, ob
     if "branch-name" not in entry:
         # The branch gh-aw derives from the entry's id and prefix: that is where its files are.
         values.append((_BY_NAME["branch"], _entry_branch(entry), source))
+    # Where gh-aw clones this memory for the agent (its repo_memory.go: /tmp/gh-aw/repo-memory/{id}).
+    values.append((_BY_NAME["repo_memory_dir"], f"{REPO_MEMORY_ROOT}/{memory_id}", source))
     return values
 
 
-def _repo_memory_entries(path: Path, source: str) -> list[dict[str, Any]]:
+def _repo_memory_entries(path: Path, source: str) -> list[tuple[dict[str, Any], str]]:
+    """The repo-memory entries of one workflow, each with its memory id.
+
+    gh-aw's compiler (``repo_memory.go``) gives ``true`` and the one-object form the id ``default`` whatever the
+    object says; only the list form reads each entry's ``id`` (default ``default``).
+    """
     import frontmatter
     import yaml
 
@@ -414,13 +459,14 @@ def _repo_memory_entries(path: Path, source: str) -> list[dict[str, Any]]:
     if memory is None or memory is False:
         return []
     if memory is True:
-        return [{}]
+        return [({}, DEFAULT_MEMORY_ID)]
     raw_entries = memory if isinstance(memory, list) else [memory]
-    entries: list[dict[str, Any]] = []
+    entries: list[tuple[dict[str, Any], str]] = []
     for item in raw_entries:
         if not isinstance(item, dict):
             raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got {item!r}")
-        entries.append(item)
+        memory_id = str(item.get("id") or DEFAULT_MEMORY_ID) if isinstance(memory, list) else DEFAULT_MEMORY_ID
+        entries.append((item, memory_id))
     return entries
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
 from statefile.errors import NotFoundError, StatefileError, UsageError
+from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
 
 
@@ -28,9 +29,12 @@ class AppContext:
     max_bytes: int | None = None
     as_json: bool = False
     quiet: bool = False
+    #: Work on gh-aw's repo-memory folder (from the workflow frontmatter, or ``--dir``) under its push limits.
+    repo_memory: bool = False
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     _config: Config | None = None
     _store: Store | None = None
+    _memory_folder: RepoMemoryFolder | None = None
     _repository: Repository | None = None
     _discovered: bool = False
 
@@ -76,6 +80,15 @@ class AppContext:
             return self._store
         config = self.config()
         max_bytes = config.max_bytes.value
+        if self.repo_memory:
+            memory = self.memory_folder()
+            if config.remote.value:
+                raise UsageError(
+                    f"--repo-memory works on gh-aw's memory folder and cannot use a remote ({config.remote.source}); "
+                    "drop --remote/STATEFILE_REMOTE or --repo-memory"
+                )
+            self._store = FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
+            return self._store
         if self.folder is not None:
             if config.remote.value:
                 raise UsageError(
@@ -107,6 +120,29 @@ class AppContext:
         self._store = store
         return store
 
+    def memory_folder(self) -> RepoMemoryFolder:
+        """gh-aw's repo-memory folder and its push limits (``--repo-memory``): the folder is ``--dir`` if given,
+        else ``/tmp/gh-aw/repo-memory/{id}`` from the workflow frontmatter (``default`` without an id)."""
+        if self._memory_folder is None:
+            config = self.config()
+            folder = self.folder if self.folder is not None else Path(config.repo_memory_dir.value)
+            if not folder.is_dir():
+                where = (
+                    "--dir" if self.folder is not None else f"repo-memory's folder ({config.repo_memory_dir.source})"
+                )
+                raise NotFoundError(
+                    f"{where} {folder}: no such folder; gh-aw creates it when the workflow has tools.repo-memory — "
+                    "pass --dir PATH elsewhere"
+                )
+            self._memory_folder = RepoMemoryFolder(
+                folder,
+                globs=tuple(config.file_glob.value),
+                max_file_size=config.max_bytes.value,
+                max_patch_size=config.max_patch_size.value,
+                max_file_count=config.max_file_count.value,
+            )
+        return self._memory_folder
+
     @property
     def globs(self) -> tuple[str, ...]:
         """Which ``{name}.md`` files are state files (the configured file-glob)."""
@@ -126,4 +162,8 @@ class AppContext:
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
-        return replace(self, folder=folder, _store=None)
+        return replace(self, folder=folder, repo_memory=False, _store=None, _memory_folder=None)
+
+    def with_repository(self, repo: Path) -> AppContext:
+        """The same options, with the repository at ``repo`` (a scratch one for a job without a checkout)."""
+        return replace(self, repo=repo, _store=None, _repository=None, _discovered=False)

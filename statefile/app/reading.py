@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import timezone
-from fnmatch import fnmatchcase
 from typing import Any
 
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
+from statefile.integrations.ghaw import glob_matches
 from statefile.model.archive import find_iteration_in_parts
 from statefile.model.document import StateDocument, parse, read_machine_state
 from statefile.model.history import Iteration
@@ -55,15 +55,16 @@ class CheckOutcome:
 
 
 def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, int]:
-    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob), name → bytes."""
+    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob, read with gh-aw's own
+    semantics: ``*`` never crosses ``/``, ``?`` and ``[`` are literal), name → bytes."""
 
-    return {name: size for name, size in store.programs().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
+    return {name: size for name, size in store.programs().items() if glob_matches(f"{name}.md", globs)}
 
 
 def unreadable_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, str]:
     """Entries matching ``globs`` that look like state files but cannot be read (a symlink, a FIFO, a missing
     object…): name → why.  Commands that go over every program report them as errors, never skip them."""
-    return {name: why for name, why in store.unreadable().items() if any(fnmatchcase(f"{name}.md", g) for g in globs)}
+    return {name: why for name, why in store.unreadable().items() if glob_matches(f"{name}.md", globs)}
 
 
 def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcome:

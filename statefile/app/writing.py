@@ -7,6 +7,7 @@ them again when a concurrent writer got in first.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from statefile.integrations.summarizer import command_summarizer
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import STATUS_GLYPHS
 from statefile.model.template import new_state_file
-from statefile.policy.compaction import CompactionPolicy, CompactionReport, compact
+from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact
 from statefile.policy.edits import removed_by_edit
 from statefile.policy.repair import RepairResult, repair
 from statefile.policy.rules import RecordRequest, record
@@ -76,15 +77,26 @@ def _compaction_message(program: str, report: CompactionReport) -> str:
     return f"statefile: compact {program} — {what}"
 
 
+#: A compaction function: :func:`statefile.policy.compaction.compact`, or one that also fits an outside limit
+#: (repo-memory's push, :func:`statefile.app.ghaw.repo_memory_compactor`).
+Compactor = Callable[[StateDocument, CompactionPolicy], CompactionResult]
+
+
 def record_iteration(
-    store: Store, program: str, request: RecordRequest, policy: CompactionPolicy, *, now: datetime
+    store: Store,
+    program: str,
+    request: RecordRequest,
+    policy: CompactionPolicy,
+    *,
+    now: datetime,
+    compactor: Compactor | None = None,
 ) -> RecordOutcome:
     """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write."""
 
     def apply(doc: StateDocument | None) -> Change[tuple[int, CompactionReport]]:
         recorded = record(doc, request, program=program, now=now)
         number = recorded.history[0].covers[0] if recorded.history else 0
-        result = compact(recorded, _policy_for(policy, program))
+        result = (compactor or compact)(recorded, _policy_for(policy, program))
         glyph = STATUS_GLYPHS.get(request.status, "•")
         message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
         if result.report.changed:
@@ -115,20 +127,23 @@ def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
     return store.update(program, create, f"statefile: init {program}").commit or ""
 
 
-def compact_program(store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool) -> CompactOutcome:
+def compact_program(
+    store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool, compactor: Compactor | None = None
+) -> CompactOutcome:
     """Compact one program by policy (or, with ``dry_run``, report what would move and change nothing)."""
     policy = _policy_for(policy, program)
+    run = compactor or compact
     if dry_run:
         doc = store.read(program)
         if doc is None:
             raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
-        result = compact(doc, policy)
+        result = run(doc, policy)
         return CompactOutcome(program, "", result.report, True)
 
     def apply(doc: StateDocument | None) -> Change[CompactionReport]:
         if doc is None:
             raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
-        result = compact(doc, policy)
+        result = run(doc, policy)
         if not result.report.changed:
             return Change(doc, detail=result.report)  # the same document: nothing is written
         return Change(

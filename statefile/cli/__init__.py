@@ -26,6 +26,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 # Command name → "module:attribute".  Adding a command: write it in a module under statefile/cli/ and name it here.
 COMMANDS: dict[str, str] = {
+    "apply": "statefile.cli.ghaw:apply_cmd",
     "check": "statefile.cli.read:check_cmd",
     "compact": "statefile.cli.write:compact_cmd",
     "config": "statefile.cli.read:config_cmd",
@@ -39,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "lesson": "statefile.cli.write:lesson_group",
     "list": "statefile.cli.read:list_cmd",
     "log": "statefile.cli.read:log_cmd",
+    "prepare": "statefile.cli.ghaw:prepare_cmd",
     "record": "statefile.cli.write:record_cmd",
     "render": "statefile.cli.memory:render_cmd",
     "repair": "statefile.cli.write:repair_cmd",
@@ -71,6 +73,13 @@ def _global_options() -> list[click.Option]:
             help="Work on a plain folder instead of a branch, e.g. /tmp/gh-aw/repo-memory/default. [env STATEFILE_DIR]",
         ),
         click.Option(
+            ["--repo-memory"],
+            is_flag=True,
+            default=None,
+            help="Work on gh-aw's repo-memory folder (/tmp/gh-aw/repo-memory/{id} from the workflow frontmatter; "
+            "--dir overrides) within its file-glob, max-file-size and max-patch-size. [env STATEFILE_REPO_MEMORY]",
+        ),
+        click.Option(
             ["--max-bytes"],
             type=SIZE,
             help="Byte budget per state file, such as 30720 or 30KB (default: config, else 30720). "
@@ -81,7 +90,13 @@ def _global_options() -> list[click.Option]:
     ]
 
 
-_ENV = {"repo": "STATEFILE_REPO", "folder": "STATEFILE_DIR", "as_json": "STATEFILE_JSON", "quiet": "STATEFILE_QUIET"}
+_ENV = {
+    "repo": "STATEFILE_REPO",
+    "folder": "STATEFILE_DIR",
+    "repo_memory": "STATEFILE_REPO_MEMORY",
+    "as_json": "STATEFILE_JSON",
+    "quiet": "STATEFILE_QUIET",
+}
 
 
 def _set_on_app(ctx: click.Context, param: click.Parameter, value: object) -> None:
@@ -143,8 +158,9 @@ def cli(ctx: click.Context, /, **options: Any) -> None:
 
     \b
     Moments:
-      CI pre-step   statefile --remote origin report --out /tmp/gh-aw/autoloop.json
-      agent         statefile record perf --status accepted --metric 0.93 --change "…"
+      pre-step      statefile --dir /tmp/gh-aw/repo-memory/autoloop report --out /tmp/gh-aw/autoloop.json
+      pre-agent     statefile --dir /tmp/gh-aw/repo-memory/autoloop prepare
+      safe output   statefile --remote "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" apply
       maintainer    statefile list · statefile log perf · statefile expand perf 57
     Global options also work after the command: statefile status perf --json
     Shell completion: eval "$(_STATEFILE_COMPLETE=bash_source statefile)"

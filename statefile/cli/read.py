@@ -230,12 +230,25 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
                 outcomes.append(CheckOutcome(name, 0, max_bytes, errors=[str(exc)]))
     if programs or not files:
         outcomes.extend(check_programs(app.store(), programs or None, app.globs))
+    if app.repo_memory:
+        # What repo-memory's push would drop or refuse (file-glob, max-file-size, max-file-count, max-patch-size).
+        memory = app.memory_folder()
+        names = programs or sorted(app.store().programs())
+        found = memory.problems(names)
+        outcomes.append(CheckOutcome(
+            f"repo-memory push ({memory.folder})", 0, 1,
+            errors=[p.message for p in found if p.severity == "error"],
+            warnings=[p.message for p in found if p.severity != "error"],
+        ))  # fmt: skip
     if app.as_json:
         emit_json([o.as_dict() for o in outcomes])
     else:
         for o in outcomes:
             state = "ok" if o.ok else "FAIL"
-            say(app, f"{o.name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")
+            if o.name.startswith("repo-memory push"):
+                say(app, f"{o.name}: {state}")
+            else:
+                say(app, f"{o.name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")
             for error in o.errors:
                 click.echo(f"  error: {error}")
             if not app.quiet:

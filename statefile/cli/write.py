@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from statefile.app.context import AppContext
+from statefile.app.ghaw import compactor_for, context_from_autoloop, program_goal
 from statefile.app.reading import check_document, state_files, unreadable_files
 from statefile.app.writing import (
     RepairOutcome,
@@ -45,6 +46,7 @@ from statefile.cli.support import (
 )
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
+from statefile.integrations.autoloop import read_json_object
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import utf8_size
@@ -143,6 +145,19 @@ def init_cmd(
 @click.option("--lesson", help="A lesson learned, added to Lessons Learned.")
 @click.option("--at", help="When the iteration ran (ISO 8601, default now).")
 @click.option("--iteration", type=click.IntRange(min=1), help="Iteration number (default: next); taken → exit 5.")
+@click.option(
+    "--pause-reason",
+    help="Pause the program now with this reason (any status but accepted; the reason for ci-fix-exhausted and "
+    "for the third consecutive error).",
+)
+@click.option("--issue", type=click.IntRange(min=1), help="The program issue's number (sets Issue).")
+@click.option(
+    "--autoloop-json",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The scheduler's autoloop.json: when it selected PROGRAM, its metric direction and target (the program "
+    "definition's) are used and written, and a new file starts with them. [env STATEFILE_AUTOLOOP_JSON]",
+    envvar="STATEFILE_AUTOLOOP_JSON",
+)
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @example('statefile record perf --status accepted --metric 0.93 --change "Cache parsed rows" --commit a1b2c3d')
 @pass_app
@@ -160,11 +175,23 @@ def record_cmd(
     lesson: str | None,
     at: str | None,
     iteration: int | None,
+    pause_reason: str | None,
+    issue: int | None,
+    autoloop_json: Path | None,
     summarizer: str | None,
 ) -> None:
     """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically."""
 
     _writable_program(program)
+    context = None
+    if autoloop_json is not None:
+        if not autoloop_json.is_file():
+            raise NotFoundError(f"--autoloop-json {autoloop_json}: no such file; pass the scheduler's autoloop.json")
+        autoloop = read_json_object(autoloop_json)
+        selected_file = autoloop.get("selected_file")
+        goal = program_goal(Path(selected_file)) if isinstance(selected_file, str) else None
+        context = context_from_autoloop(autoloop, goal=goal, env={})
+    own = context is not None and context.selected == program
     request = RecordRequest(
         status=status,
         metric=_metric(metric),
@@ -177,11 +204,24 @@ def record_cmd(
         lesson=lesson,
         at=_when(at),
         iteration=iteration,
+        pause_reason=pause_reason,
+        issue=issue if issue is not None else (context.issue if own and context else None),
+        metric_direction=context.metric_direction if own and context else None,
+        target_metric=context.target_metric if own and context else None,
+        goal=context.goal if own and context else None,
     )
     app = app.with_summarizer(summarizer)
     store = app.store()
     now = datetime.now(timezone.utc)
-    outcome = record_iteration(store, program, request, compaction_policy(app.config(), now=now), now=now)
+    compactor = compactor_for(app)
+    outcome = record_iteration(
+        store,
+        program,
+        request,
+        compaction_policy(app.config(), now=now),
+        now=now,
+        compactor=compactor(program) if compactor else None,
+    )
     if app.as_json:
         emit_json(outcome.__dict__)
         return
@@ -245,8 +285,13 @@ def compact_cmd(
         for name in items:
             ctx = by_name[name]
             try:
+                compactor = compactor_for(ctx)
                 outcome = compact_program(
-                    ctx.store(), name, compaction_policy(ctx.config(), aggressive=aggressive, now=now), dry_run=dry_run
+                    ctx.store(),
+                    name,
+                    compaction_policy(ctx.config(), aggressive=aggressive, now=now),
+                    dry_run=dry_run,
+                    compactor=compactor(name) if compactor else None,
                 )
             except StatefileError as exc:
                 if not all_programs:

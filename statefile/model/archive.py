@@ -30,6 +30,63 @@ def archive_dir(program: str) -> str:
     return f"{ARCHIVE_ROOT}/{program}"
 
 
+@dataclass(frozen=True)
+class ArchiveLayout:
+    """Where a program's archive parts live, as paths relative to the store root.
+
+    ``nested`` (the default) is ``archive/{program}/0001.md``.  The other two exist for gh-aw's repo-memory,
+    which pushes only files matching its ``file-glob`` (``*`` does not cross ``/``): ``flat`` is
+    ``archive/{program}.0001.md`` (for a glob such as ``archive/*.md``) and ``root`` is
+    ``_archive.{program}.0001.md`` (for upstream Autoloop's ``*.md``; the leading ``_`` keeps it from reading as a
+    program).  Part *names* stay ``0001.md`` whatever the layout; only their paths differ.
+    """
+
+    kind: str = "nested"
+
+    def __post_init__(self) -> None:
+        if self.kind not in LAYOUT_KINDS:
+            raise ValueError(f"unknown archive layout {self.kind!r}; use one of {', '.join(LAYOUT_KINDS)}")
+
+    def part_path(self, program: str, name: str) -> str:
+        """The path of part ``name`` (``0001.md``) of ``program``."""
+        if self.kind == "nested":
+            return f"{archive_dir(program)}/{name}"
+        if self.kind == "flat":
+            return f"{ARCHIVE_ROOT}/{program}.{name}"
+        return f"{ROOT_ARCHIVE_PREFIX}{program}.{name}"
+
+    def folder(self, program: str) -> str:
+        """The folder holding the parts ("" for the store root)."""
+        return archive_dir(program) if self.kind == "nested" else ARCHIVE_ROOT if self.kind == "flat" else ""
+
+    def part_name(self, program: str, file_name: str) -> str | None:
+        """The part name (``0001.md``) of ``file_name`` in :meth:`folder`, or ``None`` when it is not a part."""
+        prefix = (
+            ""
+            if self.kind == "nested"
+            else f"{program}."
+            if self.kind == "flat"
+            else f"{ROOT_ARCHIVE_PREFIX}{program}."
+        )
+        if not file_name.startswith(prefix):
+            return None
+        name = file_name[len(prefix) :]
+        return name if part_number(name) is not None else None
+
+    def hint(self, program: str) -> str:
+        """Where a person finds the parts: ``archive/perf/``, ``archive/perf.*.md`` or ``_archive.perf.*.md``."""
+        if self.kind == "nested":
+            return f"{archive_dir(program)}/"
+        return self.part_path(program, "*.md").replace("*.md.", "*.")
+
+
+#: The layouts, in the order a store prefers them.
+LAYOUT_KINDS = ("nested", "flat", "root")
+#: File-name prefix of archive parts kept at the store root (the ``root`` layout).
+ROOT_ARCHIVE_PREFIX = "_archive."
+NESTED = ArchiveLayout()
+
+
 def part_name(number: int) -> str:
     """File name of archive part ``number`` (1-based)."""
     return f"{number:04d}.md"

@@ -30,7 +30,7 @@ from statefile.defaults import BOT_NAME as BOT_NAME
 from statefile.defaults import DEFAULT_BRANCH as DEFAULT_BRANCH
 from statefile.defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from statefile.errors import BudgetError, InvalidDataError, StatefileError, UsageError
-from statefile.model.archive import archive_dir, make_chunk, part_number, plan_append
+from statefile.model.archive import NESTED, ArchiveLayout, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
 
@@ -290,13 +290,14 @@ def plan_update(
     max_bytes: int,
     last_part: Callable[[], tuple[str, str] | None],
     label: str,
+    layout: ArchiveLayout = NESTED,
 ) -> Plan[T]:
     """Run ``fn`` on ``current``: the files to write (``path → text``, none when nothing changes), the Change's
     own message ("" for none), the new document and the Change's detail.
 
     Archive parts come first and the state file last, the order a folder store writes them in.  ``last_part``
-    is called only when there is archive text.  Raises BudgetError (nothing is written) when the new state file
-    is over ``max_bytes``.
+    is called only when there is archive text; ``layout`` says where the parts go.  Raises BudgetError (nothing
+    is written) when the new state file is over ``max_bytes``.
     """
     result = fn(None if current is None else parse(current))
     change: Change[T]
@@ -317,7 +318,7 @@ def plan_update(
     if change.archive:
         chunk = make_chunk(change.archive, when=utc_now(), what=change.archive_label or label)
         for name, content in plan_append(program, last_part(), chunk, max_bytes):
-            files[f"{archive_dir(program)}/{name}"] = content
+            files[layout.part_path(program, name)] = content
     if files or text != current:
         files[state_path(program)] = text
     return Plan(files, change.message, change.document, change.detail)

@@ -24,11 +24,11 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from statefile.errors import BudgetError, EnvironmentFailure, InvalidDataError, NotFoundError, UsageError
-from statefile.model.archive import archive_dir
+from statefile.model.archive import NESTED, ArchiveLayout
 from statefile.store.atomic import fsync_dir, replace_file
 from statefile.store.base import (
     DEFAULT_MAX_BYTES,
@@ -59,15 +59,26 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 
 class FolderStore(Store):
-    """State files in the folder ``path`` (which must exist).  There are no commits: ``log`` returns []."""
+    """State files in the folder ``path`` (which must exist).  There are no commits: ``log`` returns [].
 
-    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    ``archive_layout`` (a hook for gh-aw's repo-memory, whose ``file-glob`` decides which paths reach the branch)
+    says where each program's archive parts go; by default ``archive/{program}/``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        archive_layout: Callable[[str], ArchiveLayout] | None = None,
+    ) -> None:
         self.root = Path(path)
         if not self.root.is_dir():
             raise NotFoundError(f"{self.root}: no such folder; create it or check the --dir path")
         if not isinstance(max_bytes, int) or max_bytes < 1:
             raise UsageError(f"max_bytes must be a positive number of bytes, not {max_bytes!r}")
         self.max_bytes = max_bytes
+        self.archive_layout: Callable[[str], ArchiveLayout] = archive_layout or (lambda program: NESTED)
 
     def __repr__(self) -> str:
         return f"<FolderStore {self.root}>"
@@ -241,8 +252,12 @@ class FolderStore(Store):
         return dict(sorted(found.items()))
 
     def _archive_names(self, program: str) -> list[str]:
-        folder = self._folder(archive_dir(program).split("/"), create=False)
-        return [] if folder is None else os.listdir(folder)
+        layout = self.archive_layout(program)
+        where = layout.folder(program)
+        folder = self._folder(where.split("/"), create=False) if where else self.root
+        if folder is None:
+            return []
+        return [name for entry in os.listdir(folder) if (name := layout.part_name(program, entry)) is not None]
 
     def archive_parts(self, program: str) -> list[str]:
         """Archive part names of ``program``, oldest first."""
@@ -253,7 +268,7 @@ class FolderStore(Store):
         """The text of archive part ``part`` of ``program``; NotFoundError when there is none."""
         validate_program(program)
         validate_part(part)
-        text = self._read(f"{archive_dir(program)}/{part}")
+        text = self._read(self.archive_layout(program).part_path(program, part))
         if text is None:
             raise NotFoundError(f"archive part {part} of {program} is not in {self.root}; see archive_parts()")
         return text
@@ -300,6 +315,7 @@ class FolderStore(Store):
                 max_bytes=self.max_bytes,
                 last_part=lambda: self._last_part(program),
                 label=first_line(message) or "update",
+                layout=self.archive_layout(program),
             )
             if plan.files:
                 self._write_batch({path: checked_bytes(text, path) for path, text in plan.files.items()})
@@ -309,7 +325,7 @@ class FolderStore(Store):
         name = newest_part(self._archive_names(program))
         if name is None:
             return None
-        text = self._read(f"{archive_dir(program)}/{name}")
+        text = self._read(self.archive_layout(program).part_path(program, name))
         return None if text is None else (name, text)
 
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:

@@ -91,3 +91,24 @@ def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository
     else:  # asked from inside the .git folder of a repository with a work tree
         work_tree = git_dir.parent
     return Repository(git_dir, common_dir, work_tree, lines[3].strip())
+
+
+def init_bare(path: str | os.PathLike[str], exe: str | None = None) -> Repository:
+    """Create an empty bare repository at ``path`` and return it (a scratch place for a store with a URL remote).
+
+    A job with no checkout (a gh-aw safe-output job) still needs a repository to fetch the branch into and write
+    objects in before it pushes; this is that repository.
+    """
+    exe = exe or git_executable()
+    env = {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"}
+    proc = subprocess.run(
+        [exe, "init", "--quiet", "--bare", os.fspath(path)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode:
+        err = proc.stderr.decode("utf-8", "replace")
+        raise GitError(redact(f"git init failed in {path}: {one_line(err)}; check the folder is writable"))
+    return discover(path, exe)

@@ -1,0 +1,93 @@
+"""The shipped gh-aw component (workflows/shared/statefile.md) against gh-aw's documented schema and statefile."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import pytest
+from ghaw.component import INSTALL_STEP_ID, load_component
+from ghaw.schema import tool_name, validate_component
+
+from statefile.app.ghaw import INPUTS, ITEM_TYPE, JOB_ID, PREPARE_DIR
+from statefile.integrations.ghaw import tool_type
+
+INSTALL = re.compile(r'^python3 -m pip install --quiet "git\+https://github\.com/[A-Za-z0-9_.-]+/statefile@[\w.-]+"$')
+
+
+@pytest.fixture(scope="module")
+def component() -> tuple[dict[str, Any], str]:
+    return load_component()
+
+
+def test_the_component_conforms_to_the_documented_schema(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, body = component
+    assert validate_component(frontmatter) == []
+    assert body.strip(), "the component carries a prompt fragment for the agent"
+
+
+def test_the_schema_check_can_fail(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, _ = component
+    broken = copy.deepcopy(frontmatter)
+    job = broken["safe-outputs"]["jobs"][JOB_ID]
+    del job["description"]
+    job["inputs"]["metric"]["type"] = "float"
+    job["inputs"]["status"]["options"] = ["accepted"]
+    job["colour"] = "blue"
+    broken["on"] = {"schedule": "daily"}
+    broken["safe-outputs"]["jobs"]["Bad.Name"] = {}
+    problems = "\n".join(validate_component(broken))
+    for expected in ("'description' is required", "'float' is not one of", "options only go with type choice",
+                     "unknown key 'colour'", "has no 'on:'", "no dots"):  # fmt: skip
+        assert expected in problems
+
+
+def test_job_inputs_are_exactly_what_apply_reads(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, _ = component
+    job = frontmatter["safe-outputs"]["jobs"][JOB_ID]
+    declared = {name: (spec.get("required", False), spec["description"]) for name, spec in job["inputs"].items()}
+    assert declared == INPUTS
+    # Strings everywhere: gh-aw's ingestion drops an item whose number input arrives as a string and vice versa;
+    # an agent reliably sends what the tool schema says, and statefile reads numbers out of strings.
+    assert {spec["type"] for spec in job["inputs"].values()} == {"string"}
+
+
+def test_tool_name_item_type_and_job_id_agree(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, body = component
+    (job_id,) = frontmatter["safe-outputs"]["jobs"]
+    assert job_id == JOB_ID and tool_name(job_id) == tool_type(job_id) == ITEM_TYPE
+    assert f"`{ITEM_TYPE}`" in body, "the prompt fragment names the tool the agent must call"
+    # gh-aw fires the job when output_types *contains* its type: no built-in type may contain ours.
+    assert ITEM_TYPE not in {"add_comment", "create_pull_request", "push_to_pull_request_branch", "create_issue",
+                             "update_issue", "add_labels", "remove_labels", "missing_tool", "noop"}  # fmt: skip
+
+
+def test_the_job_writes_the_branch_with_one_statefile_command(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, _ = component
+    job = frontmatter["safe-outputs"]["jobs"][JOB_ID]
+    assert job["permissions"] == {"contents": "write"}
+    runs = [s for s in job["steps"] if "run" in s and s.get("id") != INSTALL_STEP_ID]
+    assert len(runs) == 1
+    command = runs[0]["run"]
+    assert command.count("statefile ") == 1 and " apply " in command and '"$GH_AW_AGENT_OUTPUT"' in command
+    assert '--remote "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git"' in command
+    assert runs[0]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}, "the token reaches git only as a header"
+
+
+def test_install_lines_are_the_documented_ones(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, _ = component
+    installs = [s["run"] for key in ("pre-agent-steps",) for s in frontmatter[key] if s.get("id") == INSTALL_STEP_ID]
+    installs += [
+        s["run"] for s in frontmatter["safe-outputs"]["jobs"][JOB_ID]["steps"] if s.get("id") == INSTALL_STEP_ID
+    ]
+    assert len(installs) == 2 and installs[0] == installs[1]
+    assert INSTALL.match(installs[0]), installs[0]
+
+
+def test_the_pre_agent_step_writes_where_the_prompt_says(component: tuple[dict[str, Any], str]) -> None:
+    frontmatter, body = component
+    script = "\n".join(s.get("run", "") for s in frontmatter["pre-agent-steps"])
+    assert f"--out {PREPARE_DIR}" in script and "report --out /tmp/gh-aw/autoloop.json" in script
+    assert f"{PREPARE_DIR}/memory.md" in body
+    assert "repo-memory:" not in frontmatter.get("tools", {}), "the component must not bring repo-memory back"

@@ -1,0 +1,215 @@
+"""The whole run, hermetically: scheduler → pre-agent steps → read-only agent → safe-output job / repo-memory push.
+
+Everything gh-aw and Autoloop do is a re-statement in ``tests/ghaw/`` (see its docstrings for the upstream files
+and behaviours followed); statefile runs as the real command, from the shipped component's own ``run:`` scripts.
+
+- **Lossless path** (``workflows/shared/statefile.md``): rounds of 2–4 overlapping runs — the same program
+  selected by every run of a round, as real overlapping runs do — whose safe-output jobs race on the branch.
+  0 updates lost; every archived byte on the branch; the scheduler reads the expected Machine State every round.
+- **Drop-in path** (repo-memory kept, ``statefile --repo-memory``): sequential runs, a seeded 29 KB state file
+  whose first compaction must spread over several pushes; every push within its limits, every archived byte on
+  the branch.  And a test documenting that *overlapping* runs lose updates on this path: repo-memory's push is
+  last-writer-wins, which is why the lossless path exists.
+
+``STATEFILE_E2E_ROUNDS`` sets the rounds of both long tests (default: 16 rounds of 2–4 runs for the lossless
+path, 8 runs for the drop-in path; the closing notes give the 40-round figures).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ghaw.component import bin_dir
+from ghaw.forkserver import ForkServer
+from ghaw.workflow import BRANCH, Run, World
+from upstream import upstream_machine_state
+
+from statefile.model.synthetic import synthetic_state
+
+ROUNDS = int(os.environ.get("STATEFILE_E2E_ROUNDS", "0"))
+
+# No schedules: entries are stamped with the real time, so every program is due on every run and the scheduler
+# picks the one that ran longest ago (overlapping runs of a round pick the same one, as real ones would).
+PROGRAMS = {
+    "perf": "---\ntarget-metric: 80\nmetric_direction: lower\n---\n\n# Perf\n\n## Goal\n\n"
+    "Make the parser benchmark faster.\n\n## Evaluation\n\nRun the benchmark.\n",
+    "coverage": "---\nmetric_direction: higher\n---\n\n# Coverage\n\n## Goal\n\nRaise line coverage.\n",
+    "accuracy": "---\ntarget-metric: 1000\n---\n\n# Accuracy\n\n## Goal\n\nBetter answers.\n",
+}
+LOSSLESS_WORKFLOW = "---\non:\n  schedule: every 6h\nimports:\n  - shared/statefile.md\n---\n\n# Autoloop\n"
+DROP_IN_WORKFLOW = (
+    "---\non:\n  schedule: every 6h\ntools:\n  repo-memory:\n    branch-name: memory/autoloop\n"
+    '    file-glob: ["*.md"]\n    max-file-size: 30720\n    max-patch-size: 10240\n---\n\n# Autoloop\n'
+)
+_MARKER = re.compile(r"<!-- statefile-item: (run \d+ attempt \d+ item \d+) -->")
+_ARCHIVED = re.compile(r"compaction archived \d+ item\(s\), (\d+) bytes")
+
+
+def _entries_by_marker(world: World) -> Counter[str]:
+    """How many times each item marker is on the branch (state files and archives)."""
+    found: Counter[str] = Counter()
+    for text in world.branch_files().values():
+        found.update(_MARKER.findall(text))
+    return found
+
+
+def _chunk_bytes(world: World) -> int:
+    """The bytes of archived text on the branch: every chunk body of every archive part."""
+    total = 0
+    for path, text in world.branch_files().items():
+        if path.startswith("archive/") or path.startswith("_archive."):
+            for body in re.split(r"\n## Archived [^\n]*\n\n", text)[1:]:
+                total += len(body.encode("utf-8"))
+    return total
+
+
+def _expected_state(world: World, program: str) -> dict[str, Any]:
+    """What the scheduler must read for ``program``, from the reports in the order their commits landed."""
+    log = _git_log(world, program)
+    by_marker = {f"run {r.run} attempt 1 item 1": r for r in world.reports if r.program == program}
+    statuses = [by_marker[m].arguments["status"] for m in log]
+    return {"iteration_count": len(statuses), "recent_statuses": statuses[-10:]}
+
+
+def _git_log(world: World, program: str) -> list[str]:
+    """Item markers of the commits that recorded ``program``, oldest first."""
+    import subprocess
+
+    out = subprocess.run(["git", "log", "--reverse", "--format=%B%x00", BRANCH, "--", f"{program}.md"],
+                         cwd=world.origin, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    markers = []
+    for message in out.split("\x00"):
+        if f" of {program} " in message:
+            match = re.search(r"Statefile-Item: (.+)", message)
+            if match:
+                markers.append(match.group(1).strip())
+    return markers
+
+
+def _round(world: World, runs: list[Run]) -> list[Run]:
+    """Pre-steps and agents one after the other (same branch state), then the safe-output jobs at once."""
+    started = [run for run in runs if run.pre_steps()]
+    for run in started:
+        run.agent()
+    threads = [threading.Thread(target=run.safe_output_job) for run in started]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return started
+
+
+@pytest.fixture(scope="module")
+def statefile_bin(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The ``statefile`` the scripts run: a fork server's shim (fast), or the console script with
+    ``STATEFILE_E2E_PROCESSES=1``."""
+    if os.environ.get("STATEFILE_E2E_PROCESSES"):
+        yield bin_dir()
+        return
+    with ForkServer(tmp_path_factory.mktemp("forkserver")) as server:
+        yield server.bin_dir
+
+
+@pytest.mark.slow
+def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_bin: Path) -> None:
+    rounds = ROUNDS or 16
+    world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, PROGRAMS, seed=7, bin_dir=statefile_bin)
+    archived = 0
+    landed = attempted = 0
+    for number in range(rounds):
+        overlap = world.rng.choice((2, 3, 4))
+        runs = _round(world, [world.new_run() for _ in range(overlap)])
+        for run in runs:
+            attempted += 1
+            assert run.job_returncode == 0, f"{run.run_id}: {run.job_stdout}{run.job_stderr}"
+            assert "recorded iteration" in run.job_stdout, run.job_stdout
+            landed += 1
+            archived += sum(int(b) for b in _ARCHIVED.findall(run.job_stdout))
+        # The scheduler reads what was recorded, every round.
+        for program in {run.selected for run in runs if run.selected}:
+            state = upstream_machine_state(world.branch_file(f"{program}.md") or "")
+            expected = _expected_state(world, program)
+            assert state["iteration_count"] == expected["iteration_count"], (number, program)
+            assert state["recent_statuses"] == expected["recent_statuses"], (number, program)
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", state["last_run"])
+        for run in runs:
+            run.cleanup()
+    # 0 updates lost, none twice; every folded entry verbatim in the archive.
+    markers = _entries_by_marker(world)
+    assert len(world.reports) == attempted == landed
+    assert all(markers[f"run {r.run} attempt 1 item 1"] == 1 for r in world.reports), markers
+    assert archived > 0 and _chunk_bytes(world) == archived
+    perf = upstream_machine_state(world.branch_file("perf.md") or "")
+    assert perf["metric_direction"] == "lower" and perf["target_metric"] == "80"
+    print(f"\nlossless: {landed}/{attempted} updates landed, {archived} bytes archived, "
+          f"{_chunk_bytes(world)} archived bytes on the branch")  # fmt: skip
+
+
+LEGACY = "---\nmetric_direction: higher\n---\n\n# Legacy\n\n## Goal\n\nA program with a long history.\n"
+_ENTRY = re.compile(r"^### Iteration \d+ .*?(?=^### |^## |^---|\Z)", re.M | re.S)
+
+
+def _entries(text: str) -> list[str]:
+    return [m.group(0).rstrip("\n") for m in _ENTRY.finditer(text)]
+
+
+@pytest.mark.slow
+def test_drop_in_path_sequential_runs_stay_within_every_push_limit(tmp_path: Path, statefile_bin: Path) -> None:
+    rounds = ROUNDS or 8
+    world = World(tmp_path, "drop-in", DROP_IN_WORKFLOW, {**PROGRAMS, "legacy": LEGACY}, seed=11,
+                  bin_dir=statefile_bin)  # fmt: skip
+    legacy = synthetic_state("legacy", 88, seed=1)  # 29 KB, never compacted: its first compaction is ~25 KB
+    world.seed_memory({"legacy.md": legacy})
+    written = _entries(legacy)
+    patches = []
+    for _ in range(rounds):
+        run = world.new_run()
+        assert run.pre_steps()
+        run.agent()
+        run.post_steps()
+        entries = _entries((run.gh_aw / "repo-memory" / "default" / f"{run.selected}.md").read_text())
+        written.append(next(e for e in entries if f"run/{run.run_id} " in e or f"runs/{run.run_id})" in e))
+        result = run.push_repo_memory(file_glob="*.md", max_file_size=30720, max_patch_size=10240)
+        assert result.status == "pushed" and not result.skipped, (result, run.log)
+        patches.append(result.patch_size)
+        run.cleanup()
+    assert max(patches) <= 10240, patches  # statefile keeps each push at or under max-patch-size
+    files = world.branch_files()
+    assert all(len(text.encode()) <= 30720 for text in files.values())
+    on_branch = "\n".join(files.values())
+    missing = [e.splitlines()[0] for e in written if e not in on_branch]
+    assert not missing, missing  # every entry ever written: in a state file or verbatim in an archive part
+    counts = Counter(r.program for r in world.reports)
+    for program, count in counts.items():
+        state = upstream_machine_state(files[f"{program}.md"])
+        assert state["iteration_count"] == count + (88 if program == "legacy" else 0)
+    archived = _chunk_bytes(world)
+    assert archived > 0 and all(p.startswith("_archive.") for p in files if "rchive" in p)
+    print(f"\ndrop-in: {len(world.reports)}/{len(world.reports)} updates landed, largest patch {max(patches)} "
+          f"bytes (patches {patches}), {archived} archived bytes on the branch")  # fmt: skip
+
+
+def test_drop_in_path_overlapping_runs_lose_updates(tmp_path: Path, statefile_bin: Path) -> None:
+    """repo-memory's push copies each run's whole-file snapshot: of two overlapping runs, one update is lost.
+
+    This is gh-aw's behaviour, not statefile's: it is why the lossless path (a safe-output job with
+    compare-and-swap) exists.  statefile's folder mode cannot prevent it, and the docs say so.
+    """
+    world = World(tmp_path, "drop-in", DROP_IN_WORKFLOW, PROGRAMS, seed=3, bin_dir=statefile_bin)
+    first, second = world.new_run(), world.new_run()
+    assert first.pre_steps() and second.pre_steps()
+    assert first.selected == second.selected
+    for run in (first, second):
+        run.agent({"status": "rejected", "metric": "1", "notes": f"run {run.run_id}"})
+        run.post_steps()
+    # gh-aw's concurrency group runs the two push jobs one after the other; both succeed.
+    for run in (first, second):
+        assert run.push_repo_memory(file_glob="*.md", max_file_size=30720, max_patch_size=10240).status == "pushed"
+    state = upstream_machine_state(world.branch_file(f"{first.selected}.md") or "")
+    assert state["iteration_count"] == 1, "two runs recorded, the branch keeps one: the other update is lost"

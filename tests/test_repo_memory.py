@@ -1,0 +1,158 @@
+"""Folder mode for users who keep gh-aw's repo-memory (``statefile --repo-memory``): the folder from the workflow
+frontmatter, archive parts where file-glob lets them reach the branch, and each run's additions within
+max-patch-size while the file stays within max-file-size."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from ghaw.push_job import glob_to_regex, patch_size
+from gitutil import run_statefile
+
+from statefile.model.synthetic import synthetic_state
+
+WORKFLOW = """---
+on:
+  schedule: every 6h
+tools:
+  repo-memory:
+{memory}
+---
+
+# Autoloop
+"""
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def _workspace(tmp_path: Path, memory: str) -> Path:
+    work = tmp_path / "workspace"
+    (work / ".github" / "workflows").mkdir(parents=True)
+    (work / ".github" / "workflows" / "autoloop.md").write_text(WORKFLOW.format(memory=memory))
+    _git("init", "-q", str(work), cwd=tmp_path)
+    return work
+
+
+def _memory_clone(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A repo-memory folder as gh-aw leaves it for the agent: a clone of the branch, at its HEAD."""
+    folder = tmp_path / "repo-memory" / "default"
+    folder.mkdir(parents=True)
+    _git("init", "-q", str(folder), cwd=tmp_path)
+    _git("checkout", "-q", "--orphan", "memory/autoloop", cwd=folder)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    _git("add", "-A", cwd=folder)
+    _git("commit", "-q", "-m", "branch", "--allow-empty", cwd=folder)
+    return folder
+
+
+def _push(folder: Path, globs: list[str]) -> int:
+    """Commit what the push job would copy (files matching the glob); the patch size it would count."""
+    patterns = [glob_to_regex(g) for g in globs]
+    files = [p for p in _git("ls-files", "--others", "--modified", "--exclude-standard", cwd=folder).split()
+             if any(r.match(p) for r in patterns)]  # fmt: skip
+    if not files:
+        return 0
+    _git("add", "--", *files, cwd=folder)
+    size = patch_size(_git("diff", "--cached", cwd=folder))
+    _git("commit", "-q", "-m", "push", cwd=folder)
+    return size
+
+
+MEMORY = (
+    '    branch-name: memory/autoloop\n    file-glob: ["*.md"]\n    max-file-size: {size}\n    max-patch-size: {patch}'
+)
+
+
+def test_the_folder_comes_from_the_frontmatter(tmp_path: Path) -> None:
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    done = run_statefile("--json", "config", cwd=work)
+    rows = {row["key"]: row for row in __import__("json").loads(done.stdout)}
+    assert rows["repo-memory-dir"]["value"] == "/tmp/gh-aw/repo-memory/default"
+    assert rows["max-patch-size"]["value"] == 10240 and "frontmatter" in rows["max-patch-size"]["source"]
+    listed = '    - id: notes\n      branch-name: memory/autoloop\n      file-glob: ["*.md"]'
+    work2 = _workspace(tmp_path / "two", listed)
+    rows = {row["key"]: row for row in __import__("json").loads(run_statefile("--json", "config", cwd=work2).stdout)}
+    assert rows["repo-memory-dir"]["value"] == "/tmp/gh-aw/repo-memory/notes"
+    done = run_statefile("--repo-memory", "list", cwd=work2, env={"STATEFILE_REPO_MEMORY_DIR": str(tmp_path / "no")})
+    assert done.returncode == 3 and "no such folder" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("globs", "archive"),
+    [('["*.md"]', "_archive.perf.0001.md"), ('["*.md", "**/*.md"]', "archive/perf/0001.md"),
+     ('["*.md", "archive/*.md"]', "archive/perf.0001.md"), ('"*"', "_archive.perf.0001.md")],
+)  # fmt: skip
+def test_archive_parts_go_where_the_glob_lets_them_through(tmp_path: Path, globs: str, archive: str) -> None:
+    work = _workspace(tmp_path, f"    branch-name: memory/autoloop\n    file-glob: {globs}\n    max-patch-size: 100000")
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 14, seed=2)})
+    done = run_statefile("--repo-memory", "--dir", str(folder), "compact", "perf", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert (folder / archive).is_file()
+    assert run_statefile("--repo-memory", "--dir", str(folder), "expand", "perf", "1", cwd=work).returncode == 0
+    check = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("globs", ['["perf.md"]', '["**/*.md"]'])
+def test_a_glob_that_holds_no_archive_or_state_file_is_a_clear_error(tmp_path: Path, globs: str) -> None:
+    work = _workspace(tmp_path, f"    branch-name: memory/autoloop\n    file-glob: {globs}")
+    text = synthetic_state("perf", 14, seed=2)
+    folder = _memory_clone(tmp_path, {"perf.md": text})
+    done = run_statefile("--repo-memory", "--dir", str(folder), "compact", "perf", cwd=work)
+    assert done.returncode == 2 and "nothing was written" in done.stderr and "Traceback" not in done.stderr
+    assert (folder / "perf.md").read_text() == text and not (folder / "archive").exists()
+    check = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
+    assert check.returncode == 1 and "file-glob" in check.stdout
+
+
+def test_check_flags_what_the_push_would_drop_or_refuse(tmp_path: Path) -> None:
+    work = _workspace(tmp_path, MEMORY.format(size=6000, patch=1000))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 3, seed=1)})
+    (folder / "archive" / "perf").mkdir(parents=True)
+    (folder / "archive" / "perf" / "0001.md").write_text("# Archive: perf (part 1)\n")
+    (folder / "notes.md").write_text("x" * 7000)
+    done = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
+    assert done.returncode == 1
+    assert "archive/perf/0001.md does not match repo-memory's file-glob (*.md)" in done.stdout
+    assert "notes.md is 7000 bytes, over repo-memory's max-file-size (6000)" in done.stdout
+    assert re.search(r"this run adds \d+ bytes, over repo-memory's patch limit \(1200 = 1.2", done.stdout)
+
+
+def test_a_large_first_compaction_spreads_over_runs(tmp_path: Path) -> None:
+    """A 29 KB file never compacted: each run archives what its push may add; nothing is lost or oversize."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    original = synthetic_state("legacy", 88, seed=1)
+    assert 28000 < len(original.encode()) <= 30720
+    folder = _memory_clone(tmp_path, {"legacy.md": original})
+    sizes, patches = [], []
+    for run in range(1, 7):
+        done = run_statefile("--repo-memory", "--dir", str(folder), "record", "legacy", "--status", "rejected",
+                             "--metric", "1", "--notes", f"run {run}", cwd=work)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        sizes.append((folder / "legacy.md").stat().st_size)
+        patches.append(_push(folder, ["*.md"]))
+    assert all(size <= 30720 for size in sizes), sizes
+    assert all(patch <= 10240 for patch in patches), patches
+    assert max(patches) > 5000, "the first runs move as much as the push allows"
+    assert sizes[-1] < 15000, f"compaction caught up over the runs: {sizes}"
+    # Every one of the 88 original entries is verbatim in the file or the archive on the "branch".
+    pushed = "".join(p.read_text() for p in folder.glob("*.md"))
+    for block in re.split(r"\n(?=### Iteration \d+ )", original)[1:]:
+        entry = block.split("\n---")[0].split("\n## ")[0].rstrip("\n")
+        assert entry in pushed, entry[:60]
+
+
+def test_both_limits_cannot_be_met_fails_before_writing(tmp_path: Path) -> None:
+    work = _workspace(tmp_path, MEMORY.format(size=20000, patch=600))
+    text = synthetic_state("legacy", 88, seed=1)  # ~29 KB: must lose ~9 KB this run, the push allows ~720 bytes
+    folder = _memory_clone(tmp_path, {"legacy.md": text})
+    done = run_statefile("--repo-memory", "--dir", str(folder), "compact", "legacy", cwd=work)
+    assert done.returncode == 4 and "nothing was written" in done.stderr and "max-patch-size" in done.stderr
+    assert (folder / "legacy.md").read_text() == text
+    assert not list(folder.glob("_archive*"))
