@@ -229,6 +229,10 @@ class Run:
                           for _ in range(rng.randint(20, 45)))  # fmt: skip
         notes = (f"@octocat suggested this <!-- hidden --> see http://example.com/run/{self.run_id} and "
                  f"https://github.com/owner/repo/issues/{rng.randint(1, 99)}; {filler}")  # fmt: skip
+        if roll < 0.04:
+            signature = f"TS2339:fromArrays:tests/{filler.split()[0]}.test.ts"
+            return {"status": "ci-fix-exhausted", "change": f"Try {filler[:40]}", "ci_fix_attempts": "5",
+                    "pause_reason": f"ci-fix-exhausted: {signature}", "notes": f"CI stayed red: {notes}"}  # fmt: skip
         if roll < 0.12:
             return {"status": "error", "change": f"Try {filler[:40]}", "notes": f"build failed: {notes}"}
         step = round(rng.uniform(0.5, 3.0), 2)
