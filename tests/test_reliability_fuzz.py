@@ -226,7 +226,9 @@ def test_recording_on_a_mutated_file_raises_only_documented_errors(
     text: str, status: str, metric: float | None, budget: int
 ) -> None:
     doc = parse(text)
-    request = RecordRequest(status=status, metric=metric, change="fuzzed change", notes="fuzzed notes.")
+    request = RecordRequest(
+        status=status, metric=metric, change="fuzzed change", notes="fuzzed notes.", new_status=status == "pending-ci"
+    )
     try:
         recorded = record(doc, request, program="fuzz", now=NOW)
         number = recorded.history[0].covers[0]

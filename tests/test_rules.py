@@ -18,6 +18,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration
 from statefile.model.template import new_state_file
 from statefile.policy.rules import (
+    UPSTREAM_STATUSES,
     RecordRequest,
     format_delta,
     format_number,
@@ -36,6 +37,8 @@ def upstream_read(text: str) -> dict[str, Any]:
 def run(
     doc: StateDocument | None, status: str, program: str = "demo", now: datetime = NOW, **kwargs: Any
 ) -> StateDocument:
+    # Words other than the upstream four are asked for explicitly, as `record --new-status` does.
+    kwargs.setdefault("new_status", status.strip().lower() not in UPSTREAM_STATUSES)
     return record(doc, RecordRequest(status, **kwargs), program=program, now=now)
 
 
@@ -495,7 +498,12 @@ def test_forty_mixed_iterations_read_back_exactly(direction: str) -> None:
         metric = None if status in ("error", "ci-fix-exhausted") else Decimal(trend) / 2
         doc = record(
             doc,
-            RecordRequest(status, metric=float(metric) if metric is not None else None, change=f"step {step}"),
+            RecordRequest(
+                status,
+                metric=float(metric) if metric is not None else None,
+                change=f"step {step}",
+                new_status=status not in UPSTREAM_STATUSES,
+            ),
             program="demo",
             now=when,
         )
@@ -604,3 +612,20 @@ def test_completed_reason_is_kept_once_completed() -> None:
     assert done.machine_state["completed"] is True and "iteration 2" in reason
     again = record(done, RecordRequest("accepted", metric=12), program="p", now=NOW)
     assert again.machine_state["completed_reason"] == reason
+
+
+@pytest.mark.parametrize("word", ["accepted", "rejected", "error", "ci-fix-exhausted", "  Error "])
+def test_the_upstream_status_words_are_accepted_as_they_are(word: str) -> None:
+    assert RecordRequest(word).status == word.strip().lower()
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("acepted", "accepted"), ("rejectd", "rejected"), ("eror", "error")])
+def test_a_mistyped_status_is_refused_with_the_word_it_resembles(typo: str, meant: str) -> None:
+    with pytest.raises(UsageError, match=f"did you mean '{meant}'.*--new-status"):
+        RecordRequest(typo)
+
+
+def test_a_new_status_word_needs_to_be_asked_for() -> None:
+    with pytest.raises(UsageError, match="not one of the upstream words"):
+        RecordRequest("pending-ci")
+    assert RecordRequest("pending-ci", new_status=True).status == "pending-ci"

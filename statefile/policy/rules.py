@@ -13,9 +13,12 @@ Where the upstream prose is silent, these are the decisions (each one also noted
 - **Completion** is checked on accepted iterations only, against that iteration's metric: Target Metric reached
   (``>=`` for higher-is-better, ``<=`` for lower-is-better) sets Completed and a Completed Reason.
 - **Rejected** leaves Consecutive Errors alone (the upstream rules only reset it on accepted).
-- **Other status words** (``pending-ci``, ``local-only``, …) are neither failures nor confirmed successes: they
-  leave Consecutive Errors alone, so they neither extend nor break an error streak.
-- **Accepted un-pauses**: Paused becomes false and a Pause Reason is cleared to ``—``.
+- **Other status words** (``pending-ci``, ``local-only``, …) must be asked for (``new_status``; the CLI's
+  ``--new-status``), so a typo is never recorded as a word of its own.  They are neither failures nor confirmed
+  successes: they leave Consecutive Errors alone, so they neither extend nor break an error streak.
+- **Accepted un-pauses**, as the upstream prompt says ("set ``paused`` to false" on accepted): Paused becomes
+  false and Pause Reason is cleared to ``—``.  Nothing is lost silently: ``statefile record`` reports the
+  un-pause with the reason that was cleared (text, ``--json`` and the commit message).
 - **Last Run never goes backwards**: recording with an explicit ``at`` older than the current Last Run keeps the
   later time, because the scheduler uses Last Run to decide when the program is due again.
 - **The new entry goes on top** of the history, even for an explicit ``iteration`` lower than the newest one: the
@@ -43,6 +46,7 @@ Where the upstream prose is silent, these are the decisions (each one also noted
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -70,6 +74,10 @@ ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
 CI_FIX_EXHAUSTED_REASON = "ci-fix-exhausted: no failure signature reported"
 DIRECTIONS = ("higher", "lower")
 _REPO_FROM_RUN = re.compile(r"^(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/\d+")
+#: The status words the upstream prompt uses (Recent Statuses: "accepted, rejected, error, or ci-fix-exhausted").
+#: Any other word is refused unless the caller says it means a new word (``new_status``): a typo such as
+#: ``acepted`` would otherwise be recorded as a status of its own, with no streak reset and no best metric.
+UPSTREAM_STATUSES = ("accepted", "rejected", "error", "ci-fix-exhausted")
 
 _STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 # A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
@@ -86,8 +94,10 @@ _LOWER_DIRECTION = re.compile(r"\b(lower|less|min|minimi[sz]e|decrease)\b", re.I
 class RecordRequest:
     """One iteration's outcome, as ``statefile record`` receives it.
 
-    ``status`` is a lower-case word: ``accepted``, ``rejected``, ``error``, ``ci-fix-exhausted`` or any other word
-    (``pending-ci``, ``local-only``, …); it is stripped and lower-cased.  ``at`` must be timezone-aware (``None``
+    ``status`` is one of the upstream words (:data:`UPSTREAM_STATUSES`: ``accepted``, ``rejected``, ``error``,
+    ``ci-fix-exhausted``), stripped and lower-cased; another lower-case word (``pending-ci``, ``local-only``, …) is
+    accepted only with ``new_status=True``, and a word close to an upstream one is suggested in the error.
+    ``at`` must be timezone-aware (``None``
     means the ``now`` given to :func:`record`).  ``iteration`` asks for an explicit number; one the history already
     covers is a :class:`~statefile.errors.ConflictError`.  Invalid values raise :class:`~statefile.errors.UsageError`.
     """
@@ -121,13 +131,22 @@ class RecordRequest:
     priorities: tuple[str, ...] = ()
     #: An identity written invisibly into the entry (an HTML comment), so a re-run can see it already landed.
     marker: str | None = None
+    #: Accept a status word the upstream prompt does not use (``statefile record --new-status``).
+    new_status: bool = False
 
     def __post_init__(self) -> None:
         status = self.status.strip().lower() if isinstance(self.status, str) else ""
         if not _STATUS_RE.match(status):
             raise UsageError(
                 f"status {self.status!r} is not a status word; use accepted, rejected, error, ci-fix-exhausted "
-                "or another lower-case word such as pending-ci"
+                "(or a new lower-case word such as pending-ci with --new-status)"
+            )
+        if status not in UPSTREAM_STATUSES and not self.new_status:
+            close = difflib.get_close_matches(status, UPSTREAM_STATUSES, n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise UsageError(
+                f"status '{status}' is not one of the upstream words ({', '.join(UPSTREAM_STATUSES)}); {hint}"
+                "pass --new-status to record it as a new word"
             )
         object.__setattr__(self, "status", status)
         if self.metric is not None and (isinstance(self.metric, bool) or not math.isfinite(self.metric)):
