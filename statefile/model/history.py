@@ -31,6 +31,9 @@ _ARROW = r"(?:→|->|–>|=>)"
 # An em dash with spaces is the field separator of a detailed heading ("Iteration 5 — 2026-01-02"), so it only
 # counts as a range dash when tight; a second "number" that is the start of a date never makes a range.
 _RANGE_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)(?:\s*(?:–|-{1,2}|to)\s*|—)#?(\d+)(?![\d-])", re.I)
+# "Iters 57 — …": a range line of one iteration (statefile writes it so, never "57–57").  The plural matters: "Iter
+# 57" and "Iteration 57" are detailed entries.
+_ONE_RANGE_HEAD = re.compile(r"^\s*Iters\s+#?(\d+)(?![\d&,/+])(?!\s*(?:&|and\b|,|/|\+))", re.I)
 # "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
 _PAIR_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+)(?!\d)", re.I)
 _SINGLE_HEAD = re.compile(r"^\s*Iter(?:ation)?\.?\s+#?(\d+)(?!\d)", re.I)
@@ -136,7 +139,7 @@ def entry_title(line: str) -> str:
 
 def is_entry_heading(title: str) -> bool:
     """Whether a heading's text names an iteration or a range (``Iteration 5``, ``Iters 1–9``, …)."""
-    return bool(_SINGLE_HEAD.match(title) or _RANGE_HEAD.match(title))
+    return bool(_SINGLE_HEAD.match(title) or _RANGE_HEAD.match(title) or _ONE_RANGE_HEAD.match(title))
 
 
 def is_bullet_entry(line: str) -> bool:
@@ -149,9 +152,13 @@ def parse_entry(raw: str) -> Entry:
     first, _, _rest = raw.partition("\n")
     title = entry_title(first).replace("**", "")
     rng = _RANGE_HEAD.match(title)
-    if rng:
-        a, b = int(rng.group(1)), int(rng.group(2))
-        rest_of_title = title[rng.end() :]
+    one = None if rng else _ONE_RANGE_HEAD.match(title)
+    if rng or one:
+        match = rng or one
+        assert match is not None
+        a = int(match.group(1))
+        b = int(rng.group(2)) if rng else a
+        rest_of_title = title[match.end() :]
         band = _METRIC_BAND.search(rest_of_title)
         summary = re.sub(r"^[\s:—–\-|]+", "", rest_of_title).strip()
         return IterationRange(

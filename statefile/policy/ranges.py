@@ -3,17 +3,21 @@
 A :class:`Band` is what a range line says about iterations ``first``–``last``: status counts, date span, metric
 band (best before → best after, in the Metric Direction) and summary text.  Bands come from detailed entries
 (:func:`band_from_entries`), from range lines agents wrote in any shape or from our own canonical lines
-(:func:`band_from_range`), and combine with :func:`merge_bands`.  :func:`render_band` writes the canonical line::
+(:func:`band_from_range`), and combine with :func:`merge_bands`.  :func:`render_band` writes the canonical line in
+the upstream prompt's shape (``### Iters 50–100 — ✅ (metrics 20→55): brief summary``), then statefile's own
+fields::
 
-    ### Iters 11–40 — ✅ 17 ❌ 9 ⚠️ 4 · 2026-01-02…2026-01-09 · metric 101.2→131.5 · summary · archive/perf/
+    ### Iters 11–40 — ✅ 17 ❌ 9 ⚠️ 4 (metrics 101.2→131.5): summary · 2026-01-02…2026-01-09 · archive/perf/
 
-When the counts stand for only part of the band (it absorbed agents' range lines, which carry no statuses, or
-spans a gap in the history), the counts field says how many are not counted: ``✅ 4 ⚠️ 17 (+121 uncounted)``.
+A band of one iteration is ``### Iters 57 — …`` (never ``57–57``).  When the counts stand for only part of the band
+(it absorbed agents' range lines, which carry no statuses, or spans a gap in the history), they say how many are
+not counted: ``✅ 4 ⚠️ 17 (+121 uncounted)``.  Without counts, metric or summary the line starts with what it has.
 
-It keeps the upstream ``### Iters A–B`` prefix (en dash), so humans, agents and
-:func:`statefile.model.history.parse_entry` read it as a range with the right numbers and metric band.  Every field but
-the prefix is optional; the last ``·`` field names the archive folder holding the folded detail, which is also how
-:func:`parse_canonical` recognises a line statefile wrote.  Pure functions, no I/O.
+Agents following the upstream prompt, humans and :func:`statefile.model.history.parse_entry` read it as a range
+with the right numbers and metric band.  The last ``·`` field names the archive folder holding the folded detail,
+which is also how :func:`parse_canonical` recognises a line statefile wrote — in this shape or the earlier one
+(``### Iters 11–40 — ✅ 17 · 2026-01-02…2026-01-09 · metric 101.2→131.5 · summary · archive/perf/``), which is
+still read.  Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -34,7 +38,10 @@ _BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_CANONICAL = re.compile(r"^#{3}\s+Iters (\d+)–(\d+) — (.*)$")
+_CANONICAL = re.compile(r"^#{3}\s+Iters (\d+)(?:–(\d+))? — (.*)$")
+_COUNTS = r"(?:✅|❌|⚠️|other) \d+(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?"
+# The head of the upstream shape: "✅ 17 ❌ 9 (metrics 101.2→131.5): summary", each part optional.
+_HEAD = re.compile(rf"^(?P<counts>{_COUNTS})?\s?(?:\(metrics (?P<from>\S+?)→(?P<to>\S+?)\))?(?:: (?P<summary>.*))?$")
 _ARCHIVE_FIELD = re.compile(r"^archive/\S*$")
 _COUNTS_FIELD = re.compile(r"^(?:(?:✅|❌|⚠️|other) \d+)(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?$")
 _COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
@@ -158,7 +165,8 @@ def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str
 
 
 def parse_canonical(heading: str) -> Band | None:
-    """The band of a canonical range line statefile wrote (``None`` for any other line)."""
+    """The band of a canonical range line statefile wrote, in the current shape or the earlier one (``None`` for
+    any other line)."""
     match = _CANONICAL.match(heading.rstrip("\r\n"))
     if not match:
         return None
@@ -168,17 +176,35 @@ def parse_canonical(heading: str) -> Band | None:
     fields.pop()
     counts = [0, 0, 0, 0]
     date_from = date_to = metric_from = metric_to = None
-    if fields and _COUNTS_FIELD.match(fields[0]):
-        for glyph, count in _COUNT_ITEM.findall(fields.pop(0)):
-            counts[STATUS_BUCKETS.index(glyph)] += int(count)
-    if fields and (dates := _DATES_FIELD.match(fields[0])):
+    parts: list[str] = []
+    head = _HEAD.match(fields[0]) if fields else None
+    # Counts alone read the same in both shapes ("✅ 3 · dates · …"): the earlier shape's reading handles them.
+    if head and (head.group("from") or head.group("summary") is not None):
+        # The upstream shape: "counts (metrics a→b): summary", the rest of the summary, then the dates.
         fields.pop(0)
+        if head.group("counts"):
+            for glyph, count in _COUNT_ITEM.findall(head.group("counts")):
+                counts[STATUS_BUCKETS.index(glyph)] += int(count)
+        metric_from, metric_to = head.group("from"), head.group("to")
+        if head.group("summary") is not None:
+            parts.append(head.group("summary"))
+    else:
+        # The earlier shape: "counts · dates · metric a→b · summary".
+        if fields and _COUNTS_FIELD.match(fields[0]):
+            for glyph, count in _COUNT_ITEM.findall(fields.pop(0)):
+                counts[STATUS_BUCKETS.index(glyph)] += int(count)
+        if fields and (dates := _DATES_FIELD.match(fields[0])):
+            fields.pop(0)
+            date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
+        if fields and (metric := _METRIC_FIELD.match(fields[0])):
+            fields.pop(0)
+            metric_from, metric_to = metric.group(1), metric.group(2)
+    if date_from is None and fields and (dates := _DATES_FIELD.match(fields[-1])):
+        fields.pop()
         date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
-    if fields and (metric := _METRIC_FIELD.match(fields[0])):
-        fields.pop(0)
-        metric_from, metric_to = metric.group(1), metric.group(2)
-    summary = SEP.join(fields).strip()
-    first, last = int(match.group(1)), int(match.group(2))
+    summary = SEP.join([*parts, *fields]).strip()
+    first = int(match.group(1))
+    last = int(match.group(2)) if match.group(2) else first
     return Band(
         first=min(first, last),
         last=max(first, last),
@@ -278,27 +304,36 @@ def join_parts(parts: Sequence[str], cap: int) -> str:
 
 
 def render_band(band: Band, *, program: str | None, text_cap: int, newline: str = "\n") -> str:
-    """The canonical range line for ``band`` (one heading line and its line ending)."""
-    fields: list[str] = []
+    """The canonical range line for ``band`` (one heading line and its line ending), in the upstream shape::
+
+    ### Iters A–B — <counts> (metrics X→Y): <summary> · <dates> · archive/<program>/
+    """
     counts = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
     if counts and band.uncounted:
         # Say so when the counts cover only part of the band ("✅ 4 ⚠️ 17" over 142 iterations reads as all).
         counts += f" (+{band.uncounted} uncounted)"
-    if counts:
-        fields.append(counts)
+    has_metric = band.metric_from is not None and band.metric_to is not None
+    head = counts
+    if has_metric:
+        head = f"{head} (metrics {band.metric_from}→{band.metric_to})".lstrip()
+    summary = join_parts(band.parts, text_cap)
+    if summary and not has_metric:
+        # Without a metric band of our own, an arrow between numbers in the summary would be read as the band.
+        summary = _ARROW_BAND.sub(r"\1 to \2", summary)
+    if summary and head:
+        lead = f"{head}: {summary}"
+    elif head:
+        lead = head
+    else:
+        # No head: the summary leads, unless it would read as a head itself ("✅ 3", "(metrics …)").
+        lead = f": {summary}" if summary and _HEAD.match(summary.split(SEP)[0]) else summary
+    fields = [lead] if lead else []
     if band.date_from:
         to = band.date_to or band.date_from
         fields.append(band.date_from if to == band.date_from else f"{band.date_from}…{to}")
-    if band.metric_from is not None and band.metric_to is not None:
-        fields.append(f"metric {band.metric_from}→{band.metric_to}")
-    summary = join_parts(band.parts, text_cap)
-    if summary and not (band.metric_from is not None and band.metric_to is not None):
-        # Without a metric field of our own, an arrow between numbers in the summary would be read as the band.
-        summary = _ARROW_BAND.sub(r"\1 to \2", summary)
-    if summary:
-        fields.append(summary)
     fields.append(f"archive/{program}/" if program else "archive/")
-    return f"### Iters {band.first}–{band.last} — {SEP.join(fields)}{newline}"
+    numbers = f"{band.first}" if band.first == band.last else f"{band.first}–{band.last}"
+    return f"### Iters {numbers} — {SEP.join(fields)}{newline}"
 
 
 def short_change(change: str) -> str:
