@@ -19,12 +19,16 @@ The resolution and the layout of the new history live in :mod:`statefile.policy.
 
 Modes.  The normal pass always runs.  When its result is over ``aggressive_at`` of the budget, aggressive steps
 follow until the file is at most ``low_water`` of the budget: keep only ``keep_recent_aggressive`` entries and
-``max_ranges_aggressive`` ranges, then tighter lesson and foreclosed limits.  When still over ``max_bytes``, the
-last resort gives things up one at a time, only as far as needed, in this order: the older remaining entries
-(oldest first), range lines (merged down to one, then without their summaries: the archive has them), the oldest
-unpinned lessons, the oldest unpinned avenues and, only as the very last step, the newest detailed entry (the one
-just recorded), which then lives on as a range line and verbatim in the archive.  If even that does not
-fit, :class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`) says which sections take the bytes.
+``max_ranges_aggressive`` ranges; then duplicate lessons collapse, a Foreclosed Avenues list beyond a page
+consolidates, and the oldest unpinned lessons and avenues go (those marked important last), only as far as the
+low-water mark needs and never below the aggressive floors.  Lessons and avenues are never pruned in the normal
+pass (unless ``max_lessons`` sets a hard cap): a file under budget keeps every one of them.  When still over
+``max_bytes``, the last resort gives things up one at a time, only as far as needed, in this order: the older
+remaining entries (oldest first), range lines (merged down to one, then without their summaries: the archive has
+them), the oldest unpinned lessons (marked important last), the oldest unpinned avenues and, only as the very last
+step, the newest detailed entry (the one just recorded), which then lives on as a range line and verbatim in the
+archive.  If even that does not fit, :class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`)
+says which sections take the bytes.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration
 from statefile.model.sections import MAINTAINER_OWNED
-from statefile.model.text import detect_newline, line_body, split_lines, utf8_size
+from statefile.model.text import detect_newline, line_body, plural, split_lines, utf8_size
 from statefile.policy import pruning, ranges
 from statefile.policy.planning import (
     Detail,
@@ -80,7 +84,9 @@ class CompactionPolicy:
     max_ranges: int = 5
     max_ranges_aggressive: int = 3
     band_span: int = 10
-    max_lessons: int = 20
+    #: A hard cap on lessons (duplicates collapse, then the oldest go); ``None``, the default: lessons are pruned
+    #: only when the budget needs the space (aggressive mode, down to ``max_lessons_aggressive``; the last resort).
+    max_lessons: int | None = None
     max_lessons_aggressive: int = 10
     lesson_similarity: float = 0.8
     foreclosed_page_bytes: int = 3072
@@ -100,7 +106,8 @@ class CompactionPolicy:
         problems = []
         if self.max_bytes < 1:
             problems.append("max_bytes must be >= 1")
-        if min(self.keep_recent, self.keep_recent_aggressive, self.max_lessons, self.max_lessons_aggressive) < 0:
+        caps = (self.keep_recent, self.keep_recent_aggressive, self.max_lessons or 0, self.max_lessons_aggressive)
+        if min(caps) < 0:
             problems.append("keep_recent, max_lessons and their aggressive forms must be >= 0")
         if min(self.max_ranges, self.max_ranges_aggressive) < 1:
             problems.append("max_ranges and max_ranges_aggressive must be >= 1")
@@ -172,7 +179,7 @@ class CompactionReport:
         )
         return (
             f"compacted{mode}: {self.bytes_before} → {self.bytes_after} of {self.max_bytes} bytes; "
-            f"moved {counts or 'nothing'}; wrote {len(self.ranges_written)} range line(s)"
+            f"moved {counts or 'nothing'}; wrote {plural(len(self.ranges_written), 'range line')}"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -219,10 +226,15 @@ class _Params:
     keep: int
     max_ranges: int
     text_cap: int
-    max_lessons: int
+    #: ``None``: no limit.  Lessons and avenues are pruned only when the budget needs it: a limit is set in
+    #: aggressive mode (as far as the low-water mark needs, down to the aggressive floor) and by the last resort.
+    max_lessons: int | None = None
+    #: Collapse duplicate lessons, consolidate a Foreclosed Avenues list beyond a page (aggressive mode).
     consolidate_always: bool = False
     max_foreclosed: int | None = None
     force_render: bool = False
+    #: Why a limit removes bullets, for the archive and the report.
+    why: str = ""
 
 
 @dataclass
@@ -455,6 +467,8 @@ class _Compactor:
                 similarity=policy.lesson_similarity,
                 today=policy.today,
                 order_newest_last=self.order_lessons,
+                collapse=params.consolidate_always or params.max_lessons is not None,
+                why=params.why,
             )
             candidate.lessons_kept, candidate.lessons_unpinned = _left(texts, plan)
             edit = self._list_edit(self.lessons, plan, "lesson", candidate)
@@ -465,10 +479,11 @@ class _Compactor:
             page = sum(utf8_size(t) for t in texts) > policy.foreclosed_page_bytes
             plan = pruning.plan_foreclosed(
                 texts,
-                consolidate=page or params.consolidate_always,
+                consolidate=page and params.consolidate_always,
                 similarity=policy.foreclosed_similarity,
                 limit=params.max_foreclosed,
                 order_newest_last=self.order_foreclosed,
+                why=params.why,
             )
             candidate.foreclosed_kept, candidate.foreclosed_unpinned = _left(texts, plan)
             edit = self._list_edit(self.foreclosed, plan, "avenue", candidate)
@@ -572,16 +587,10 @@ def compact(
         )
         candidate = work.build(params)
         if candidate.size > policy.low_water_bytes:
-            params = replace(
-                params,
-                max_lessons=min(policy.max_lessons_aggressive, policy.max_lessons),
-                consolidate_always=True,
-                max_foreclosed=policy.max_foreclosed_aggressive,
-            )
-            candidate = work.build(params)
+            params, candidate = _prune_lists(work, params, candidate)
     ceiling, folded_newest = params, False
     while candidate.size > policy.max_bytes:
-        step = _last_resort_step(work, params, candidate)
+        step = _last_resort_step(work, replace(params, why=_OVER_BUDGET), candidate)
         if step is None:
             break
         last_resort = True
@@ -609,6 +618,54 @@ def compact(
         ranges_written=tuple(candidate.ranges_written),
     )
     return CompactionResult(document=document, archive=work.archive_text(candidate), report=report)
+
+
+_AGGRESSIVE = "(the file was above the aggressive threshold of its budget)"
+_OVER_BUDGET = "(the file was over its byte budget)"
+
+
+def _prune_lists(work: _Compactor, params: _Params, candidate: _Candidate) -> tuple[_Params, _Candidate]:
+    """Aggressive mode, still above the low-water mark after the history: prune the lists, only as far as needed.
+
+    First duplicate lessons collapse and a Foreclosed Avenues list beyond a page consolidates.  Then, while the
+    file is still above the aggressive threshold, the oldest unpinned lessons go (those marked important last),
+    never below the aggressive floor (``max_lessons_aggressive``); then the oldest avenues, down to
+    ``max_foreclosed_aggressive``.  Lessons are what the agent learned: the history folds to the low-water mark,
+    but lessons go only until the file is back under the threshold — each limit is the largest that gets there.
+    """
+    policy = work.policy
+    low = policy.aggressive_bytes
+    params = replace(params, consolidate_always=True, why=_AGGRESSIVE)
+    candidate = work.build(params)
+
+    def limit(count: int, floor: int, make: Callable[[int], _Params]) -> tuple[_Params, _Candidate]:
+        # The size grows with the limit: bisect for the largest limit that reaches low water, else the floor.
+        lo, hi = min(floor, count), count
+        best_params, best = make(lo), work.build(make(lo))
+        if best.size > low:
+            return best_params, best
+        while lo < hi:
+            middle = (lo + hi + 1) // 2
+            trial = work.build(make(middle))
+            if trial.size <= low:
+                lo, best_params, best = middle, make(middle), trial
+            else:
+                hi = middle - 1
+        return best_params, best
+
+    if candidate.size > low and candidate.lessons_kept > policy.max_lessons_aggressive:
+        base = params
+        params, candidate = limit(
+            candidate.lessons_kept, policy.max_lessons_aggressive, lambda n: replace(base, max_lessons=n)
+        )
+    if candidate.size > low and candidate.foreclosed_kept > policy.max_foreclosed_aggressive:
+        base = params
+        params, candidate = limit(
+            candidate.foreclosed_kept,
+            policy.max_foreclosed_aggressive,
+            lambda n: replace(base, max_foreclosed=n),
+        )
+    return params, candidate
 
 
 def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) -> _Params | None:
@@ -667,10 +724,11 @@ def _take_back(
         high = total if ceiling.max_foreclosed is None else min(ceiling.max_foreclosed, total)
         base = params
         largest(params.max_foreclosed, high, lambda n: replace(base, max_foreclosed=n))
-    if params.max_lessons < ceiling.max_lessons:
-        total = len(work.lessons[1]) if work.lessons is not None else 0
+    total_lessons = len(work.lessons[1]) if work.lessons is not None else 0
+    ceiling_lessons = total_lessons if ceiling.max_lessons is None else min(ceiling.max_lessons, total_lessons)
+    if params.max_lessons is not None and params.max_lessons < ceiling_lessons:
         base = params
-        largest(params.max_lessons, min(ceiling.max_lessons, total), lambda n: replace(base, max_lessons=n))
+        largest(params.max_lessons, ceiling_lessons, lambda n: replace(base, max_lessons=n))
     if params.force_render and not ceiling.force_render:
         trial_params = replace(params, force_render=False, text_cap=ceiling.text_cap)
         trial = work.build(trial_params)

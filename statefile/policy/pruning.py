@@ -3,6 +3,8 @@
 Pure decisions over bullet texts; :mod:`statefile.policy.compaction` applies them and archives what leaves.
 
 - Pinned bullets (a 📌, or an HTML comment such as ``<!-- pin -->``) are never removed or rewritten.
+- Bullets marked important (``IMPORTANT`` or ``CRITICAL`` in capitals, or ``**Important**``) go last: a limit
+  removes every unmarked bullet, oldest first, before the oldest marked one.
 - A lesson with ``(expires YYYY-MM-DD)`` whose date is before ``today`` expires.
 - Exact and near-duplicate bullets (word-set Jaccard similarity at or above a threshold) collapse to the newest
   wording; when a pinned bullet is among them, the pinned ones stay and the unpinned go.
@@ -26,7 +28,10 @@ from itertools import pairwise
 #: What marks a lesson pinned, and what gives it an expiry date: one definition, used by lessons.py too.
 PIN_PATTERN = r"📌|<!--\s*pin(?:ned)?\s*-->"
 EXPIRES_PATTERN = r"\(expires (\d{4})-(\d{2})-(\d{2})\)"
+#: What marks a bullet important: it is pruned only after every unmarked one.
+IMPORTANT_PATTERN = r"\b(?:IMPORTANT|CRITICAL)\b|\*\*\s*(?i:important|critical)\b"
 _PIN = re.compile(PIN_PATTERN, re.I)
+_IMPORTANT = re.compile(IMPORTANT_PATTERN)
 _EXPIRES = re.compile(EXPIRES_PATTERN, re.I)
 _CONSOLIDATED = re.compile(r"\s*\*\(\+(\d+) similar in archive\)\*")
 _ITER_REF = re.compile(r"\biter(?:ation)?s?\.?\s*#?(\d+)", re.I)
@@ -45,6 +50,11 @@ class ListPlan:
 def is_pinned(text: str) -> bool:
     """Whether a bullet is pinned (📌 or ``<!-- pin -->``)."""
     return bool(_PIN.search(text))
+
+
+def is_important(text: str) -> bool:
+    """Whether a bullet is marked important (``**CRITICAL**: …``, ``IMPORTANT``, ``**Important**``)."""
+    return bool(_IMPORTANT.search(text))
 
 
 def is_placeholder(text: str) -> bool:
@@ -118,9 +128,17 @@ def similar_groups(sets: Sequence[frozenset[str]], threshold: float) -> list[lis
 
 
 def plan_lessons(
-    texts: Sequence[str], *, limit: int, similarity: float, today: date | None, order_newest_last: bool
+    texts: Sequence[str],
+    *,
+    limit: int | None,
+    similarity: float,
+    today: date | None,
+    order_newest_last: bool,
+    collapse: bool = True,
+    why: str = "",
 ) -> ListPlan:
-    """Which lessons leave: expired ones, older duplicates, then the oldest unpinned beyond ``limit``."""
+    """Which lessons leave: expired ones; with ``collapse``, older duplicates; then beyond ``limit`` (``None``: no
+    limit) the oldest unpinned ones, those marked important last."""
     plan = ListPlan()
     live = [i for i, t in enumerate(texts) if not is_placeholder(t)]
     age = _age_rank(len(texts), order_newest_last)
@@ -129,13 +147,21 @@ def plan_lessons(
         if today is not None and when is not None and when < today and not is_pinned(texts[i]):
             plan.remove[i] = f"expired {when.isoformat()}"
     live = [i for i in live if i not in plan.remove]
-    _collapse_duplicates(texts, live, similarity, age, plan, "lesson")
-    _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, "lessons")
+    if collapse:
+        _collapse_duplicates(texts, live, similarity, age, plan, "lesson")
+    if limit is not None:
+        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, "lessons", why)
     return plan
 
 
 def plan_foreclosed(
-    texts: Sequence[str], *, consolidate: bool, similarity: float, limit: int | None, order_newest_last: bool
+    texts: Sequence[str],
+    *,
+    consolidate: bool,
+    similarity: float,
+    limit: int | None,
+    order_newest_last: bool,
+    why: str = "",
 ) -> ListPlan:
     """Which foreclosed avenues consolidate (when ``consolidate``) and which leave beyond ``limit``."""
     plan = ListPlan()
@@ -144,7 +170,7 @@ def plan_foreclosed(
     if consolidate:
         _collapse_duplicates(texts, live, similarity, age, plan, "avenue", mark=True)
     if limit is not None:
-        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, "avenues")
+        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, "avenues", why)
     return plan
 
 
@@ -182,14 +208,19 @@ def _collapse_duplicates(
             plan.rewrite[keep] = _with_marker(texts[keep], folded + _consolidated_count(texts[keep]))
 
 
-def _apply_limit(texts: Sequence[str], live: list[int], limit: int, age: list[int], plan: ListPlan, noun: str) -> None:
+def _apply_limit(
+    texts: Sequence[str], live: list[int], limit: int, age: list[int], plan: ListPlan, noun: str, why: str = ""
+) -> None:
     excess = len(live) - limit
     if excess <= 0:
         return
-    for i in sorted((i for i in live if not is_pinned(texts[i])), key=lambda i: age[i]):
+    # Oldest first, but every unmarked bullet before any marked important one.
+    for i in sorted((i for i in live if not is_pinned(texts[i])), key=lambda i: (is_important(texts[i]), age[i])):
         if excess <= 0:
             break
-        plan.remove[i] = f"beyond the newest {limit} {noun}"
+        plan.remove[i] = f"beyond the newest {limit} {noun}" + (
+            " (marked important, pruned last)" if is_important(texts[i]) else ""
+        )
         excess -= 1
 
 
