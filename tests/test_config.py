@@ -234,7 +234,7 @@ def test_unknown_keys_list_the_valid_ones(tmp_path: Path) -> None:
         resolve(tmp_path)
     message = str(info.value)
     assert message.startswith("pyproject.toml [tool.statefile]: unknown key 'max-byte' (did you mean 'max-bytes'?)")
-    assert "valid keys: aggressive-at, aggressive-keep, author-email, author-name, branch, file-glob" in message
+    assert "valid keys: aggressive-at, aggressive-keep, author-email, author-name, branch, file-glob" in (message)
 
 
 def test_underscore_spelling_is_accepted_but_not_twice(tmp_path: Path) -> None:

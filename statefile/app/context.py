@@ -6,16 +6,24 @@ The CLI builds one :class:`AppContext` from the global options; commands ask it 
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
-from statefile.errors import NotFoundError, StatefileError, UsageError
+from statefile.errors import ConflictError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.repo_memory import RepoMemoryFolder
+from statefile.model.text import plural
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
+from statefile.store.git.store import BranchState
+
+
+def _quiet(message: str) -> None:
+    """The default for :attr:`AppContext.notify`: say nothing."""
 
 
 @dataclass
@@ -32,11 +40,14 @@ class AppContext:
     #: Work on gh-aw's repo-memory folder (from the workflow frontmatter, or ``--dir``) under its push limits.
     repo_memory: bool = False
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    #: Where notes for people go (where a read came from, …); the CLI prints them on stderr unless --quiet.
+    notify: Callable[[str], None] = _quiet
     _config: Config | None = None
     _store: Store | None = None
     _memory_folder: RepoMemoryFolder | None = None
     _repository: Repository | None = None
     _discovered: bool = False
+    _read_checked: bool = False
 
     def repository(self) -> Repository | None:
         """The git repository at or above ``--repo`` (else the cwd), as git finds it; ``None`` when there is none.
@@ -90,6 +101,11 @@ class AppContext:
             self._store = FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
             return self._store
         if self.folder is not None:
+            if config.branch.source.startswith(("flag", "env")):
+                raise UsageError(
+                    f"--dir works on a plain folder, which has no branch, but a branch was given "
+                    f"({config.branch.source}); drop --branch/STATEFILE_BRANCH or --dir"
+                )
             if config.remote.value:
                 raise UsageError(
                     f"--dir works on a plain folder and cannot use a remote ({config.remote.source}); "
@@ -143,6 +159,96 @@ class AppContext:
             )
         return self._memory_folder
 
+    # -- where reads come from, and writes that would fork the memory ----------------------------------------------
+
+    def reader(self, *, require_branch: bool = True) -> Store:
+        """The store for a command that only reads, after saying where it reads from when that is not the remote's
+        current tip (through :attr:`notify`).
+
+        ``require_branch``: a memory branch that exists nowhere (not here, not as a remote-tracking copy, not on
+        ``--remote``) is a NotFoundError naming the closest branch names, not an empty listing.  The scheduler's
+        pre-step (``report``, ``check``) passes False: on the very first run there is no branch yet.
+        """
+        store = self.store()
+        if not isinstance(store, GitStore) or self._read_checked:
+            return store
+        state = store.branch_state()
+        self._read_checked = True
+        if not state.exists:
+            if require_branch:
+                raise self._missing_branch(store, "read")
+            return store
+        if store.remote is not None and state.diverged and state.tracking is not None:
+            store.pin(state.tracking)  # --remote asks for the remote's memory; the local fork is reported below
+        note = _where_note(store, state)
+        if note:
+            self.notify(note)
+        return store
+
+    def writer(self, *, create: bool = False) -> Store:
+        """The store for a command that writes, refusing a write that would fork or invent the memory.
+
+        Refused (nothing is written): a branch that exists nowhere, unless ``create`` (``init``, ``import``,
+        ``record --create``); without ``--remote``, a branch that is only a remote-tracking copy here, or a local
+        branch behind or diverged from that copy (the write would fork it); with ``--remote``, a remote without
+        the branch (unless ``create``) or a local branch diverged from the remote's.  Each error says what to do.
+        """
+        store = self.store()
+        if not isinstance(store, GitStore):
+            return store
+        state = store.branch_state()
+        branch = store.branch
+        if store.remote is None:
+            if not state.exists:
+                if not create:
+                    raise self._missing_branch(store, "write")
+                return store
+            if state.local is None:
+                remote = state.tracking_name.partition("/")[0]
+                raise NotFoundError(
+                    f"there is no local branch {branch}, only {state.tracking_name} as last fetched; nothing was "
+                    f"written — pass --remote {remote} to write through {remote} (or `git branch {branch} "
+                    f"{state.tracking_name}` to write locally)"
+                )
+            remote = state.tracking_name.partition("/")[0]
+            if state.diverged:
+                raise ConflictError(f"{_diverged(state, branch)}; nothing was written — {_sync_advice(remote, branch)}")
+            if state.behind:
+                raise ConflictError(
+                    f"the local branch {branch} is {plural(state.behind, 'commit')} behind {state.tracking_name}; "
+                    f"nothing was written — pass --remote {remote} to write through {remote} (or `git fetch "
+                    f"{remote} {branch}:{branch}` to bring the local branch up to date)"
+                )
+            return store
+        remote = store.remote
+        if state.tracking is None and not create:
+            if state.local is None:
+                raise self._missing_branch(store, "write")
+            raise NotFoundError(
+                f"{remote} has no branch {branch}; nothing was written — `statefile --remote {remote} sync` "
+                f"publishes the local one ({plural(state.ahead, 'commit')}), or pass --create"
+            )
+        if state.diverged:
+            raise ConflictError(f"{_diverged(state, branch)}; nothing was written — {_sync_advice(remote, branch)}")
+        return store
+
+    def _missing_branch(self, store: GitStore, action: str) -> NotFoundError:
+        branch = store.branch
+        where = f"here or on {store.remote}" if store.remote is not None else "in this repository"
+        names = store.branch_names()
+        close = difflib.get_close_matches(branch, names, n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        remotes = store.remote_names() if store.remote is None else []
+        steps = []
+        if remotes:
+            steps.append(f"pass --remote {remotes[0] if 'origin' not in remotes else 'origin'} if it is on a remote")
+        if action == "write":
+            steps.append("pass --create (or run 'statefile init PROGRAM') to start a new memory branch")
+        else:
+            steps.append("'statefile init PROGRAM' starts one")
+        what = "nothing was written — " if action == "write" else ""
+        return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}{'; '.join(steps)}")
+
     @property
     def globs(self) -> tuple[str, ...]:
         """Which ``{name}.md`` files are state files (the configured file-glob)."""
@@ -152,18 +258,73 @@ class AppContext:
         """The same options with a command-level ``--max-bytes`` (``None``: unchanged)."""
         if max_bytes is None:
             return self
-        return replace(self, max_bytes=max_bytes, _config=None, _store=None)
+        return replace(self, max_bytes=max_bytes, _config=None, _store=None, _read_checked=False)
 
     def with_summarizer(self, command: str | None) -> AppContext:
         """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
         if command is None:
             return self
-        return replace(self, env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None, _store=None)
+        return replace(
+            self, env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None, _store=None, _read_checked=False
+        )
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
-        return replace(self, folder=folder, repo_memory=False, _store=None, _memory_folder=None)
+        return replace(self, folder=folder, repo_memory=False, _store=None, _memory_folder=None, _read_checked=False)
 
     def with_repository(self, repo: Path) -> AppContext:
         """The same options, with the repository at ``repo`` (a scratch one for a job without a checkout)."""
-        return replace(self, repo=repo, _store=None, _repository=None, _discovered=False)
+        return replace(self, repo=repo, _store=None, _repository=None, _discovered=False, _read_checked=False)
+
+
+def _diverged(state: BranchState, branch: str) -> str:
+    return (
+        f"the local branch {branch} and {state.tracking_name} have diverged "
+        f"({plural(state.ahead, 'local-only commit')}, {plural(state.behind, 'commit')} only on the remote)"
+    )
+
+
+def _sync_advice(remote: str, branch: str) -> str:
+    return (
+        f"`statefile --remote {remote} sync` replays the local-only commits onto {remote}'s tip (nothing is lost), "
+        f"or keep them aside with `git branch -m {branch} {branch}-local` and run the command again"
+    )
+
+
+def _where_note(store: GitStore, state: BranchState) -> str:
+    """What a read should say about where it read from ("" when it read the remote's current tip)."""
+    branch = store.branch
+    if store.remote is None:
+        if state.tracking is None:
+            return ""  # a local-only memory: nothing to compare with
+        remote = state.tracking_name.partition("/")[0]
+        if state.local is None:
+            return (
+                f"read {state.tracking_name} as last fetched (there is no local branch); pass --remote {remote} for "
+                f"{remote}'s current tip"
+            )
+        if state.diverged:
+            return f"read the local branch; {_diverged(state, branch)} — pass --remote {remote} to read {remote}'s"
+        if state.behind:
+            return (
+                f"read the local branch {branch}; {state.tracking_name} has {plural(state.behind, 'newer commit')} "
+                f"— pass --remote {remote}"
+            )
+        if state.ahead:
+            commits = plural(state.ahead, "commit")
+            return f"read the local branch {branch}, which has {commits} not on {state.tracking_name}"
+        return ""
+    remote = store.remote
+    if state.tracking is None:
+        return (
+            f"{remote} has no branch {branch}: read the local one ({plural(state.ahead, 'commit')}) — "
+            f"`statefile --remote {remote} sync` publishes it"
+        )
+    if state.diverged:
+        return f"read {state.tracking_name}; {_diverged(state, branch)} — {_sync_advice(remote, branch)}"
+    if state.ahead:
+        return (
+            f"read the local branch {branch}: {plural(state.ahead, 'commit')} not yet on {remote} — "
+            f"`statefile --remote {remote} sync` pushes them"
+        )
+    return ""

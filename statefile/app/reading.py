@@ -6,6 +6,7 @@ loads no compaction or record rules: each import here is paid on every scheduled
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from datetime import timezone
@@ -167,7 +168,7 @@ def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]
 
     doc = store.read(program)
     if doc is None:
-        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        raise missing_program(store, program)
     for entry in doc.history:
         if isinstance(entry, Iteration) and number in entry.covers:
             return f"{program}.md", entry.raw
@@ -207,7 +208,7 @@ def program_log(store: Store, program: str, limit: int, *, patch: bool = False) 
     """The branch history of ``{program}.md``: when (and in UTC), who, which iteration, what changed (commit
     subject) and, with ``patch``, the unified diff of the file in that commit."""
     if store.read_text(program) is None and not store.log(program, 1):
-        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        raise missing_program(store, program)
     patches = store.log_patches(program, limit) if patch else {}
     rows = []
     for entry in store.log(program, limit):
@@ -246,7 +247,7 @@ def build_report(
     if program is not None and program not in sizes:
         if program in broken:
             raise InvalidDataError(broken[program])
-        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        raise missing_program(store, program)
     names = sorted(sizes) if all_programs or (program is None and not selected) else []
     if isinstance(selected, str) and selected not in names:
         names.append(selected)
@@ -274,3 +275,14 @@ def build_report(
             entries[name] = {**program_report(name, 0, store.max_bytes, None, aggressive_at=aggressive_at),
                              "error": why}  # fmt: skip
     return merge_report(existing, entries, selected if isinstance(selected, str) else None)
+
+
+def closest_programs(store: Store, program: str) -> str:
+    """`` (did you mean 'perf'?)`` with the closest program names in the store, or "" when none is close."""
+    close = difflib.get_close_matches(program, sorted(store.programs()), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def missing_program(store: Store, program: str, *, hint: str = "'statefile list' shows the programs") -> NotFoundError:
+    """The error for a program that does not exist: the closest names in the store, and what to do."""
+    return NotFoundError(f"no program '{program}'{closest_programs(store, program)}; {hint}")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from statefile.app.config import Config
-from statefile.errors import ConflictError, NotFoundError
+from statefile.app.reading import missing_program
+from statefile.errors import ConflictError
 from statefile.integrations.summarizer import command_summarizer
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import STATUS_GLYPHS
@@ -22,12 +23,14 @@ from statefile.policy.compaction import CompactionPolicy, CompactionReport, Comp
 from statefile.policy.edits import removed_by_edit
 from statefile.policy.repair import RepairResult, repair
 from statefile.policy.rules import RecordRequest, record
-from statefile.store import Change, Store
+from statefile.store import Change, Store, UpdateFn
+from statefile.store.base import T
 
 
 @dataclass(frozen=True)
 class RecordOutcome:
-    """What ``record`` did: the commit, the iteration number and status, and what compaction moved."""
+    """What ``record`` did: the commit, the iteration number and status, what changed in the Machine State, and
+    what compaction moved.  ``changes`` says what a person would want to hear about (see :func:`state_changes`)."""
 
     program: str
     commit: str
@@ -37,6 +40,54 @@ class RecordOutcome:
     compaction: dict[str, Any]
     #: How many times the write was tried (more than 1 when concurrent writers got in first).
     attempts: int = 1
+    max_bytes: int = 0
+    #: The program did not exist: this record created it (``--create``, or the scheduler selected it).
+    created: bool = False
+    changes: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "program": self.program,
+            "commit": self.commit,
+            "iteration": self.iteration,
+            "status": self.status,
+            "size": self.size,
+            "max_bytes": self.max_bytes,
+            "created": self.created,
+            **self.changes,
+            "compaction": self.compaction,
+            "attempts": self.attempts,
+        }
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What one record changed in the Machine State that matters to people, from the scheduler's view of the
+    table before and after (:attr:`StateDocument.machine_state`).
+
+    ``best_metric``: ``{"before", "after", "new_best"}``; ``paused`` / ``completed``: the state afterwards;
+    ``paused_now`` with ``pause_reason`` when this record paused the program; ``unpaused`` with
+    ``previous_pause_reason`` when it un-paused it (the upstream rule on accepted); ``completed_now`` with
+    ``completed_reason``; ``was_paused`` / ``was_completed``: the program was paused or completed before — the
+    scheduler skips such a program, so recording on it is worth a word.
+    """
+    was_paused, now_paused = bool(before.get("paused")), bool(after.get("paused"))
+    was_completed, now_completed = bool(before.get("completed")), bool(after.get("completed"))
+    best_before, best_after = before.get("best_metric"), after.get("best_metric")
+    return {
+        "best_metric": {"before": best_before, "after": best_after, "new_best": best_after != best_before},
+        "paused": now_paused,
+        "paused_now": now_paused and not was_paused,
+        "pause_reason": after.get("pause_reason"),
+        "unpaused": was_paused and not now_paused,
+        "previous_pause_reason": before.get("pause_reason") if was_paused else None,
+        "completed": now_completed,
+        "completed_now": now_completed and not was_completed,
+        "completed_reason": after.get("completed_reason"),
+        "was_paused": was_paused,
+        "was_completed": was_completed,
+        "consecutive_errors": after.get("consecutive_errors"),
+    }
 
 
 @dataclass
@@ -47,6 +98,13 @@ class CompactOutcome:
     commit: str
     report: CompactionReport
     dry_run: bool
+    #: The Machine State heading had drifted and was (or, with ``dry_run``, would be) restored.
+    heading_restored: bool = False
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything was (or would be) written."""
+        return self.report.changed or self.heading_restored
 
 
 def compaction_policy(config: Config, *, aggressive: bool = False, now: datetime) -> CompactionPolicy:
@@ -82,6 +140,29 @@ def _compaction_message(program: str, report: CompactionReport) -> str:
 Compactor = Callable[[StateDocument, CompactionPolicy], CompactionResult]
 
 
+def restore_heading(doc: StateDocument) -> StateDocument:
+    """``doc`` with a drifted Machine State heading restored to the exact ``## ⚙️ Machine State`` (else ``doc``).
+
+    Every write goes through this (record, compact, edit, the lesson commands, import): under any other heading
+    the upstream scheduler does not find the table and treats the program as brand new.
+    """
+    if any(w.code == "machine-state-heading" for w in doc.warnings) and doc.section("machine_state") is not None:
+        return doc.set_fields({})
+    return doc
+
+
+def restoring_heading(fn: Callable[[StateDocument | None], StateDocument | Change[T]]) -> UpdateFn[T]:
+    """An update function that does what ``fn`` does, then restores a drifted Machine State heading."""
+
+    def apply(doc: StateDocument | None) -> StateDocument | Change[T]:
+        result = fn(doc)
+        if isinstance(result, Change):
+            return replace(result, document=restore_heading(result.document))
+        return restore_heading(result)
+
+    return apply
+
+
 def record_iteration(
     store: Store,
     program: str,
@@ -90,30 +171,78 @@ def record_iteration(
     *,
     now: datetime,
     compactor: Compactor | None = None,
+    create: bool = False,
 ) -> RecordOutcome:
-    """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write."""
+    """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write.
 
-    def apply(doc: StateDocument | None) -> Change[tuple[int, CompactionReport]]:
+    A program that does not exist is created only when ``create`` is true (``--create``, or the scheduler selected
+    it); otherwise NotFoundError names the closest programs and nothing is written.
+    """
+    hint = f"nothing was written — check the name, or pass --create to start '{program}'"
+
+    def apply(doc: StateDocument | None) -> Change[tuple[int, CompactionReport, dict[str, Any], bool]]:
+        if doc is None and not create:
+            raise missing_program(store, program, hint=hint)
+        before = doc.machine_state if doc is not None else {}
         recorded = record(doc, request, program=program, now=now)
         number = recorded.history[0].covers[0] if recorded.history else 0
         result = (compactor or compact)(recorded, _policy_for(policy, program))
+        document = restore_heading(result.document)
+        changes = state_changes(before, document.machine_state)
         glyph = STATUS_GLYPHS.get(request.status, "•")
         message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
+        body = change_lines(changes)
         if result.report.changed:
-            message += f"\n\n{result.report.summary()}"
+            body.append(result.report.summary())
+        if body:
+            message += "\n\n" + "\n".join(body)
         return Change(
-            result.document,
+            document,
             archive=result.archive,
             archive_label=f"compaction of {program}.md while recording iteration {number}",
             message=message,
-            detail=(number, result.report),  # the store hands back the detail of the call that landed
+            detail=(number, result.report, changes, doc is None),  # the store hands back the call that landed
         )
 
     landed = store.update(program, apply, f"statefile: record iteration of {program}")
     assert landed.detail is not None and landed.document is not None
-    number, report = landed.detail
-    size = landed.document.size
-    return RecordOutcome(program, landed.commit or "", number, request.status, size, report.as_dict(), landed.attempts)
+    number, report, changes, created = landed.detail
+    return RecordOutcome(
+        program,
+        landed.commit or "",
+        number,
+        request.status,
+        landed.document.size,
+        report.as_dict(),
+        landed.attempts,
+        store.max_bytes,
+        created,
+        changes,
+    )
+
+
+def change_lines(changes: dict[str, Any]) -> list[str]:
+    """What a record changed, one line each, for people (``record``'s output and its commit message)."""
+    lines = []
+    if changes.get("was_completed"):
+        lines.append("note: the program was already completed (the scheduler no longer selects it)")
+    if changes.get("was_paused") and not changes.get("unpaused"):
+        lines.append(f"note: the program is paused ({changes.get('pause_reason') or 'no reason given'})")
+    best = changes.get("best_metric") or {}
+    if best.get("new_best"):
+        was = best.get("before")
+        lines.append(f"new best metric: {best.get('after')}" + (f" (was {was})" if was is not None else ""))
+    if changes.get("unpaused"):
+        reason = changes.get("previous_pause_reason")
+        lines.append(
+            "unpaused: an accepted iteration un-pauses the program, as the upstream prompt says"
+            + (f" (the cleared pause reason was: {reason})" if reason else "")
+        )
+    if changes.get("paused_now"):
+        lines.append(f"paused: {changes.get('pause_reason') or 'no reason given'}")
+    if changes.get("completed_now"):
+        lines.append(f"completed: {changes.get('completed_reason') or 'target reached'}")
+    return lines
 
 
 def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
@@ -130,33 +259,46 @@ def init_program(store: Store, program: str, fields: dict[str, Any]) -> str:
 def compact_program(
     store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool, compactor: Compactor | None = None
 ) -> CompactOutcome:
-    """Compact one program by policy (or, with ``dry_run``, report what would move and change nothing)."""
+    """Compact one program by policy (or, with ``dry_run``, report what would move and change nothing).
+
+    A drifted Machine State heading is restored even when there is nothing to compact.
+    """
     policy = _policy_for(policy, program)
     run = compactor or compact
     if dry_run:
         doc = store.read(program)
         if doc is None:
-            raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
+            raise missing_program(store, program)
         result = run(doc, policy)
-        return CompactOutcome(program, "", result.report, True)
+        restored = restore_heading(result.document) is not result.document
+        return CompactOutcome(program, "", result.report, True, restored)
 
-    def apply(doc: StateDocument | None) -> Change[CompactionReport]:
+    def apply(doc: StateDocument | None) -> Change[tuple[CompactionReport, bool]]:
         if doc is None:
-            raise NotFoundError(f"no program '{program}' in {store}; 'statefile list' shows the programs")
+            raise missing_program(store, program)
         result = run(doc, policy)
+        document = restore_heading(result.document)
+        restored = document is not result.document
+        if not result.report.changed and not restored:
+            return Change(doc, detail=(result.report, False))  # the same document: nothing is written
         if not result.report.changed:
-            return Change(doc, detail=result.report)  # the same document: nothing is written
+            message = f"statefile: restore the Machine State heading of {program}"
+        else:
+            message = _compaction_message(program, result.report) + f"\n\n{result.report.summary()}"
+            if restored:
+                message += "\nrestored the ⚙️ Machine State heading the scheduler looks for"
         return Change(
-            result.document,
+            document,
             archive=result.archive,
             archive_label=f"compaction of {program}.md",
-            message=_compaction_message(program, result.report) + f"\n\n{result.report.summary()}",
-            detail=result.report,
+            message=message,
+            detail=(result.report, restored),
         )
 
     landed = store.update(program, apply, f"statefile: compact {program}")
     assert landed.detail is not None
-    return CompactOutcome(program, landed.commit or "", landed.detail, False)
+    report, restored = landed.detail
+    return CompactOutcome(program, landed.commit or "", report, False, restored)
 
 
 def save_edit(store: Store, program: str, original: str, edited: str) -> str:
@@ -174,7 +316,9 @@ def save_edit(store: Store, program: str, original: str, edited: str) -> str:
             raise ConflictError(
                 f"'{program}' changed on the branch while you were editing; your text was kept, edit again"
             )
-        return Change(new_doc, archive=removed, archive_label=f"removed by a hand edit of {program}.md")
+        return Change(
+            restore_heading(new_doc), archive=removed, archive_label=f"removed by a hand edit of {program}.md"
+        )
 
     return store.update(program, apply, f"statefile: edit {program} by hand").commit or ""
 
@@ -194,12 +338,12 @@ def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcom
     if dry_run:
         doc = store.read(program)
         if doc is None:
-            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+            raise missing_program(store, program)
         return RepairOutcome(program, "", repair(doc, program=program), True)
 
     def apply(doc: StateDocument | None) -> Change[RepairResult]:
         if doc is None:
-            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+            raise missing_program(store, program)
         result = repair(doc, program=program)
         if not result.changed:
             return Change(doc, detail=result)

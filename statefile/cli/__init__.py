@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "show": "statefile.cli.read:show_cmd",
     "status": "statefile.cli.memory:status_cmd",
     "summary": "statefile.cli.insight:summary_cmd",
+    "sync": "statefile.cli.write:sync_cmd",
 }
 
 

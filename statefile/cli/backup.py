@@ -12,12 +12,17 @@ from pathlib import Path
 import click
 
 from statefile.app.context import AppContext
-from statefile.cli.support import example, pass_app, say
-from statefile.errors import ConflictError
+from statefile.app.writing import restore_heading, restoring_heading
+from statefile.cli.support import emit_json, example, pass_app, plural, say, unchanged
+from statefile.defaults import SHARED_PROGRAM
+from statefile.errors import ConflictError, NotFoundError
 from statefile.integrations.autoloop import write_text_atomic
-from statefile.store import GitStore
+from statefile.model.document import StateDocument
+from statefile.model.text import encode
+from statefile.store import GitStore, Store
 from statefile.store.exchange import dumps, export_json, import_json, loads
 from statefile.store.files import read_text_file
+from statefile.store.names import is_program_name
 
 
 @click.command("export")
@@ -27,7 +32,7 @@ from statefile.store.files import read_text_file
 def export_cmd(app: AppContext, out: Path | None) -> None:
     """Export every program and archive as one JSON document."""
 
-    store = app.store()
+    store = app.reader()
     if isinstance(store, GitStore):
         data = export_json(store.read_all(), branch=store.branch, commit=store.tip())
     else:
@@ -38,7 +43,7 @@ def export_cmd(app: AppContext, out: Path | None) -> None:
         return
 
     write_text_atomic(out, text)
-    say(app, f"exported {len(data['files'])} files to {out}")
+    say(app, f"exported {plural(len(data['files']), 'file')} to {out}")
 
 
 @click.command("import")
@@ -49,24 +54,73 @@ def export_cmd(app: AppContext, out: Path | None) -> None:
 def import_cmd(app: AppContext, source: Path, force: bool) -> None:
     """Import an export (all files, byte for byte) as one commit on the branch (or one write to --dir).
 
-    Files that already exist with different content are refused unless --force: an old export would otherwise
-    roll state back and orphan archived iterations.
+    Whatever its size: a file the export holds over the budget is restored as it was (a backup must restore),
+    and the output says which files need 'statefile compact'.  A drifted Machine State heading is then restored in
+    a second commit, so the import commit itself is the backup, exactly.  Files that already exist with different
+    content are refused unless --force: an old export would otherwise roll state back and orphan archived
+    iterations.  The branch is created if it does not exist.
     """
 
     raw = sys.stdin.read() if str(source) == "-" else _read(source)
     files = import_json(loads(raw))
-    store = app.store()
+    budget = app.config().max_bytes.value
+    sizes = {path: len(encode(text)) for path, text in files.items()}
+    largest = max(sizes.values(), default=0)
+    if largest > budget:
+        app = app.with_max_bytes(largest)  # restore what the export holds; compaction is a separate, later step
+    store = app.writer(create=True)
+    existing = store.read_all()
     if not force:
-        existing = store.read_all()
         clashes = sorted(path for path, text in files.items() if path in existing and existing[path] != text)
         if clashes:
             shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
             raise ConflictError(
-                f"{len(clashes)} file(s) exist with different content ({shown}); nothing was written — import into "
-                "an empty branch (--branch NEW) or pass --force to overwrite"
+                f"{plural(len(clashes), 'file')} exist with different content ({shown}); nothing was written — "
+                "import into an empty branch (--branch NEW) or pass --force to overwrite"
             )
-    commit = store.write_files(files, f"statefile: import {len(files)} files").commit
-    say(app, f"imported {len(files)} files" + (f" ({commit[:10]})" if commit else ""))
+    changed = {path: text for path, text in files.items() if existing.get(path) != text}
+    over = sorted(path for path in changed if sizes[path] > budget and "/" not in path and path.endswith(".md"))
+    commit = None
+    if changed:
+        commit = store.write_files(changed, f"statefile: import {plural(len(changed), 'file')}").commit
+    restored = _restore_headings(store, [path for path in changed if "/" not in path and path.endswith(".md")])
+    if app.as_json:
+        emit_json({"files": len(files), "written": sorted(changed), "commit": commit, "over_budget": over,
+                   "headings_restored": restored})  # fmt: skip
+        return
+    if not changed:
+        unchanged(app, f"all {plural(len(files), 'file')} of the export are already there, byte for byte")
+    else:
+        same = len(files) - len(changed)
+        also = f" ({same} already there)" if same else ""
+        say(app, f"imported {plural(len(changed), 'file')}{also}" + (f" ({commit[:10]})" if commit else ""))
+    for path in over:
+        name = path[: -len(".md")]
+        say(app, f"  {path} is over the budget ({sizes[path]:,} of {budget:,} bytes), as in the export: "
+                 f"'statefile compact {name}' brings it under")  # fmt: skip
+    for name in restored:
+        say(app, f"  restored the ⚙️ Machine State heading of {name}.md (a separate commit after the import)")
+
+
+def _restore_headings(store: Store, paths: list[str]) -> list[str]:
+    """Restore a drifted Machine State heading in each imported state file, one commit each; the programs fixed."""
+    fixed = []
+    for path in paths:
+        name = path[: -len(".md")]
+        if not is_program_name(name) or name == SHARED_PROGRAM:
+            continue
+        doc = store.read(name)
+        if doc is None or restore_heading(doc) is doc:
+            continue
+        store.update(name, restoring_heading(_same), f"statefile: restore the Machine State heading of {name}")
+        fixed.append(name)
+    return fixed
+
+
+def _same(doc: StateDocument | None) -> StateDocument:
+    if doc is None:
+        raise NotFoundError("the imported file disappeared before its heading could be restored; run import again")
+    return doc
 
 
 def _read(path: Path) -> str:

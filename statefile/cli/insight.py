@@ -58,7 +58,7 @@ def history_table(history: ProgramHistory, width: int) -> list[str]:
 @click.argument("program")
 @click.option("--csv", "as_csv", is_flag=True, help="Comma-separated values with a header row.")
 @click.option("--last", "-n", type=click.IntRange(min=1), help="Only the newest N rows.")
-@example("statefile history perf    ·    statefile history perf --csv > perf.csv    ·    statefile history perf --json")
+@example("statefile history perf", "statefile history perf --csv > perf.csv", "statefile history perf --json")
 @pass_app
 def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -> None:
     """Every iteration of PROGRAM, oldest first: from the file, its range lines and its archive.
@@ -111,7 +111,7 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
     show_default=True,
     help="Chart at most this many programs (the most recently run).",
 )
-@example('statefile --remote origin summary --out "$GITHUB_STEP_SUMMARY"    ·    statefile summary perf')
+@example('statefile --remote origin summary --out "$GITHUB_STEP_SUMMARY"', "statefile summary perf")
 @pass_app
 def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, max_charts: int) -> None:
     """Markdown for a GitHub job summary: a table of every program and a Mermaid chart of each one's metric.

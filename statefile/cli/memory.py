@@ -25,7 +25,7 @@ from statefile.views.status import count_archived_entries, pressure, pressure_li
 @click.argument("program")
 @click.option("--budget", type=click.IntRange(min=200), default=8000, show_default=True, help="Characters at most.")
 @click.option("--level", type=click.Choice(["index", "timeline", "full"]), default="full", show_default=True)
-@example("statefile render perf --budget 8000    ·    statefile render perf --level index")
+@example("statefile render perf --budget 8000", "statefile render perf --level index")
 @pass_app
 def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
     """Print the view of PROGRAM's memory an agent should read, never longer than --budget characters.
@@ -35,7 +35,7 @@ def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
     """
 
     doc = require_program(app, program)
-    shared = app.store().read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
+    shared = app.reader().read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
     view = render_view(doc, program=program, budget=budget, level=level, shared=shared)
     if app.as_json:
         emit_json({"program": program, "level": level, "budget": budget, "chars": view.chars,
@@ -51,8 +51,7 @@ def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
 def status_cmd(app: AppContext, program: str | None) -> None:
     """Pressure at a glance: size and % of budget, tokens per section, counts, next-record forecast."""
 
-    store = app.store()
-
+    store = app.reader()
     names = [program] if program else sorted(state_files(store, app.globs))
     reports = {}
     trends: dict[str, str] = {}
@@ -102,7 +101,7 @@ def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> 
     line, section and iteration it comes from; older archived copies of a range line are folded into one result.
     """
 
-    hits = search(app.store().read_all(), query, program=program, limit=limit)
+    hits = search(app.reader().read_all(), query, program=program, limit=limit)
     if app.as_json:
         emit_json([hit_dict(hit) for hit in hits])
         return

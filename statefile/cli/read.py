@@ -25,7 +25,19 @@ from statefile.app.reading import (
     list_trends,
     program_log,
 )
-from statefile.cli.support import SIZE, emit_json, example, is_file_argument, pass_app, plain, plural, say, table
+from statefile.cli.support import (
+    SIZE,
+    emit_json,
+    example,
+    is_file_argument,
+    paint,
+    pass_app,
+    plain,
+    plural,
+    require_program,
+    say,
+    table,
+)
 from statefile.errors import EXIT_CHECK_FAILED, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object, write_json_atomic
 from statefile.model.anomalies import REPAIRABLE
@@ -36,7 +48,7 @@ from statefile.views.describe import describe
 
 @click.command("show")
 @click.argument("target")
-@example("statefile show perf --json    ·    statefile show memory/perf.md")
+@example("statefile show perf --json", "statefile show memory/perf.md")
 @pass_app
 def show_cmd(app: AppContext, target: str) -> None:
     """Show a program's (or a state file's) structure, machine state, history summary and warnings."""
@@ -45,10 +57,7 @@ def show_cmd(app: AppContext, target: str) -> None:
         doc = read_state_file(Path(target), app.config().max_bytes.value)
         name = target
     else:
-        loaded = app.store().read(target)
-        if loaded is None:
-            raise NotFoundError(f"no program '{target}'; 'statefile list' shows the programs")
-        doc, name = loaded, target
+        doc, name = require_program(app, target), target
     info = describe(doc)
     if app.as_json:
         emit_json(info)
@@ -88,14 +97,12 @@ _LIST_ORDER: dict[str, tuple[Callable[[dict[str, Any]], Any], bool]] = {
     help="Order: size and iterations largest first, last-run most recent first.",
 )
 @click.option("--over-budget", is_flag=True, help="Only programs larger than their byte budget.")
-@example(
-    "statefile list --sort size    ·    statefile list --over-budget    ·    statefile --remote origin list --json"
-)
+@example("statefile list --sort size", "statefile list --over-budget", "statefile --remote origin list --json")
 @pass_app
 def list_cmd(app: AppContext, sort_by: str, over_budget: bool) -> None:
     """List programs with size, % of budget, iteration count, last run and status, and a totals line."""
 
-    store = app.store()
+    store = app.reader()
     rows = list_programs(store, app.globs)
     key, newest_first = _LIST_ORDER[sort_by]
     rows.sort(key=lambda r: str(r["program"]))
@@ -145,12 +152,12 @@ def _totals(rows: list[dict[str, Any]], max_bytes: int, everything: int) -> str:
 @click.argument("program")
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--patch", "-p", is_flag=True, help="Show what each commit changed in PROGRAM.md (a unified diff).")
-@example("statefile log perf -n 5    ·    statefile log perf -p -n 1")
+@example("statefile log perf -n 5", "statefile log perf -p -n 1")
 @pass_app
 def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
     """Show the branch history of PROGRAM.md: when (UTC), who, which iteration, what changed; -p adds the diff."""
 
-    rows = program_log(app.store(), program, limit, patch=patch)
+    rows = program_log(app.reader(), program, limit, patch=patch)
     if app.as_json:
         emit_json(rows)
         return
@@ -198,7 +205,7 @@ def _name(author: str) -> str:
 def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
     """Print iteration ITERATION of PROGRAM verbatim, from the file or from its archive."""
 
-    where, text = expand_iteration(app.store(), program, iteration)
+    where, text = expand_iteration(app.reader(), program, iteration)
     if app.as_json:
         emit_json({"program": program, "iteration": iteration, "source": where, "text": text})
     else:
@@ -208,7 +215,7 @@ def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
 @click.command("check")
 @click.argument("targets", nargs=-1)
 @click.option("--max-bytes", type=SIZE, help="Byte budget for this run, such as 30720 or 30KB (overrides config).")
-@example("statefile check    ·    statefile check perf    ·    statefile check memory/*.md --max-bytes 30720")
+@example("statefile check", "statefile check perf", "statefile check memory/*.md --max-bytes 30KB")
 @pass_app
 def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) -> None:
     """Fail (exit 1) if any state file is over budget, unreadable, or unreadable by the scheduler.
@@ -229,7 +236,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
             except StatefileError as exc:
                 outcomes.append(CheckOutcome(name, 0, max_bytes, errors=[str(exc)]))
     if programs or not files:
-        outcomes.extend(check_programs(app.store(), programs or None, app.globs))
+        outcomes.extend(check_programs(app.reader(require_branch=False), programs or None, app.globs))
     if app.repo_memory:
         # What repo-memory's push would drop or refuse (file-glob, max-file-size, max-file-count, max-patch-size).
         memory = app.memory_folder()
@@ -244,7 +251,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
         emit_json([o.as_dict() for o in outcomes])
     else:
         for o in outcomes:
-            state = "ok" if o.ok else "FAIL"
+            state = paint("ok", fg="green") if o.ok else paint("FAIL", fg="red", bold=True)
             if o.name.startswith("repo-memory push"):
                 say(app, f"{o.name}: {state}")
             else:
@@ -270,7 +277,8 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="autoloop.json to merge into (written atomically); without it, print the merged JSON.",
+    help="The scheduler's autoloop.json to merge into (it must exist; written atomically); without it, print the "
+    "merged JSON.",
 )
 @example("statefile --remote origin report --out /tmp/gh-aw/autoloop.json")
 @pass_app
@@ -279,9 +287,15 @@ def report_cmd(app: AppContext, program: str | None, all_programs: bool, out: Pa
 
     if program and all_programs:
         raise UsageError("give --program or --all, not both")
+    if out is not None and not out.is_file():
+        # A mistyped path must not leave a new file behind that the scheduler never reads.
+        raise NotFoundError(
+            f"--out {out}: no such file; report merges sizes into the autoloop.json the scheduler wrote — check the "
+            "path (the upstream one is /tmp/gh-aw/autoloop.json), or leave out --out to print the merged JSON"
+        )
     existing = read_json_object(out) if out is not None else {}
     merged = build_report(
-        app.store(),
+        app.reader(require_branch=False),
         existing,
         program=program,
         all_programs=all_programs,
@@ -299,7 +313,7 @@ def report_cmd(app: AppContext, program: str | None, all_programs: bool, out: Pa
             app,
             f"{out}: state_file_size_bytes={merged.get('state_file_size_bytes')} "
             f"state_file_max_bytes={merged.get('state_file_max_bytes')} "
-            f"({len(merged.get('statefile', {}).get('programs', {}))} program(s))",
+            f"({plural(len(merged.get('statefile', {}).get('programs', {})), 'program')})",
         )
 
 

@@ -10,9 +10,15 @@ import sys
 
 import click
 
+from statefile.cli.style import paint
 from statefile.errors import EXIT_INTERNAL, EXIT_USAGE, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
+
+
+def _error() -> str:
+    """``error:``, in red on a terminal (never with NO_COLOR or into a pipe)."""
+    return paint("error:", fg="red", bold=True, err=True)
 
 
 def invoke(command: click.Command, argv: list[str] | None) -> int:
@@ -30,16 +36,16 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
         # click's own form is three lines (usage, a hint, the error); ours is one, with where to look.
         where = exc.ctx.command_path if exc.ctx is not None else "statefile"
         message = exc.format_message().rstrip(".")
-        click.echo(f"statefile: error: {shown(message)}; see '{where} --help'", err=True)
+        click.echo(f"statefile: {_error()} {shown(message)}; see '{where} --help'", err=True)
         return exc.exit_code if exc.exit_code else EXIT_USAGE
     except click.ClickException as exc:
-        click.echo(f"statefile: error: {shown(exc.format_message())}", err=True)
+        click.echo(f"statefile: {_error()} {shown(exc.format_message())}", err=True)
         return exc.exit_code if exc.exit_code else EXIT_USAGE
     except click.exceptions.Abort:
         click.echo("statefile: aborted", err=True)
         return 130
     except StatefileError as exc:
-        click.echo(f"statefile: error: {shown(str(exc))}", err=True)
+        click.echo(f"statefile: {_error()} {shown(str(exc))}", err=True)
         return exc.exit_code
     except BrokenPipeError:
         # `statefile list | head`: the reader went away; that is not an error worth a traceback.

@@ -10,6 +10,7 @@ nothing says so (:func:`unchanged`).
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import sys
@@ -18,13 +19,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import click
 
 from statefile.app.context import AppContext
+from statefile.app.reading import missing_program
+from statefile.cli.style import colour_enabled, paint
 from statefile.cli.types import SIZE
-from statefile.errors import NotFoundError
 from statefile.model.document import StateDocument
 from statefile.model.text import plural
 
@@ -59,12 +61,19 @@ def pass_app(command: F) -> F:
         app = root.meta.get(_APP_KEY)
         if app is None:
             app = root.meta[_APP_KEY] = AppContext(**(root.obj or {}))
+            if not app.quiet:
+                app.notify = _note
         return command(app, *args, **kwargs)
 
     return cast(F, run)
 
 
 _APP_KEY = "statefile.app"
+
+
+def _note(message: str) -> None:
+    """A note for people on stderr (stdout stays data: ``--json`` output is never mixed with it)."""
+    click.echo(f"statefile: note: {message}", err=True)
 
 
 def emit_json(data: Any) -> None:
@@ -98,22 +107,29 @@ def progress(app: AppContext, items: list[str], label: str) -> Iterator[Iterable
         yield bar
 
 
-def example(text: str) -> Callable[[F], F]:
-    """Append an "Example" block to a command's help text."""
+def example(*commands: str) -> Callable[[F], F]:
+    """Append an "Example" block to a command's help text: each command on its own line, as typed.
+
+    Every one of them is run by the test suite against a prepared repository (tests/test_help_examples.py), so an
+    example that stops working fails a test.
+    """
 
     def decorate(fn: F) -> F:
-        doc = (fn.__doc__ or "").rstrip()
-        fn.__doc__ = f"{doc}\n\n\b\nExample:\n  {text}\n"
+        doc = inspect.cleandoc(fn.__doc__ or "")
+        lines = "".join(f"  {command}\n" for command in commands)
+        fn.__doc__ = f"{doc}\n\n\b\nExample{'s' if len(commands) > 1 else ''}:\n{lines}"
         return fn
 
     return decorate
 
 
 def require_program(app: AppContext, program: str) -> StateDocument:
-    """The document of an existing ``program``; a missing one is a not-found error naming the fix."""
-    doc = app.store().read(program)
+    """The document of an existing ``program`` (for a read); a missing one is a not-found error naming the closest
+    programs."""
+    store = app.reader()
+    doc = store.read(program)
     if doc is None:
-        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        raise missing_program(store, program)
     return doc
 
 
@@ -195,28 +211,6 @@ def table(
         return gap.join(out).rstrip()
 
     return [line(list(headers)), *(line(row) for row in cells)]
-
-
-def colour_enabled(stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> bool:
-    """Whether to colour output on ``stream`` (default stdout): only a terminal, never with ``NO_COLOR`` set.
-
-    https://no-color.org: any non-empty ``NO_COLOR`` turns colour off; ``TERM=dumb`` does too.
-    """
-    environment = os.environ if env is None else env
-    if environment.get("NO_COLOR") or environment.get("TERM") == "dumb":
-        return False
-    target = stream if stream is not None else sys.stdout
-    try:
-        return bool(target.isatty())
-    except (AttributeError, ValueError):  # a closed or replaced stream
-        return False
-
-
-def paint(text: str, *, fg: str | None = None, bold: bool = False, err: bool = False) -> str:
-    """``text`` styled for a terminal when colour is on for stdout (``err``: stderr), else unchanged."""
-    if not colour_enabled(sys.stderr if err else sys.stdout):
-        return text
-    return click.style(text, fg=fg, bold=bold)
 
 
 def unchanged(app: AppContext, what: str) -> None:

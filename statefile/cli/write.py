@@ -21,14 +21,18 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.ghaw import compactor_for, context_from_autoloop, program_goal
-from statefile.app.reading import check_document, state_files, unreadable_files
+from statefile.app.reading import check_document, missing_program, state_files, unreadable_files
+from statefile.app.sync import sync_branch
 from statefile.app.writing import (
     RepairOutcome,
+    change_lines,
     compact_program,
     compaction_policy,
     init_program,
     record_iteration,
     repair_program,
+    restore_heading,
+    restoring_heading,
     save_edit,
 )
 from statefile.cli.support import (
@@ -43,12 +47,14 @@ from statefile.cli.support import (
     progress,
     require_program,
     say,
+    unchanged,
 )
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
+from statefile.model.history import STATUS_GLYPHS
 from statefile.model.text import utf8_size
 from statefile.policy import ranges
 from statefile.policy.compaction import CompactionReport, MovedItem
@@ -66,7 +72,7 @@ from statefile.policy.lessons import (
 )
 from statefile.policy.repair import LEFT_BECAUSE
 from statefile.policy.rules import RecordRequest, format_number, parse_metric
-from statefile.store import Change
+from statefile.store import Change, GitStore
 from statefile.store.names import validate_program
 
 
@@ -99,7 +105,7 @@ def _when(value: str | None) -> datetime | None:
 @click.option("--pr", type=click.IntRange(min=1), help="Pull request number.")
 @click.option("--goal", help="One line: what the program optimizes.")
 @click.option("--metric", "metric_name", help="The metric's name, e.g. recall_at_10.")
-@example("statefile init perf --metric-direction lower --target-metric 20 --issue 12")
+@example("statefile init latency --metric-direction lower --target-metric 20 --issue 12")
 @pass_app
 def init_cmd(
     app: AppContext,
@@ -121,7 +127,7 @@ def init_cmd(
         fields["issue"] = f"#{issue}"
     if pr is not None:
         fields["pr"] = f"#{pr}"
-    commit = init_program(app.store(), program, fields)
+    commit = init_program(app.writer(create=True), program, fields)
     if app.as_json:
         emit_json({"program": program, "commit": commit})
     else:
@@ -133,7 +139,14 @@ def init_cmd(
 @click.option(
     "--status",
     required=True,
-    help="accepted | rejected | error | ci-fix-exhausted | another one-word status (pending-ci, …).",
+    help="accepted | rejected | error | ci-fix-exhausted (the upstream words; another word needs --new-status).",
+)
+@click.option("--new-status", is_flag=True, help="Record a status word the upstream prompt does not use (pending-ci).")
+@click.option(
+    "--create",
+    is_flag=True,
+    help="Start PROGRAM (and the memory branch) if it does not exist; without it a missing program is an error "
+    "(exit 3, with the closest names), unless it is the program --autoloop-json selected.",
 )
 @click.option("--metric", help="The iteration's metric value (a number).")
 @click.option("--change", help="One line: what was tried.")
@@ -165,6 +178,8 @@ def record_cmd(
     app: AppContext,
     program: str,
     status: str,
+    new_status: bool,
+    create: bool,
     metric: str | None,
     change: str | None,
     notes: str | None,
@@ -180,7 +195,11 @@ def record_cmd(
     autoloop_json: Path | None,
     summarizer: str | None,
 ) -> None:
-    """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically."""
+    """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically.
+
+    Says what changed: the iteration, a new best metric, a pause (and why), an un-pause (an accepted iteration
+    un-pauses, as the upstream prompt says; the cleared reason is reported), completion and compaction.
+    """
 
     _writable_program(program)
     context = None
@@ -209,9 +228,10 @@ def record_cmd(
         metric_direction=context.metric_direction if own and context else None,
         target_metric=context.target_metric if own and context else None,
         goal=context.goal if own and context else None,
+        new_status=new_status,
     )
     app = app.with_summarizer(summarizer)
-    store = app.store()
+    store = app.writer(create=create)
     now = datetime.now(timezone.utc)
     compactor = compactor_for(app)
     outcome = record_iteration(
@@ -221,15 +241,24 @@ def record_cmd(
         compaction_policy(app.config(), now=now),
         now=now,
         compactor=compactor(program) if compactor else None,
+        create=create or own,
     )
     if app.as_json:
-        emit_json(outcome.__dict__)
+        emit_json(outcome.as_dict())
         return
+    glyph = STATUS_GLYPHS.get(outcome.status, "•")
+    size = f"{outcome.size:,} of {outcome.max_bytes:,} bytes" if outcome.max_bytes else plural(outcome.size, "byte")
+    say(app, f"recorded iteration {outcome.iteration} of {program} ({glyph} {outcome.status}), {size}")
+    if outcome.created:
+        why = "--create" if create else f"selected in {autoloop_json}"
+        say(app, f"  created {program}.md ({why})")
+    for line in change_lines(outcome.changes):
+        say(app, f"  {line}")
     moved = outcome.compaction.get("moved") or []
-    line = f"recorded iteration {outcome.iteration} of {program} ({outcome.status}), {outcome.size} bytes"
     if moved:
-        line += f"; compaction moved {len(moved)} item(s) to archive/{program}/"
-    say(app, line)
+        folded = sum(1 for m in moved if m["kind"] == "iteration")
+        what = plural(folded, "iteration") + " folded into range lines" if folded else plural(len(moved), "item")
+        say(app, f"  compaction: {what}; the full text is in archive/{program}/")
 
 
 @click.command("compact")
@@ -240,7 +269,7 @@ def record_cmd(
 @click.option("--details", is_flag=True, help="With --dry-run: one line per entry, lesson and avenue that would move.")
 @click.option("--max-bytes", type=SIZE, help="Byte budget for this run, such as 30720 or 30KB (overrides config).")
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
-@example("statefile compact --all --dry-run    ·    statefile compact memory/perf.md --max-bytes 8192")
+@example("statefile compact --all --dry-run", "statefile compact memory/perf.md --max-bytes 8KB")
 @pass_app
 def compact_cmd(
     app: AppContext,
@@ -275,7 +304,7 @@ def compact_cmd(
     results = []
     failures: list[tuple[str, StatefileError]] = []
     if all_programs:
-        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
+        jobs = [(app, name) for name in sorted(state_files(app.reader(), app.globs))]
         # What cannot be read cannot be compacted: an error at the end, never a silent skip.
         failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
     names = [name for _, name in jobs]
@@ -287,7 +316,7 @@ def compact_cmd(
             try:
                 compactor = compactor_for(ctx)
                 outcome = compact_program(
-                    ctx.store(),
+                    ctx.reader() if dry_run else ctx.writer(),
                     name,
                     compaction_policy(ctx.config(), aggressive=aggressive, now=now),
                     dry_run=dry_run,
@@ -302,14 +331,30 @@ def compact_cmd(
             results.append(outcome)
     if app.as_json:
         emit_json(
-            [{"program": r.program, "commit": r.commit, "dry_run": r.dry_run, **r.report.as_dict()} for r in results]
+            [
+                {
+                    "program": r.program,
+                    "commit": r.commit,
+                    "dry_run": r.dry_run,
+                    "heading_restored": r.heading_restored,
+                    **r.report.as_dict(),
+                }
+                for r in results
+            ]
         )
         return
     for r in results:
+        restored = "would restore" if r.dry_run else "restored"
         if not r.report.changed:
-            say(app, f"{r.program}: nothing to compact ({r.report.bytes_after} bytes)")
+            size = f"{r.report.bytes_after:,} of {r.report.max_bytes:,} bytes"
+            if r.heading_restored:
+                say(app, f"{r.program}: nothing to compact ({size}); {restored} the ⚙️ Machine State heading")
+            else:
+                say(app, f"{r.program}: nothing changed — nothing to compact ({size})")
             continue
         say(app, f"{r.program}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
+        if r.heading_restored:
+            say(app, f"  {restored} the ⚙️ Machine State heading")
         if r.dry_run and not app.quiet:
             for line in dry_run_summary(r.report):
                 click.echo(f"  {line}")
@@ -367,7 +412,7 @@ def _spans(numbers: list[int]) -> str:
 @click.argument("targets", nargs=-1)
 @click.option("--all", "all_programs", is_flag=True, help="Every program on the branch (or in the folder).")
 @click.option("--dry-run", is_flag=True, help="Say what would be repaired; change nothing.")
-@example("statefile repair perf --dry-run    ·    statefile --remote origin repair --all")
+@example("statefile repair perf --dry-run", "statefile --remote origin repair --all")
 @pass_app
 def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dry_run: bool) -> None:
     """Fix what `check` warns about that has one right answer; archive everything taken out.
@@ -393,12 +438,12 @@ def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dr
     outcomes: list[RepairOutcome] = []
     failures: list[tuple[str, StatefileError]] = []
     if all_programs:
-        jobs = [(app, name) for name in sorted(state_files(app.store(), app.globs))]
+        jobs = [(app, name) for name in sorted(state_files(app.reader(), app.globs))]
         # What cannot be read cannot be repaired: an error at the end, never a silent skip.
         failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
     for ctx, name in jobs:
         try:
-            outcomes.append(repair_program(ctx.store(), name, dry_run=dry_run))
+            outcomes.append(repair_program(ctx.reader() if dry_run else ctx.writer(), name, dry_run=dry_run))
         except StatefileError as exc:
             if not all_programs:
                 raise
@@ -457,15 +502,17 @@ def edit_cmd(app: AppContext, program: str) -> None:
     """Edit PROGRAM.md in $EDITOR; the result is validated and committed (or refused, keeping your text)."""
 
     _writable_program(program)
-    store = app.store()
+    store = app.writer()
     original = store.read_text(program)
     if original is None:
-        raise NotFoundError(f"no program '{program}'; 'statefile init {program}' creates it")
+        raise missing_program(store, program, hint=f"'statefile init {program}' creates it")
     edited = _run_editor(program, original)
     if edited is None or edited == original:
-        say(app, "no changes")
+        unchanged(app, "the editor left the text as it was")
         return
-    outcome = check_document(program, parse(edited), store.max_bytes)
+    parsed = parse(edited)
+    restored = restore_heading(parsed)
+    outcome = check_document(program, restored, store.max_bytes)
     if not outcome.ok:
         saved = _keep_text(program, edited)
         raise UsageError(f"edit refused: {outcome.errors[0]}; your text is saved in {saved}")
@@ -476,6 +523,8 @@ def edit_cmd(app: AppContext, program: str) -> None:
         click.echo(f"statefile: your edited text is saved in {saved}", err=True)
         raise
     say(app, f"saved {program}.md" + (f" ({commit[:10]})" if commit else ""))
+    if restored is not parsed:
+        say(app, "  restored the ⚙️ Machine State heading the scheduler looks for (the edit had changed it)")
 
 
 def _run_editor(program: str, original: str) -> str | None:
@@ -516,19 +565,17 @@ def _keep_text(program: str, text: str) -> Path:
 
 
 @click.group("lesson")
+@example(
+    'statefile lesson add perf "Radix beats comparison sort above 1k rows"',
+    'statefile lesson remove perf 2 --reason "superseded"',
+)
 def lesson_group() -> None:
-    """Manage lessons: add, remove (to the archive, restorable), restore, pin, unpin, promote to _shared.md.
-
-    \b
-    Example:
-      statefile lesson add perf "Radix beats comparison sort above 1k rows"
-      statefile lesson remove perf 2 --reason "superseded"
-    """
+    """Manage lessons: add, remove (to the archive, restorable), restore, pin, unpin, promote to _shared.md."""
 
 
 @lesson_group.command("list")
 @click.argument("program")
-@example("statefile lesson list perf    ·    statefile lesson list _shared --json")
+@example("statefile lesson list perf", "statefile lesson list _shared --json")
 @pass_app
 def lesson_list(app: AppContext, program: str) -> None:
     """List PROGRAM's lessons with the numbers `lesson remove/pin/unpin/promote` take (📌 pinned, expiry dates)."""
@@ -568,7 +615,14 @@ def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | 
     """Add a lesson to PROGRAM (adding one that is already there changes nothing)."""
 
     day = expires.date() if expires else None
-    _edit_lessons(app, program, "add", lambda doc: add_lesson(doc, text, expires=day, pinned=pin))
+    _edit_lessons(
+        app,
+        program,
+        lambda doc: add_lesson(doc, text, expires=day, pinned=pin),
+        done=f"added the lesson to {program}",
+        noop=f"{program} already has this lesson",
+        verb="add",
+    )
 
 
 @lesson_group.command("remove")
@@ -582,28 +636,30 @@ def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> 
 
     today = dt.datetime.now(dt.timezone.utc).date()
 
+    store = app.writer()
+
     def apply(doc: StateDocument | None) -> Change:
         if doc is None:
-            raise NotFoundError(f"no program '{program}'")
+            raise missing_program(store, program)
         new, chunk = remove_lesson(doc, _selector(selector), reason=reason, today=today)
         what, body = unwrap_chunk(chunk)
         return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md")
 
-    commit = app.store().update(program, apply, f"statefile: remove a lesson from {program}").commit
+    commit = store.update(program, restoring_heading(apply), f"statefile: remove a lesson from {program}").commit
     say(app, f"moved the lesson to archive/{program}/" + (f" ({commit[:10]})" if commit else ""))
 
 
 @lesson_group.command("restore")
 @click.argument("program")
 @click.argument("selector", required=False)
-@example("statefile lesson restore perf            # list restorable lessons\n  statefile lesson restore perf 1")
+@example("statefile lesson restore perf", "statefile lesson restore perf 1")
 @pass_app
 def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
     """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones)."""
 
-    store = app.store()
+    store = app.reader() if selector is None else app.writer()
     if store.read_text(program) is None:
-        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        raise missing_program(store, program)
     texts = [store.read_archive(program, part) for part in store.archive_parts(program)]
     if selector is None:
         candidates = restorable_lessons(texts)
@@ -620,27 +676,41 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
 
     def apply(doc: StateDocument | None) -> Change:
         if doc is None:
-            raise NotFoundError(f"no program '{program}'")
+            raise missing_program(store, program)
         # Re-read the archive as of this attempt: a concurrent restore of the same lesson must be refused.
         current = [store.read_archive(program, part) for part in store.archive_parts(program)]
         tombstone = find_tombstone(current, _selector(selector))
         what, body = unwrap_chunk(restored_chunk(tombstone, today=today))
         return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what)
 
-    commit = store.update(program, apply, f"statefile: restore a lesson of {program}").commit
+    commit = store.update(program, restoring_heading(apply), f"statefile: restore a lesson of {program}").commit
     say(app, "restored the lesson" + (f" ({commit[:10]})" if commit else ""))
 
 
-def _edit_lessons(app: AppContext, program: str, verb: str, edit: Callable[[StateDocument], StateDocument]) -> None:
-    """Apply ``edit`` to an existing program's document in one commit and say so."""
+def _edit_lessons(
+    app: AppContext, program: str, edit: Callable[[StateDocument], StateDocument], *, done: str, noop: str, verb: str
+) -> None:
+    """Apply ``edit`` to an existing program's document in one commit; say what happened, or that nothing did.
 
-    def apply(doc: StateDocument | None) -> StateDocument:
+    ``done`` is said when the lessons changed, ``noop`` (after "nothing changed: ") when ``edit`` changed nothing.
+    A drifted Machine State heading is restored either way.
+    """
+    store = app.writer()
+
+    def apply(doc: StateDocument | None) -> Change[bool]:
         if doc is None:
-            raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
-        return edit(doc)
+            raise missing_program(store, program)
+        new = edit(doc)
+        return Change(new, detail=new.render() != doc.render())
 
-    commit = app.store().update(program, apply, f"statefile: {verb} a lesson of {program}").commit
-    say(app, f"{verb}: done" + (f" ({commit[:10]})" if commit else ""))
+    result = store.update(program, restoring_heading(apply), f"statefile: {verb} a lesson of {program}")
+    commit = f" ({result.commit[:10]})" if result.landed and result.commit else ""
+    if result.detail:
+        say(app, f"{done}{commit}")
+    elif result.landed:
+        say(app, f"nothing changed in the lessons: {noop}; restored the ⚙️ Machine State heading{commit}")
+    else:
+        unchanged(app, noop)
 
 
 def _selector(selector: str) -> int | str:
@@ -655,7 +725,14 @@ def _selector(selector: str) -> int | str:
 def lesson_pin(app: AppContext, program: str, selector: str) -> None:
     """Pin lesson SELECTOR of PROGRAM so compaction never prunes it."""
 
-    _edit_lessons(app, program, "pin", lambda doc: pin_lesson(doc, _selector(selector)))
+    _edit_lessons(
+        app,
+        program,
+        lambda doc: pin_lesson(doc, _selector(selector)),
+        done="pinned the lesson (compaction never prunes it)",
+        noop="the lesson is already pinned",
+        verb="pin",
+    )
 
 
 @lesson_group.command("unpin")
@@ -666,7 +743,14 @@ def lesson_pin(app: AppContext, program: str, selector: str) -> None:
 def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
     """Unpin lesson SELECTOR of PROGRAM (compaction may prune it again)."""
 
-    _edit_lessons(app, program, "unpin", lambda doc: unpin_lesson(doc, _selector(selector)))
+    _edit_lessons(
+        app,
+        program,
+        lambda doc: unpin_lesson(doc, _selector(selector)),
+        done="unpinned the lesson",
+        noop="the lesson is not pinned",
+        verb="unpin",
+    )
 
 
 @lesson_group.command("promote")
@@ -677,10 +761,48 @@ def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
 def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     """Copy lesson SELECTOR of PROGRAM into _shared.md, which `render` shows to every program."""
 
-    doc = require_program(app, program)
+    store = app.writer()
+    doc = store.read(program)
+    if doc is None:
+        raise missing_program(store, program)
 
     def apply(shared: StateDocument | None) -> StateDocument:
         return promote_lesson(doc, _selector(selector), shared, program=program)
 
-    commit = app.store().update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md").commit
-    say(app, "promoted to _shared.md" + (f" ({commit[:10]})" if commit else ""))
+    result = store.update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md")
+    if not result.landed:
+        unchanged(app, "_shared.md already has this lesson")
+        return
+    say(app, "promoted to _shared.md" + (f" ({result.commit[:10]})" if result.commit else ""))
+
+
+@click.command("sync")
+@click.option("--dry-run", is_flag=True, help="Say what would be pushed or replayed; change nothing.")
+@example("statefile --remote origin sync --dry-run", "statefile --remote origin sync")
+@pass_app
+def sync_cmd(app: AppContext, dry_run: bool) -> None:
+    """Bring the local memory branch and the remote's together, losing nothing.
+
+    Local commits the remote lacks (written without --remote) are pushed when the remote has not moved since;
+    when both sides moved, each local-only commit is replayed onto the remote's tip: a record is recorded again
+    (it gets the next free iteration number), other changes are taken where the remote left the file alone and
+    otherwise kept verbatim in the program's archive.  The local commits stay under refs/statefile/kept/….
+    """
+
+    store = app.store()
+    if not isinstance(store, GitStore):
+        raise UsageError("sync works on a branch with --remote; a --dir folder has nothing to sync")
+    now = datetime.now(timezone.utc)
+    outcome = sync_branch(store, compaction_policy(app.config(), now=now), now=now, dry_run=dry_run)
+    if app.as_json:
+        emit_json({"dry_run": dry_run, **outcome.as_dict()})
+        return
+    if outcome.action == "nothing":
+        unchanged(app, f"the local branch {store.branch} has no commits that {store.remote} lacks")
+        return
+    verb = {"pushed": "would push" if dry_run else "pushed", "replayed": "would replay" if dry_run else "replayed"}
+    say(app, f"{verb[outcome.action]} {plural(outcome.commits, 'local-only commit')} to {store.remote}")
+    for step in outcome.steps:
+        say(app, f"  {step}")
+    if outcome.kept:
+        say(app, f"  the local commits are kept at {outcome.kept}")

@@ -43,7 +43,7 @@ from statefile.errors import UsageError
 from statefile.model.document import StateDocument
 from statefile.model.history import STATUS_GLYPHS, Entry, Iteration, IterationRange
 from statefile.model.sections import SECTION_KINDS
-from statefile.model.text import line_body, split_lines
+from statefile.model.text import line_body, plural, split_lines
 from statefile.policy.pruning import is_pinned
 
 LEVELS = ("index", "timeline", "full")
@@ -469,7 +469,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     lessons = counts.get("lesson", 0) + counts.get("shared", 0)
     highest = doc.highest_iteration
     add(
-        f"- memory: {counts.get('iteration', 0)} iterations, {counts.get('range', 0)} ranges"
+        f"- memory: {plural(counts.get('iteration', 0), 'iteration')}, {plural(counts.get('range', 0), 'range')}"
         + (f" (up to #{highest})" if highest else "")
         + f", {lessons} lessons"
         + (f" ({counts['shared']} shared)" if counts.get("shared") else "")

@@ -18,7 +18,7 @@ from typing import Any
 from statefile.model.blocks import scan_blocks
 from statefile.model.document import StateDocument
 from statefile.model.history import is_entry_heading
-from statefile.model.text import utf8_size
+from statefile.model.text import plural, utf8_size
 from statefile.policy.pruning import is_pinned
 
 # Compaction turns aggressive above this share of the budget (FORMAT.md: "above 80% of the budget keep only 5").
@@ -119,9 +119,10 @@ def pressure_lines(report: dict[str, Any], *, program: str | None = None) -> lis
         + (f" ({percent}% of budget)" if percent is not None else "")
         + f", ~{report['tokens']:,} tokens to read"
         + (" — OVER BUDGET" if report["over_budget"] else ""),
-        f"  entries: {counts['iterations']} detailed, {counts['ranges']} ranges"
+        f"  entries: {counts['iterations']} detailed, {plural(counts['ranges'], 'range')}"
         + (f", {counts['other_entries']} other" if counts["other_entries"] else "")
-        + f"; archived: {counts['archived_entries']} entries in {counts['archive_parts']} parts",
+        + f"; archived: {plural(counts['archived_entries'], 'entry', 'entries')} in "
+        + plural(counts["archive_parts"], "part"),
         f"  lessons: {counts['lessons']} ({counts['pinned_lessons']} pinned); foreclosed: {counts['foreclosed']};"
         f" future directions: {counts['future']}",
     ]
@@ -135,7 +136,7 @@ def pressure_lines(report: dict[str, Any], *, program: str | None = None) -> lis
         )
     else:
         lines.append(
-            f"  about {report['records_until_aggressive']} more records before compaction turns aggressive "
+            f"  about {plural(report['records_until_aggressive'], 'more record')} before compaction turns aggressive "
             f"(typical entry ~{report['typical_entry_bytes']} B)"
         )
     return lines

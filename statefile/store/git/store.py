@@ -29,6 +29,7 @@ import os
 import random
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from typing import NamedTuple
 
 from statefile.errors import (
     BudgetError,
@@ -112,6 +113,33 @@ def clean_message(message: str) -> str:
     except UnicodeEncodeError:
         raise UsageError("the commit message is not valid Unicode text; remove undecodable characters") from None
     return text + "\n"
+
+
+class BranchState(NamedTuple):
+    """Where the branch is, here and on the remote side, for saying where a read comes from and refusing a write
+    that would fork the memory (see :meth:`GitStore.branch_state`)."""
+
+    #: The local branch's commit (``refs/heads/<branch>``), or ``None``.
+    local: str | None
+    #: The remote-tracking ref compared with (the remote's, or origin's/another remote's copy), or "".
+    tracking_ref: str
+    #: Its commit, or ``None`` (with a remote: the remote has no such branch, as of the fetch).
+    tracking: str | None
+    #: Commits the local branch has that the tracking copy lacks, and the other way round.
+    ahead: int
+    behind: int
+    #: How messages name the tracking copy: ``origin/memory/autoloop``.
+    tracking_name: str
+
+    @property
+    def exists(self) -> bool:
+        """Whether there is anything to read: the local branch or a remote-tracking copy of it."""
+        return self.local is not None or self.tracking is not None
+
+    @property
+    def diverged(self) -> bool:
+        """Both sides have commits the other lacks."""
+        return self.ahead > 0 and self.behind > 0
 
 
 class GitStore(Store):
@@ -220,6 +248,111 @@ class GitStore(Store):
             if oid is not None:
                 return oid
         return None if self._remote is not None else self._refs.read().tracking_tip
+
+    def branch_state(self) -> BranchState:
+        """The local branch against its remote-tracking copy (the remote's, after :meth:`fetch`).
+
+        Two git processes at most (``for-each-ref``, and ``rev-list --count`` when the two differ); nothing is
+        fetched here.
+        """
+        state = self._refs.read()
+        if self._remote is not None:
+            ref = self._remote.tracking_ref
+            tracking = state.tracking.get(ref)
+            name = self._remote.display
+        else:
+            ref, tracking = next(iter(state.tracking.items()), ("", None))
+            name = ref.removeprefix("refs/remotes/")
+        ahead = behind = 0
+        if state.local is not None and tracking is not None and state.local != tracking:
+            out = self._git.run("rev-list", "--left-right", "--count", f"{state.local}...{tracking}")
+            left, _, right = out.decode("ascii", "replace").strip().partition("\t")
+            ahead, behind = int(left or 0), int(right or 0)
+        elif state.local is not None and tracking is None and self._remote is not None:
+            out = self._git.run("rev-list", "--count", state.local)
+            ahead = int(out.decode("ascii", "replace").strip() or 0)
+        return BranchState(state.local, ref, tracking, ahead, behind, name)
+
+    def pin(self, commit: str) -> None:
+        """Make reads see ``commit`` (e.g. the remote's tip when the local branch has diverged from it).
+
+        Writes are unaffected; the next :meth:`fetch` unpins.
+        """
+        self._pinned = commit
+
+    # -- reconciling a local branch with the remote's (statefile sync) -------------------------------------------
+
+    def local_only_commits(self) -> list[tuple[str, str | None, str, list[str]]]:
+        """The local branch's commits the remote-tracking copy lacks, oldest first: ``(commit, first parent or
+        None, message, changed paths)``."""
+        state = self.branch_state()
+        if state.local is None:
+            return []
+        spec = [state.local] if state.tracking is None else [f"{state.tracking}..{state.local}"]
+        out = self._git.run("rev-list", "--reverse", "--first-parent", "--parents", *spec)
+        commits = []
+        for row in out.decode("ascii", "replace").splitlines():
+            ids = row.split()
+            if not ids:
+                continue
+            commit, parent = ids[0], (ids[1] if len(ids) > 1 else None)
+            message = self._git.run("log", "-1", "--format=%B", commit).decode("utf-8", "replace").strip()
+            diff = ["diff-tree", "-r", "-z", "--name-only", "--no-commit-id"]
+            diff += [parent, commit] if parent else ["--root", commit]
+            paths = [p for p in self._git.run(*diff).decode("utf-8", "surrogateescape").split("\0") if p]
+            commits.append((commit, parent, message, paths))
+        return commits
+
+    def file_at(self, commit: str | None, path: str) -> str | None:
+        """The text of ``path`` at ``commit`` (``None`` when it does not exist there, or for no commit)."""
+        validate_path(path)
+        return self._read_at(commit, path)
+
+    def set_aside_local(self, keep_ref: str) -> None:
+        """Keep the local branch's commits under ``keep_ref``, then move the local branch to the remote-tracking
+        copy (compare-and-swap: refused if the branch moved meanwhile).  Nothing is lost: ``keep_ref`` holds them."""
+        state = self._state()
+        self._check_writable(state)
+        tracking = self.branch_state().tracking
+        if state.local is None or tracking is None:
+            raise UsageError(f"nothing to set aside: {self.branch} needs a local branch and the remote's copy")
+        self._refs.set(keep_ref, state.local, "sync: keep the local-only commits")
+        outcome, _ = self._refs.cas(self._local_ref, tracking, state.local, "sync: start from the remote's tip")
+        if not outcome.done:
+            raise ConflictError(
+                f"{self._local_ref} moved while statefile sync was starting; nothing was changed — run it again "
+                f"(the local commits are also kept at {keep_ref})"
+            )
+        self._pinned = None
+
+    def publish(self) -> str | None:
+        """Push the local branch to the remote, never forced (the remote's commits must all be in it).
+
+        Returns the remote's tip afterwards.  For a local branch ahead of the remote, or a remote without the
+        branch: the local commits (written without ``--remote``) reach the remote unchanged.
+        """
+        if self._remote is None:
+            raise UsageError("publishing needs a remote; open the store with remote='origin'")
+        tip, _wrote, _attempts = self._transact(lambda base: base, "publish the local branch")
+        return tip or None
+
+    def branch_names(self) -> list[str]:
+        """Names of the branches here, local and remote-tracking (``origin/x`` read as ``x``), sorted, once each.
+
+        For "did you mean" when a ``--branch`` does not exist.
+        """
+        out = self._git.run("for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")
+        names = set()
+        for ref in out.decode("utf-8", "surrogateescape").split("\n"):
+            if ref.startswith("refs/heads/"):
+                names.add(ref.removeprefix("refs/heads/"))
+            elif ref.startswith("refs/remotes/") and not ref.endswith("/HEAD"):
+                names.add(ref.removeprefix("refs/remotes/").partition("/")[2])
+        return sorted(name for name in names if name)
+
+    def remote_names(self) -> list[str]:
+        """The remotes configured in this repository (``git remote``)."""
+        return self._git.run("remote").decode("utf-8", "surrogateescape").split()
 
     # -- reading objects -----------------------------------------------------------------------------------------
 

@@ -1,0 +1,161 @@
+"""Every example a command's ``--help`` shows runs, as printed, against a prepared repository and exits 0.
+
+The examples are read from the help text itself (the "Example:"/"Examples:" block of every command and
+subcommand), so an example added, changed or broken later is caught here.  Each runs on a fresh copy of one
+prepared repository: a bare remote ``origin`` and a clone whose memory branch holds ``perf`` (60 iterations,
+compacted, a removed lesson to restore), with ``memory/perf.md`` in the work tree, an export ``memory.json`` and
+the scheduler's ``autoloop.json``.  Paths under ``/tmp/gh-aw/`` are mapped into the copy; ``EDITOR`` is replaced by
+a command that changes nothing (no one is there to type).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from gitutil import git, make_repos
+
+from statefile.cli import COMMANDS, cli
+from statefile.cli.run import invoke
+from statefile.model.synthetic import synthetic_state
+from statefile.store import Store
+
+_BLOCK = re.compile(r"^\s*Examples?:\s*$")
+
+
+def _commands() -> Iterator[tuple[list[str], click.Command]]:
+    ctx = click.Context(cli, info_name="statefile")
+    for name in sorted(COMMANDS):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        yield [name], command
+        if isinstance(command, click.Group):
+            for sub in sorted(command.commands):
+                yield [name, sub], command.commands[sub]
+
+
+def _help(path: list[str], command: click.Command) -> str:
+    result = CliRunner().invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def examples() -> list[tuple[str, str]]:
+    """``(command path, example line)`` for every example in every help text."""
+    found: list[tuple[str, str]] = []
+    for path, command in _commands():
+        lines = _help(path, command).splitlines()
+        for index, line in enumerate(lines):
+            if not _BLOCK.match(line):
+                continue
+            for example in lines[index + 1 :]:
+                if not example.strip():
+                    break
+                found.append((" ".join(path), example.strip()))
+    return found
+
+
+EXAMPLES = examples()
+
+
+def test_every_command_shows_an_example() -> None:
+    shown = {path for path, _ in EXAMPLES}
+    for path, _ in _commands():
+        assert " ".join(path) in shown, f"statefile {' '.join(path)} --help shows no example"
+    assert len(EXAMPLES) >= 30
+
+
+def test_help_texts_have_no_runs_of_spaces_in_prose() -> None:
+    for path, command in _commands():
+        for line in _help(path, command).splitlines():
+            if line.startswith(("Options:", "Commands:")):
+                break  # the option and command columns are laid out by click
+            text = line.strip()
+            if text.startswith(("statefile", "EDITOR", "Usage:")) or not text:
+                continue
+            assert "  " not in text.replace(".  ", ". "), (path, line)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("examples")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x.invalid"}  # fmt: skip
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    cwd = Path.cwd()
+    try:
+        repos = make_repos(root)
+        git("remote", "set-url", "origin", "../remote.git", cwd=repos.work)
+        with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
+            store.write_files({"perf.md": synthetic_state("perf", 60, seed=2, lessons=5)}, "seed")
+        os.chdir(repos.work)
+        for args in (
+            ["--remote", "origin", "compact", "perf"],
+            ["--remote", "origin", "lesson", "add", "perf", "Use for...of over typed arrays"],
+            ["--remote", "origin", "lesson", "remove", "perf", "1", "--reason", "superseded"],
+            ["--remote", "origin", "export", "--out", "memory.json"],
+        ):
+            assert invoke(cli, args) == 0, args
+        with Store.open(repos.work, remote="origin") as store:
+            text = store.read_text("perf") or ""
+        (repos.work / "memory").mkdir()
+        (repos.work / "memory" / "perf.md").write_text(text, encoding="utf-8")
+        (root / "gh-aw").mkdir()
+        autoloop = {"selected": "perf", "selected_file": ".autoloop/programs/perf.md", "state_file_size_bytes": 0,
+                    "state_file_max_bytes": 30720, "no_programs": False}  # fmt: skip
+        (root / "gh-aw" / "autoloop.json").write_text(json.dumps(autoloop, indent=2) + "\n")
+    finally:
+        os.chdir(cwd)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return root
+
+
+@pytest.mark.parametrize(("command", "line"), EXAMPLES, ids=[f"{c}: {e[10:50]}" for c, e in EXAMPLES])
+def test_help_example_runs(
+    command: str,
+    line: str,
+    template: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "copy"
+    shutil.copytree(template, root, symlinks=True)
+    work = root / "work"
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # `demo --keep` keeps its repositories here
+    monkeypatch.setenv("STATEFILE_AUTOLOOP_JSON", str(root / "gh-aw" / "autoloop.json"))
+    for key in ("STATEFILE_REMOTE", "STATEFILE_BRANCH", "STATEFILE_DIR", "STATEFILE_JSON"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step-summary.md"))
+    words = [os.path.expandvars(word) for word in shlex.split(line.replace("/tmp/gh-aw/", f"{root}/gh-aw/"))]
+    redirect = None
+    if ">" in words:  # `… > perf.csv`: what the shell would do
+        redirect = work / words[words.index(">") + 1]
+        words = words[: words.index(">")]
+    while words and re.match(r"^[A-Z_]+=", words[0]):
+        name, _, _value = words.pop(0).partition("=")
+        monkeypatch.setenv(name, "true" if name == "EDITOR" else _value)  # nobody is there to use vim
+    assert words[0] == "statefile", line
+    args = [match for word in words[1:] for match in (sorted(glob.glob(word)) if "*" in word else [word])]
+    code = invoke(cli, args)
+    captured = capsys.readouterr()
+    assert code == 0, f"`{line}` exited {code}: {captured.err}"
+    assert "Traceback" not in captured.err
+    if redirect is not None:
+        redirect.write_text(captured.out)
