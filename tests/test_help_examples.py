@@ -104,6 +104,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ["--remote", "origin", "compact", "perf"],
             ["--remote", "origin", "lesson", "add", "perf", "Use for...of over typed arrays"],
             ["--remote", "origin", "lesson", "remove", "perf", "1", "--reason", "superseded"],
+            ["--remote", "origin", "lesson", "promote", "perf", "1"],
             ["--remote", "origin", "export", "--out", "memory.json"],
         ):
             assert invoke(cli, args) == 0, args

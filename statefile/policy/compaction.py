@@ -19,16 +19,15 @@ The resolution and the layout of the new history live in :mod:`statefile.policy.
 
 Modes.  The normal pass always runs.  When its result is over ``aggressive_at`` of the budget, aggressive steps
 follow until the file is at most ``low_water`` of the budget: keep only ``keep_recent_aggressive`` entries and
-``max_ranges_aggressive`` ranges; then duplicate lessons collapse, a Foreclosed Avenues list beyond a page
-consolidates, and the oldest unpinned lessons and avenues go (those marked important last), only as far as the
-low-water mark needs and never below the aggressive floors.  Lessons and avenues are never pruned in the normal
-pass (unless ``max_lessons`` sets a hard cap): a file under budget keeps every one of them.  When still over
-``max_bytes``, the last resort gives things up one at a time, only as far as needed, in this order: the older
-remaining entries (oldest first), range lines (merged down to one, then without their summaries: the archive has
-them), the oldest unpinned lessons (marked important last), the oldest unpinned avenues and, only as the very last
-step, the newest detailed entry (the one just recorded), which then lives on as a range line and verbatim in the
-archive.  If even that does not fit, :class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`)
-says which sections take the bytes.
+``max_ranges_aggressive`` ranges; then a Foreclosed Avenues list beyond a page consolidates and, while still
+above the threshold, its oldest entries go (never below ``max_foreclosed_aggressive``).  Lessons are pruned only
+when the file does not fit its budget otherwise (unless ``max_lessons`` sets a hard cap): a file that fits keeps
+every one of them.  When still over ``max_bytes``, the last resort gives things up one at a time, only as far as
+needed, in this order: the older remaining entries (oldest first), range lines (merged down to one, then without
+their summaries: the archive has them), duplicate lessons, the oldest unpinned lessons (marked important last),
+the oldest unpinned avenues and, only as the very last step, the newest detailed entry (the one just recorded),
+which then lives on as a range line and verbatim in the archive.  If even that does not fit,
+:class:`CompactionBudgetError` (a :class:`statefile.errors.BudgetError`) says which sections take the bytes.
 """
 
 from __future__ import annotations
@@ -85,7 +84,8 @@ class CompactionPolicy:
     max_ranges_aggressive: int = 3
     band_span: int = 10
     #: A hard cap on lessons (duplicates collapse, then the oldest go); ``None``, the default: lessons are pruned
-    #: only when the budget needs the space (aggressive mode, down to ``max_lessons_aggressive``; the last resort).
+    #: only when the file does not fit ``max_bytes`` otherwise.  ``max_lessons_aggressive`` is kept for
+    #: compatibility and no longer used: above the aggressive threshold lessons stay.
     max_lessons: int | None = None
     max_lessons_aggressive: int = 10
     lesson_similarity: float = 0.8
@@ -226,10 +226,12 @@ class _Params:
     keep: int
     max_ranges: int
     text_cap: int
-    #: ``None``: no limit.  Lessons and avenues are pruned only when the budget needs it: a limit is set in
-    #: aggressive mode (as far as the low-water mark needs, down to the aggressive floor) and by the last resort.
+    #: ``None``: no limit.  Lessons are pruned only when the file does not fit its budget otherwise (the last
+    #: resort), or under an explicit ``CompactionPolicy.max_lessons`` cap.
     max_lessons: int | None = None
-    #: Collapse duplicate lessons, consolidate a Foreclosed Avenues list beyond a page (aggressive mode).
+    #: Collapse duplicate lessons (the last resort's first lesson step; always with a ``max_lessons`` limit).
+    collapse_lessons: bool = False
+    #: Consolidate a Foreclosed Avenues list beyond a page (aggressive mode).
     consolidate_always: bool = False
     max_foreclosed: int | None = None
     force_render: bool = False
@@ -467,7 +469,7 @@ class _Compactor:
                 similarity=policy.lesson_similarity,
                 today=policy.today,
                 order_newest_last=self.order_lessons,
-                collapse=params.consolidate_always or params.max_lessons is not None,
+                collapse=params.collapse_lessons or params.max_lessons is not None,
                 why=params.why,
             )
             candidate.lessons_kept, candidate.lessons_unpinned = _left(texts, plan)
@@ -625,57 +627,48 @@ _OVER_BUDGET = "(the file was over its byte budget)"
 
 
 def _prune_lists(work: _Compactor, params: _Params, candidate: _Candidate) -> tuple[_Params, _Candidate]:
-    """Aggressive mode, still above the low-water mark after the history: prune the lists, only as far as needed.
+    """Aggressive mode, still above the low-water mark after the history: consolidate Foreclosed Avenues.
 
-    First duplicate lessons collapse and a Foreclosed Avenues list beyond a page consolidates.  Then, while the
-    file is still above the aggressive threshold, the oldest unpinned lessons go (those marked important last),
-    never below the aggressive floor (``max_lessons_aggressive``); then the oldest avenues, down to
-    ``max_foreclosed_aggressive``.  Lessons are what the agent learned: the history folds to the low-water mark,
-    but lessons go only until the file is back under the threshold — each limit is the largest that gets there.
+    A list beyond a page consolidates similar entries (the upstream prompt's rule); then, while the file is still
+    above the aggressive threshold, the oldest unpinned avenues go, never below ``max_foreclosed_aggressive`` —
+    the largest limit that gets under the threshold, so no more goes than needed.  Lessons are left alone here:
+    they are what the agent learned, and go only when the file does not fit its budget (the last resort).
     """
     policy = work.policy
-    low = policy.aggressive_bytes
+    threshold = policy.aggressive_bytes
     params = replace(params, consolidate_always=True, why=_AGGRESSIVE)
     candidate = work.build(params)
+    if candidate.size <= threshold or candidate.foreclosed_kept <= policy.max_foreclosed_aggressive:
+        return params, candidate
+    base = params
 
-    def limit(count: int, floor: int, make: Callable[[int], _Params]) -> tuple[_Params, _Candidate]:
-        # The size grows with the limit: bisect for the largest limit that reaches low water, else the floor.
-        lo, hi = min(floor, count), count
-        best_params, best = make(lo), work.build(make(lo))
-        if best.size > low:
-            return best_params, best
-        while lo < hi:
-            middle = (lo + hi + 1) // 2
-            trial = work.build(make(middle))
-            if trial.size <= low:
-                lo, best_params, best = middle, make(middle), trial
-            else:
-                hi = middle - 1
+    def make(n: int) -> _Params:
+        return replace(base, max_foreclosed=n)
+
+    # The size grows with the limit: bisect for the largest limit that gets under the threshold, else the floor.
+    lo, hi = policy.max_foreclosed_aggressive, candidate.foreclosed_kept
+    best_params, best = make(lo), work.build(make(lo))
+    if best.size > threshold:
         return best_params, best
-
-    if candidate.size > low and candidate.lessons_kept > policy.max_lessons_aggressive:
-        base = params
-        params, candidate = limit(
-            candidate.lessons_kept, policy.max_lessons_aggressive, lambda n: replace(base, max_lessons=n)
-        )
-    if candidate.size > low and candidate.foreclosed_kept > policy.max_foreclosed_aggressive:
-        base = params
-        params, candidate = limit(
-            candidate.foreclosed_kept,
-            policy.max_foreclosed_aggressive,
-            lambda n: replace(base, max_foreclosed=n),
-        )
-    return params, candidate
+    while lo < hi:
+        middle = (lo + hi + 1) // 2
+        trial = work.build(make(middle))
+        if trial.size <= threshold:
+            lo, best_params, best = middle, make(middle), trial
+        else:
+            hi = middle - 1
+    return best_params, best
 
 
 def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) -> _Params | None:
     """The next smallest thing to give up when the file is still over budget, or ``None`` when nothing is left.
 
     The order says what matters most: older detailed entries go first (one at a time, oldest first), then range
-    lines merge down to one and lose their summaries (the archive keeps them), then the oldest unpinned lessons,
-    then the oldest unpinned foreclosed avenues.  The newest detailed entry (normally the one just recorded) is
-    the very last thing to fold: a file that fits only without it keeps it as a range line, with its full text in
-    the archive, rather than failing the write that recorded it.
+    lines merge down to one and lose their summaries (the archive keeps them), then duplicate lessons collapse and
+    the oldest unpinned lessons go (those marked important last), then the oldest unpinned foreclosed avenues.
+    The newest detailed entry (normally the one just recorded) is the very last thing to fold: a file that fits
+    only without it keeps it as a range line, with its full text in the archive, rather than failing the write
+    that recorded it.
     """
     history = work.history
     free = min(params.keep, len(history.free) if history is not None else 0)
@@ -685,6 +678,8 @@ def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) 
         return replace(params, max_ranges=min(params.max_ranges, candidate.groups) - 1)
     if not params.force_render and candidate.groups:
         return replace(params, force_render=True, text_cap=0)
+    if not params.collapse_lessons and candidate.lessons_unpinned > 0:
+        return replace(params, collapse_lessons=True)  # a duplicate goes before any lesson of its own
     if candidate.lessons_unpinned > 0:
         return replace(params, max_lessons=candidate.lessons_kept - 1)
     if candidate.foreclosed_unpinned > 0:

@@ -218,9 +218,8 @@ def _apply_limit(
     for i in sorted((i for i in live if not is_pinned(texts[i])), key=lambda i: (is_important(texts[i]), age[i])):
         if excess <= 0:
             break
-        plan.remove[i] = f"beyond the newest {limit} {noun}" + (
-            " (marked important, pruned last)" if is_important(texts[i]) else ""
-        )
+        reason = f"beyond the newest {limit} {noun}" + (f" {why}" if why else "")
+        plan.remove[i] = reason + (" (marked important: pruned last)" if is_important(texts[i]) else "")
         excess -= 1
 
 
