@@ -3,8 +3,9 @@
 The examples are read from the help text itself (the "Example:"/"Examples:" block of every command and
 subcommand), so an example added, changed or broken later is caught here.  Each runs on a fresh copy of one
 prepared repository: a bare remote ``origin`` and a clone whose memory branch holds ``perf`` (60 iterations,
-compacted, a removed lesson to restore), with ``memory/perf.md`` in the work tree, an export ``memory.json`` and
-the scheduler's ``autoloop.json``.  Paths under ``/tmp/gh-aw/`` are mapped into the copy; ``EDITOR`` is replaced by
+compacted, a removed lesson to restore), with ``memory/perf.md`` in the work tree, an export ``memory.json``, the
+scheduler's ``autoloop.json``, an agent output and a repo-memory folder.  Paths under ``/tmp/gh-aw/`` are mapped
+into the copy, the GitHub variables a gh-aw job has point at the copy's bare remote; ``EDITOR`` is replaced by
 a command that changes nothing (no one is there to type).
 """
 
@@ -116,6 +117,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         autoloop = {"selected": "perf", "selected_file": ".autoloop/programs/perf.md", "state_file_size_bytes": 0,
                     "state_file_max_bytes": 30720, "no_programs": False}  # fmt: skip
         (root / "gh-aw" / "autoloop.json").write_text(json.dumps(autoloop, indent=2) + "\n")
+        # What a gh-aw run leaves for the safe-output job and the prepare step.
+        item = {"type": "record_iteration", "program": "perf", "status": "accepted", "metric": "0.95"}
+        (root / "gh-aw" / "agent_output.json").write_text(json.dumps({"items": [item]}) + "\n")
+        shutil.copytree(repos.work / "memory", root / "gh-aw" / "repo-memory" / "autoloop")
     finally:
         os.chdir(cwd)
         for key, value in saved.items():
@@ -144,6 +149,10 @@ def test_help_example_runs(
     for key in ("STATEFILE_REMOTE", "STATEFILE_BRANCH", "STATEFILE_DIR", "STATEFILE_JSON"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step-summary.md"))
+    # A gh-aw job's environment, pointing at the copy: its bare remote stands for the GitHub repository.
+    monkeypatch.setenv("GITHUB_SERVER_URL", f"file://{root}")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "remote")
+    monkeypatch.setenv("GH_AW_AGENT_OUTPUT", str(root / "gh-aw" / "agent_output.json"))
     words = [os.path.expandvars(word) for word in shlex.split(line.replace("/tmp/gh-aw/", f"{root}/gh-aw/"))]
     redirect = None
     if ">" in words:  # `… > perf.csv`: what the shell would do
