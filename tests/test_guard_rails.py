@@ -142,6 +142,24 @@ def test_create_starts_a_program_and_the_scheduler_selected_one_needs_no_flag(
     assert "chosen.md" in git("ls-tree", "--name-only", BRANCH, cwd=repo.remote)
 
 
+def test_the_schedulers_first_run_starts_the_branch_but_a_mistyped_branch_never(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "first").mkdir()
+    repos = make_repos(tmp_path / "first")
+    monkeypatch.chdir(repos.work)
+    monkeypatch.delenv("STATEFILE_BRANCH", raising=False)
+    selection = tmp_path / "autoloop.json"
+    selection.write_text(json.dumps({"selected": "perf"}))
+    args = ["--remote", "origin", "record", "perf", "--status", "rejected", "--autoloop-json", str(selection)]
+    typo = sf(capsys, "--branch", "memory/autolop", *args)
+    assert typo.code == 3 and "no memory branch memory/autolop" in typo.error_line
+    first = sf(capsys, *args)
+    assert first.code == 0, first.err
+    assert "selected in" in first.out
+    assert git("ls-remote", "--heads", "origin", cwd=repos.work).count("refs/heads/memory/") == 1
+
+
 def test_without_remote_a_ci_clone_is_told_to_pass_it_not_forked(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:

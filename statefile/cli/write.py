@@ -231,7 +231,10 @@ def record_cmd(
         new_status=new_status,
     )
     app = app.with_summarizer(summarizer)
-    store = app.writer(create=create)
+    # The scheduler's first run: the program it selected may start the configured memory branch, never one named
+    # by a --branch flag (a typo there must not start a new memory).
+    first_run = own and not app.config().branch.source.startswith("flag")
+    store = app.writer(create=create or first_run)
     now = datetime.now(timezone.utc)
     compactor = compactor_for(app)
     outcome = record_iteration(
