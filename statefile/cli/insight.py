@@ -15,9 +15,8 @@ from pathlib import Path
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import list_programs, program_history
+from statefile.app.reading import list_programs, missing_program, program_history
 from statefile.cli.support import MISSING, display_width, emit_json, example, pass_app, say, table
-from statefile.errors import NotFoundError
 from statefile.views.history import HistoryRow, ProgramHistory
 from statefile.views.summary import step_summary, where_sentence
 
@@ -67,7 +66,7 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
     where its text lives.  Iterations known only from a range line appear as one aggregated row.
     """
 
-    history = program_history(app.store(), program)
+    history = program_history(app.reader(), program)
     rows = history.rows[-last:] if last else history.rows
     if app.as_json:
         emit_json({**history.as_dict(), "rows": [r.as_dict() for r in rows]})
@@ -119,13 +118,13 @@ def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, ma
     With PROGRAMS, only those.  GitHub renders the charts in the run's summary page (and in any markdown file).
     """
 
-    store = app.store()
+    store = app.reader(require_branch=False)  # a job summary on the very first run has nothing to show, not an error
     rows = list_programs(store, app.globs)
     if programs:
         known = {str(r["program"]) for r in rows}
         missing = [p for p in programs if p not in known]
         if missing:
-            raise NotFoundError(f"no program '{missing[0]}'; 'statefile list' shows the programs")
+            raise missing_program(store, missing[0])
         rows = [r for r in rows if r["program"] in programs]
     readable = [r for r in rows if r.get("status") != "unreadable"]
     recent = sorted(readable, key=lambda r: (str(r.get("last_run") or ""), str(r["program"])), reverse=True)
