@@ -37,7 +37,7 @@ def validate_program(name: str) -> str:
     reason = _program_problem(name)
     if reason:
         raise UsageError(
-            f"invalid program name {_shown(name) if isinstance(name, str) else repr(name)}: {reason}; use letters, "
+            f"invalid program name {name!r}: {reason}; use letters, "
             f"digits, '.', '_' and '-', starting with a letter or digit (at most {MAX_PROGRAM_LENGTH} characters)"
         )
     return name
@@ -85,10 +85,7 @@ def validate_branch(name: str) -> str:
     """Return ``name`` if ``refs/heads/{name}`` is a valid ref (git check-ref-format rules), else raise UsageError."""
     reason = _ref_problem(name, allow_slash=True) or _branch_problem(name)
     if reason:
-        raise UsageError(
-            f"invalid branch name {_shown(name) if isinstance(name, str) else repr(name)}: {reason}; use a git "
-            "branch name such as memory/autoloop"
-        )
+        raise UsageError(f"invalid branch name {name!r}: {reason}; use a git branch name such as memory/autoloop")
     return name
 
 
@@ -115,7 +112,7 @@ def validate_remote(name: str) -> str:
     reason = _ref_problem(name, allow_slash=False)
     if reason:
         raise UsageError(
-            f"invalid remote name {_shown(name)}: {reason}; pass the name of a configured remote (origin) or a URL "
+            f"invalid remote name {name!r}: {reason}; pass the name of a configured remote (origin) or a URL "
             "(https://github.com/OWNER/REPO.git)"
         )
     return name
@@ -137,11 +134,6 @@ def is_remote_url(text: object) -> bool:
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
         return False
     return bool(_URL_RE.fullmatch(text) or _SCP_RE.fullmatch(text))
-
-
-def _shown(text: str, limit: int = 80) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a 100 KB argument is not echoed in full)."""
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text)} characters)"
 
 
 def _ref_problem(name: object, *, allow_slash: bool) -> str:
@@ -181,8 +173,7 @@ def validate_path(path: str) -> str:
     """
     reason = _path_problem(path)
     if reason:
-        shown = _shown(path) if isinstance(path, str) else repr(path)
-        raise UsageError(f"invalid file path {shown}: {reason}; use a relative path like archive/perf/0001.md")
+        raise UsageError(f"invalid file path {path!r}: {reason}; use a relative path like archive/perf/0001.md")
     return path
 
 
