@@ -28,8 +28,10 @@ mkfifo "$req/done"
 printf '%s\0' "$@" > "$req/argv"
 env -0 > "$req/env"
 printf '%s' "$PWD" > "$req/cwd"
+exec 3<>"$req/done"   # opened read-write: no blocking open, and a time limit on the answer below
 printf '%s\n' "$req" > "__FIFO__"
-read -r code < "$req/done"
+if ! read -t 600 -r code <&3; then echo "statefile (test fork server): no answer in 600 s" >&2; code=70; fi
+exec 3<&-
 cat "$req/stdout"
 cat "$req/stderr" >&2
 rm -rf "$req"
@@ -110,14 +112,16 @@ def serve(fifo: Path) -> None:
     import statefile.cli.write  # noqa: F401
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    while True:
-        with open(fifo) as fh:
-            for line in fh:
-                request = line.strip()
-                if request == "STOP":
-                    return
-                if request and os.fork() == 0:
-                    _child(Path(request))
+    # Opened for reading *and* writing: the server itself keeps a writer, so the FIFO never reaches end-of-file and
+    # is never closed and reopened — a close would discard a request written in between (a lost request, a shim
+    # waiting forever).
+    with os.fdopen(os.open(fifo, os.O_RDWR), "r") as fh:
+        for line in fh:
+            request = line.strip()
+            if request == "STOP":
+                return
+            if request and os.fork() == 0:
+                _child(Path(request))
 
 
 if __name__ == "__main__":
