@@ -62,8 +62,12 @@ def _entries_by_marker(world: World) -> Counter[str]:
 
 def _chunk_bytes(world: World) -> int:
     """The bytes of archived text on the branch: every chunk body of every archive part."""
+    return _archived_in(world.branch_files())
+
+
+def _archived_in(files: dict[str, str]) -> int:
     total = 0
-    for path, text in world.branch_files().items():
+    for path, text in files.items():
         if path.startswith("archive/") or path.startswith("_archive."):
             for body in re.split(r"\n## Archived [^\n]*\n\n", text)[1:]:
                 total += len(body.encode("utf-8"))
@@ -224,8 +228,11 @@ def test_drop_in_path_sequential_runs_stay_within_every_push_limit(tmp_path: Pat
         run.post_steps()
         entries = _entries((run.gh_aw / "repo-memory" / "default" / f"{run.selected}.md").read_text())
         written.append(next(e for e in entries if f"run/{run.run_id} " in e or f"runs/{run.run_id})" in e))
+        folder = run.gh_aw / "repo-memory" / "default"
+        archived = _archived_in({p.name: p.read_text() for p in folder.glob("*.md")})
         result = run.push_repo_memory(file_glob="*.md", max_file_size=30720, max_patch_size=10240)
         assert result.status == "pushed" and not result.skipped, (result, run.log)
+        assert _chunk_bytes(world) == archived, "every byte statefile archived in the folder reached the branch"
         patches.append(result.patch_size)
         run.cleanup()
     assert max(patches) <= 10240, patches  # statefile keeps each push at or under max-patch-size

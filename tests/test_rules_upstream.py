@@ -136,3 +136,12 @@ def test_record_reads_autoloop_json_and_pause_reason(tmp_path: Path) -> None:
 def _branch_file(work: Path, path: str) -> str:
     return subprocess.run(["git", "show", f"memory/autoloop:{path}"], cwd=work, capture_output=True, text=True,
                           check=True).stdout  # fmt: skip
+
+
+def test_a_specific_pause_reason_survives_later_errors() -> None:
+    text = _record(None, status="ci-fix-exhausted", pause_reason="ci-fix-exhausted: TS2339:a:b.ts")
+    for _ in range(3):
+        text = _record(text, status="error")
+    state = upstream_machine_state(text)
+    assert state["paused"] is True and state["pause_reason"] == "ci-fix-exhausted: TS2339:a:b.ts"
+    assert state["consecutive_errors"] == 4

@@ -31,7 +31,9 @@ Where the upstream prose is silent, these are the decisions (each one also noted
   60-minute cap all set Paused with a reason and end the iteration), with the reason given or
   :data:`CI_FIX_EXHAUSTED_REASON`; it also counts as an error of the streak.
 - **A pause reason** given with any status but accepted pauses the program now with that reason; for the third
-  consecutive error it replaces the generated reason.  Accepted un-pauses, so a reason with it is refused.
+  consecutive error it replaces the generated reason.  A program already paused for a reason of its own (a CI
+  signature, a maintainer's note) keeps it when more errors arrive.  Accepted un-pauses, so a reason with it is
+  refused.
 - **Accepted entries link the PR** (upstream Step 5c.5): the request's PR, else the Machine State's, as a link
   when the run URL names the repository.
 - **A legacy Steering Issue row** is copied into an empty Issue row (upstream: "copy its value into the new Issue
@@ -73,6 +75,7 @@ ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
 #: looks for.
 CI_FIX_EXHAUSTED_REASON = "ci-fix-exhausted: no failure signature reported"
 DIRECTIONS = ("higher", "lower")
+_ERROR_COUNT_REASON = re.compile(r"^\d+ consecutive errors\b")
 _REPO_FROM_RUN = re.compile(r"^(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/\d+")
 #: The status words the upstream prompt uses (Recent Statuses: "accepted, rejected, error, or ci-fix-exhausted").
 #: Any other word is refused unless the caller says it means a new word (``new_status``): a typo such as
@@ -270,10 +273,13 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
             fields["Pause Reason"] = req.pause_reason or CI_FIX_EXHAUSTED_REASON
         elif errors >= PAUSE_AFTER_ERRORS:
             fields["Paused"] = True
-            fields["Pause Reason"] = req.pause_reason or (
-                f"{errors} consecutive errors (last: iteration {number}, {req.status}); "
-                "fix the cause, then set Paused to false"
-            )
+            kept = state.get("pause_reason") if state.get("paused") else None
+            if req.pause_reason or not isinstance(kept, str) or _ERROR_COUNT_REASON.match(kept):
+                fields["Pause Reason"] = req.pause_reason or (
+                    f"{errors} consecutive errors (last: iteration {number}, {req.status}); "
+                    "fix the cause, then set Paused to false"
+                )
+            # else: already paused for a reason of its own (ci-fix-exhausted: <signature>, a maintainer's): kept.
     # rejected and other words: Consecutive Errors unchanged (see the module docstring).
     if req.pause_reason and "Paused" not in fields:
         fields["Paused"] = True
