@@ -377,12 +377,31 @@ with contextlib.redirect_stdout(io.StringIO()):
         pass
 heavy = ("git", "gitdb", "markdown_it", "frontmatter", "yaml", "hashlib")
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+# The MCP SDK (~0.7 s) and what it pulls in are for `statefile mcp` only.
+sdk = ("mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn", "httpx2", "jsonschema")
+print(json.dumps(sorted(m for m in sdk if m in sys.modules)))
 """
 
 
 @pytest.mark.parametrize("args", [["--version"], ["report", "--all"], ["list"]], ids=lambda a: a[0])
 def test_read_only_commands_import_no_heavy_library(tmp_path: Path, args: list[str]) -> None:
     """GitPython (70-90 ms), markdown-it (20-40 ms) and OpenSSL (10 ms) are for writes and full parses only."""
+    bare = make_remote(tmp_path)
+    repo = clone(bare, tmp_path / "runner")
+    with GitStore(repo) as store:
+        store.write_files({"perf.md": SEED}, "seed")
+    proc = subprocess.run([sys.executable, "-c", _IMPORTS, *args], cwd=repo, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-2:] == ["[]", "[]"], proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["history", "perf"], ["summary"], ["search", "radix"], ["status", "perf"], ["render", "perf"],
+     ["log", "perf", "-p"], ["repair", "perf", "--dry-run"], ["lesson", "list", "perf"], ["check"]],
+    ids=lambda a: a[0],
+)  # fmt: skip
+def test_only_the_mcp_command_loads_the_mcp_sdk(tmp_path: Path, args: list[str]) -> None:
+    """Every other command, reads and writes alike, starts without the SDK's ~0.7 s of imports."""
     bare = make_remote(tmp_path)
     repo = clone(bare, tmp_path / "runner")
     with GitStore(repo) as store:

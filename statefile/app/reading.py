@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Any
 
+from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
 from statefile.integrations.ghaw import glob_matches
@@ -21,6 +22,9 @@ from statefile.model.history import Iteration
 from statefile.store import Store
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
+from statefile.views.render import RenderedView, render_view
+from statefile.views.search import Hit, search
+from statefile.views.status import count_archived_entries, pressure
 
 # Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
 CHECK_ERRORS = frozenset(
@@ -193,12 +197,41 @@ def archive_texts(store: Store, program: str) -> list[tuple[str, str]]:
     return [(part, store.read_archive(program, part)) for part in store.archive_parts(program)]
 
 
-def program_history(store: Store, program: str) -> ProgramHistory:
-    """Every iteration of ``program`` its file and archive know, oldest first (see :mod:`statefile.views.history`)."""
+def read_program(store: Store, program: str) -> StateDocument:
+    """The document of an existing ``program``; a missing one is a not-found error naming the fix."""
     doc = store.read(program)
     if doc is None:
         raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
-    return history_rows(doc, program, archive_texts(store, program))
+    return doc
+
+
+def program_status(store: Store, program: str) -> tuple[dict[str, Any], StateDocument, list[tuple[str, str]]]:
+    """The pressure report of ``program`` (:func:`statefile.views.status.pressure`), its document and archive
+    parts (``(name, text)``, oldest first) for callers that show more."""
+    doc = read_program(store, program)
+    texts = archive_texts(store, program)
+    archived = count_archived_entries([text for _, text in texts])
+    report = pressure(doc, max_bytes=store.max_bytes, archived_entries=archived, archive_parts=len(texts))
+    return report, doc, texts
+
+
+def render_program(store: Store, program: str, *, budget: int, level: str) -> RenderedView:
+    """The budgeted view of ``program`` an agent reads, with the shared lessons of ``_shared.md``."""
+    doc = read_program(store, program)
+    shared = store.read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
+    return render_view(doc, program=program, budget=budget, level=level, shared=shared)
+
+
+def search_memory(store: Store, query: str, *, program: str | None, limit: int) -> list[Hit]:
+    """Search every program's file and archive and the shared lessons (see :mod:`statefile.views.search`)."""
+    if program is not None:
+        read_program(store, program)  # a typo is "not found", not "no matches"
+    return search(store.read_all(), query, program=program, limit=limit)
+
+
+def program_history(store: Store, program: str) -> ProgramHistory:
+    """Every iteration of ``program`` its file and archive know, oldest first (see :mod:`statefile.views.history`)."""
+    return history_rows(read_program(store, program), program, archive_texts(store, program))
 
 
 _ITERATION_IN_MESSAGE = re.compile(r"iteration (\d+)")

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "lesson": "statefile.cli.write:lesson_group",
     "list": "statefile.cli.read:list_cmd",
     "log": "statefile.cli.read:log_cmd",
+    "mcp": "statefile.cli.mcp_server:mcp_cmd",
     "prepare": "statefile.cli.ghaw:prepare_cmd",
     "record": "statefile.cli.write:record_cmd",
     "render": "statefile.cli.memory:render_cmd",

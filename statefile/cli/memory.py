@@ -11,14 +11,12 @@ import sys
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import state_files
-from statefile.cli.support import emit_json, example, pass_app, require_program, say
-from statefile.defaults import SHARED_PROGRAM
+from statefile.app.reading import program_status, render_program, search_memory, state_files
+from statefile.cli.support import emit_json, example, pass_app, say
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
-from statefile.views.render import render_view
-from statefile.views.search import hit_dict, hit_line, search
-from statefile.views.status import count_archived_entries, pressure, pressure_lines
+from statefile.views.search import hit_dict, hit_line
+from statefile.views.status import pressure_lines
 
 
 @click.command("render")
@@ -58,11 +56,7 @@ def status_cmd(app: AppContext, program: str | None) -> None:
     # The sparkline is for people at a terminal: piped or --json output stays data.
     chart = not app.as_json and sys.stdout.isatty()
     for name in names:
-        doc = require_program(app, name)
-        parts = store.archive_parts(name)
-        texts = [(part, store.read_archive(name, part)) for part in parts]
-        archived = count_archived_entries([text for _, text in texts])
-        reports[name] = pressure(doc, max_bytes=store.max_bytes, archived_entries=archived, archive_parts=len(parts))
+        reports[name], doc, texts = program_status(store, name)
         if chart:
             trends[name] = trend_line(history_rows(doc, name, texts))
     if app.as_json:
@@ -101,7 +95,7 @@ def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> 
     line, section and iteration it comes from; older archived copies of a range line are folded into one result.
     """
 
-    hits = search(app.reader().read_all(), query, program=program, limit=limit)
+    hits = search_memory(app.reader(), query, program=program, limit=limit)
     if app.as_json:
         emit_json([hit_dict(hit) for hit in hits])
         return

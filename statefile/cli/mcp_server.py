@@ -1,0 +1,226 @@
+"""``statefile mcp``: the memory's read side as an MCP server over stdio, for agents that call tools by name.
+
+Six tools — ``render``, ``search``, ``expand``, ``history``, ``status``, ``list`` — each a thin call of the same
+read use case the command of that name runs (:mod:`statefile.app.reading`).  Read-only by design: nothing here
+imports the write side, every tool is annotated ``readOnlyHint``, and writes go through the gh-aw safe-output job.
+Each call opens the store afresh (with ``--remote``, one fetch), so a long-lived server always answers from the
+branch as it is now, and concurrent calls (the SDK runs sync tools in worker threads) share nothing.
+
+The MCP SDK (package ``mcp``, an optional extra: ``pip install 'statefile[mcp]'``) costs about 0.7 s to import, so
+it is imported only here, inside :func:`build_server`; no other command loads it (a test checks).
+
+Deliberately no ``from __future__ import annotations``: the SDK reads the tool functions' annotations to build
+their input schemas, and the ``Annotated``/``Field`` names it needs are imported inside :func:`build_server`.
+"""
+
+import dataclasses
+import sys
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import click
+
+from statefile import __version__
+from statefile.app.context import AppContext
+from statefile.app.reading import (
+    expand_iteration,
+    list_programs,
+    program_history,
+    program_status,
+    render_program,
+    search_memory,
+)
+from statefile.cli.support import example, pass_app
+from statefile.errors import EnvironmentFailure, StatefileError
+from statefile.model.text import one_line
+from statefile.redaction import redact
+from statefile.store import Store
+from statefile.views.search import hit_dict
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+INSTRUCTIONS = (
+    "Read-only access to this repository's Autoloop memory (statefile). Start a run with `render` for your "
+    "program: a budgeted view (machine state, program info, lessons, newest iterations) that names what it left "
+    "out. `search` finds lessons and past iterations across every program's file and archive (whole words); "
+    "`expand` prints one iteration verbatim, even after compaction archived it; `history` lists every iteration's "
+    "status and metric; `status` and `list` show sizes and budgets. Nothing here writes: report your iteration "
+    "through the workflow's safe output."
+)
+
+
+READ_ONLY_TOOLS = ("render", "search", "expand", "history", "status", "list")
+
+
+def build_server(app: AppContext) -> "MCPServer":
+    """The MCP server over ``app``'s store (every call opens it afresh); EnvironmentFailure without the SDK."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.types import ToolAnnotations
+        from pydantic import BaseModel, Field
+    except ModuleNotFoundError as exc:
+        raise EnvironmentFailure(
+            f"statefile mcp needs the MCP SDK ({exc.name} is not installed); install it with "
+            "pip install 'statefile[mcp]'"
+        ) from None
+
+    # The answers' shapes: the SDK turns them into each tool's output schema and structured content.
+    class ProgramRow(BaseModel):
+        """One program in ``list``."""
+
+        program: str
+        size: int
+        percent_of_budget: float
+        iteration_count: int | None
+        last_run: str | None
+        best_metric: str | None
+        status: str
+        error: str | None = None
+
+    class ListResult(BaseModel):
+        """The ``list`` tool's answer."""
+
+        programs: list[ProgramRow]
+        max_bytes: int
+
+    class SearchHit(BaseModel):
+        """One ``search`` result: where the line is (``path:line_no``, section, iteration) and what it says."""
+
+        program: str
+        path: str
+        line_no: int
+        section: str
+        iteration: int | None
+        kind: str
+        line: str
+        score: float
+        copies: list[str]
+        expand: str | None
+
+    class SearchResult(BaseModel):
+        """The ``search`` tool's answer, best first."""
+
+        query: str
+        hits: list[SearchHit]
+
+    class HistoryRow(BaseModel):
+        """One iteration (or one range line's aggregate) in ``history``."""
+
+        kind: str
+        first: int
+        last: int
+        date: str | None
+        status: str | None
+        metric: str | None
+        best: float | None
+        change: str | None
+        source: str
+
+    class HistoryResult(BaseModel):
+        """The ``history`` tool's answer: the newest ``rows`` of ``total``, oldest first."""
+
+        program: str
+        direction: str
+        total: int
+        rows: list[HistoryRow]
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)  # fmt: skip
+    server: MCPServer = MCPServer(name="statefile", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def call(work: Any) -> Any:
+        """Run ``work(store)`` on a fresh store; statefile's own errors become the tool's one-line error."""
+        ctx = dataclasses.replace(app, _store=None)
+        store: Store | None = None
+        try:
+            store = ctx.store()
+            return work(store)
+        except StatefileError as exc:
+            raise ToolError(one_line(redact(str(exc)))) from None
+        finally:
+            if store is not None:
+                store.close()
+
+    def pick(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in data.items() if key in model.model_fields}
+
+    Program = Annotated[str, Field(description="Program name: a state file PROGRAM.md on the memory branch.")]
+
+    @server.tool(annotations=read_only, structured_output=False)
+    def render(
+        program: Program,
+        budget: Annotated[int, Field(ge=200, le=200_000, description="Characters at most.")] = 8000,
+        level: Literal["index", "timeline", "full"] = "full",
+    ) -> str:
+        """The view of PROGRAM's memory an agent should read, at most `budget` characters; its last line says
+        what was left out and which tool call shows it."""
+        return str(call(lambda store: render_program(store, program, budget=budget, level=level).text))
+
+    @server.tool(annotations=read_only)
+    def search(
+        query: Annotated[str, Field(min_length=1, description="Words to find (whole words; `cach*` for prefixes).")],
+        program: Annotated[str | None, Field(description="Only this program (and the shared lessons).")] = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="Results at most.")] = 20,
+    ) -> SearchResult:
+        """Ranked lines from every program's file, its archive and the shared lessons, each naming the file,
+        line, section and iteration it comes from (`expand` shows a whole iteration)."""
+        hits = call(lambda store: search_memory(store, query, program=program, limit=limit))
+        return SearchResult(query=query, hits=[SearchHit(**pick(SearchHit, hit_dict(hit))) for hit in hits])
+
+    @server.tool(annotations=read_only, structured_output=False)
+    def expand(
+        program: Program,
+        iteration: Annotated[int, Field(ge=1, description="The iteration number.")],
+    ) -> str:
+        """Iteration ITERATION of PROGRAM verbatim, from the state file or, after compaction, from its archive."""
+        return str(call(lambda store: expand_iteration(store, program, iteration)[1]))
+
+    @server.tool(annotations=read_only)
+    def history(
+        program: Program,
+        last: Annotated[int, Field(ge=1, le=10_000, description="Only the newest rows.")] = 50,
+    ) -> HistoryResult:
+        """Every iteration of PROGRAM the file, its range lines and its archive know, oldest first: number,
+        date, status, metric, best so far, what changed and where the text lives."""
+        found = call(lambda store: program_history(store, program))
+        rows = [HistoryRow(**pick(HistoryRow, row.as_dict())) for row in found.rows[-last:]]
+        return HistoryResult(program=program, direction=found.direction, total=len(found.rows), rows=rows)
+
+    @server.tool(annotations=read_only)
+    def status(program: Program) -> dict[str, Any]:
+        """How full PROGRAM's state file is: bytes and % of budget, estimated tokens per section, counts, and
+        whether the next record will compact aggressively."""
+        report: dict[str, Any] = call(lambda store: program_status(store, program)[0])
+        return report
+
+    @server.tool(name="list", annotations=read_only)
+    def list_tool() -> ListResult:
+        """Every program on the memory branch: size, % of budget, iteration count, last run, best metric, status."""
+
+        def work(store: Store) -> ListResult:
+            rows = [ProgramRow(**pick(ProgramRow, row)) for row in list_programs(store, app.globs)]
+            return ListResult(programs=rows, max_bytes=store.max_bytes)
+
+        result: ListResult = call(work)
+        return result
+
+    return server
+
+
+@click.command("mcp")
+@example("statefile --remote origin mcp    (an MCP client starts it; it talks JSON-RPC on stdin/stdout)")
+@pass_app
+def mcp_cmd(app: AppContext) -> None:
+    """Serve the memory read-only to an agent over MCP (stdio): tools render, search, expand, history, status, list.
+
+    Needs the optional MCP SDK: pip install 'statefile[mcp]'.  Every tool is read-only; writes go through
+    `statefile record` (or the gh-aw safe-output job).  Global options (--remote, --dir, --branch) choose the
+    memory it serves.
+    """
+
+    server = build_server(app)
+    app.store().close()  # a bad --repo/--dir/--remote fails here, as one line, before the client waits on us
+    if sys.stdin.isatty():
+        click.echo("statefile mcp: serving MCP on stdin/stdout (an MCP client starts this; Ctrl-C stops)", err=True)
+    server.run()
