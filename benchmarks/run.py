@@ -3,6 +3,7 @@
     python benchmarks/run.py            # the full run (about 10 minutes on 2 cores)
     python benchmarks/run.py --quick    # fewer repetitions, K=3 in the contention benchmark (about 3 minutes)
     python benchmarks/run.py --only scheduler,startup --no-write
+    python benchmarks/run.py --only tokens           # replaces only that section of an existing RESULTS.md
 
 Each benchmark measures statefile against its alternative in the same run, the flows taking turns, and reports
 medians (see benchmarks/_timing.py).  The benchmarks, in order:
@@ -34,7 +35,7 @@ from pathlib import Path
 from _timing import Row, machine, pin_identity
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("startup", "scheduler", "record", "store", "compaction", "contention")
+BENCHES = ("startup", "scheduler", "record", "store", "compaction", "contention", "tokens")
 TITLES = {
     "startup": "Start-up (whole process)",
     "scheduler": "Scheduler view of P programs from a remote memory branch (whole process)",
@@ -42,6 +43,7 @@ TITLES = {
     "store": "In-process update cost (P files on the branch)",
     "compaction": "Parse and compaction",
     "contention": "Contention: W writers, K records each, one program, through a bare remote",
+    "tokens": "What the agent pays per iteration: bytes and estimated tokens read and written",
 }
 
 
@@ -146,7 +148,9 @@ def markdown(results: dict[str, list[Row]], args: argparse.Namespace, started: d
         module = __import__(f"bench_{name}")
         intro = (module.__doc__ or "").strip().split("\n\n")
         out += ["", f"## {TITLES[name]}", "", f"From `benchmarks/bench_{name}.py`:", "", "```", *intro[2:3], "```", ""]
-        out += table(rows)
+        # A benchmark that counts rather than times (tokens) formats its own table.
+        own = getattr(module, "table", None)
+        out += own(rows) if callable(own) else table(rows)
     return "\n".join(out) + "\n"
 
 
@@ -170,6 +174,12 @@ def main() -> int:
             t0 = time.perf_counter()
             print(f"== {TITLES[name]}", flush=True)
             results[name] = load(name)(args.quick)
+            own = getattr(__import__(f"bench_{name}"), "table", None)
+            if callable(own):
+                for line in own(results[name]):
+                    print(f"  {line}", flush=True)
+                print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+                continue
             for row in results[name]:
                 ratio = f"{fmt_ratio(row)} vs {row.versus}" if row.ratio is not None else ""
                 goal = f"[goal {row.goal}: {'met' if row.met else 'MISSED'}]" if row.goal else ""
@@ -179,9 +189,36 @@ def main() -> int:
         shutil.rmtree(cache, ignore_errors=True)
     seconds = time.perf_counter() - clock
     if not args.no_write:
-        args.out.write_text(markdown(results, args, started, seconds), "utf-8")
-        print(f"wrote {args.out} ({seconds / 60:.1f} minutes)")
+        if args.only and args.out.is_file():
+            # A partial run replaces only its own sections, so the other benchmarks' numbers stay as measured.
+            args.out.write_text(merge_sections(args.out.read_text("utf-8"), results, args, started), "utf-8")
+            print(f"updated {', '.join(results)} in {args.out} ({seconds / 60:.1f} minutes)")
+        else:
+            args.out.write_text(markdown(results, args, started, seconds), "utf-8")
+            print(f"wrote {args.out} ({seconds / 60:.1f} minutes)")
     return 0
+
+
+def merge_sections(existing: str, results: dict[str, list[Row]], args: argparse.Namespace, started: dt.datetime) -> str:
+    """``existing`` RESULTS.md with the sections of the benchmarks in ``results`` replaced (or added at the end),
+    each saying when and where it was measured."""
+    full = markdown(results, args, started, 0.0)
+    text = existing.rstrip("\n") + "\n"
+    for name in results:
+        head = f"## {TITLES[name]}"
+        section = full[full.index(head) :]
+        nxt = section.find("\n## ", len(head))
+        section = section if nxt < 0 else section[: nxt + 1]
+        stamp = (f"Measured by `python benchmarks/run.py --only {name}{' --quick' if args.quick else ''}` on "
+                 f"{started:%Y-%m-%d %H:%M} UTC ({machine()}).")  # fmt: skip
+        section = section.replace("\n\n", f"\n\n{stamp}\n\n", 1)
+        at = text.find(f"\n{head}\n")
+        if at < 0:
+            text = text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+            continue
+        end = text.find("\n## ", at + len(head) + 1)
+        text = text[: at + 1] + section.rstrip("\n") + "\n" + ("" if end < 0 else "\n" + text[end + 1 :])
+    return text
 
 
 if __name__ == "__main__":
