@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ghaw.component import bin_dir, load_component, run_steps
 from gitutil import make_repos, run_statefile
 from mermaid_xychart import validate
 
@@ -162,3 +163,27 @@ def test_summary_command_writes_markdown_with_valid_charts(tmp_path: Path) -> No
     assert "### alpha" not in one.stdout
     missing = run_statefile("--remote", "origin", "summary", "nope", cwd=repos.work)
     assert missing.returncode == 3 and "no program 'nope'" in missing.stderr
+
+
+def test_the_safe_output_job_writes_the_summary(tmp_path: Path) -> None:
+    """The shipped component's summary step, run as the runner runs it, after a record landed."""
+    frontmatter, _ = load_component()
+    steps = frontmatter["safe-outputs"]["jobs"]["record-iteration"]["steps"]
+    step = next(s for s in steps if "summary" in str(s.get("run", "")))
+    origin = tmp_path / "server" / "owner" / "repo.git"
+    origin.parent.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(origin)], check=True)
+    repos = make_repos(tmp_path)
+    with Store.open(repos.work, remote=origin.as_uri(), max_bytes=10_000_000) as store:
+        store.write_files({"perf.md": synthetic_state("perf", 20, seed=5)}, "seed")
+    summary = tmp_path / "step-summary.md"
+    server = (tmp_path / "server").as_uri()
+    env = {"GITHUB_SERVER_URL": server, "GITHUB_REPOSITORY": "owner/repo", "GITHUB_STEP_SUMMARY": str(summary)}
+    [done] = run_steps([step], env=env, contexts={"github.token": ""}, cwd=tmp_path, bin_dir=bin_dir())
+    assert done.returncode == 0, done.stderr
+    blocks = re.findall(r"```mermaid\n(.*?)```", summary.read_text(), re.S)
+    assert len(blocks) == 1 and validate(blocks[0]) == [] and "perf: metric per iteration" in blocks[0]
+    # Without a summary file (not on a runner) the step does nothing.
+    [skipped] = run_steps([step], env={**env, "GITHUB_STEP_SUMMARY": ""}, contexts={"github.token": ""},
+                          cwd=tmp_path, bin_dir=bin_dir())  # fmt: skip
+    assert skipped.returncode == 0 and skipped.stdout == ""

@@ -10,7 +10,9 @@ import pytest
 from conftest import pinned_identity
 from gitutil import Repos, make_repos, run_statefile
 
+from statefile.model.document import parse
 from statefile.model.synthetic import synthetic_state
+from statefile.model.template import new_state_file
 from statefile.store import Store
 
 
@@ -29,11 +31,11 @@ def seed(repos: Repos, files: dict[str, str]) -> None:
 
 
 def test_lesson_list_shows_the_numbers_other_lesson_commands_take(repos: Repos) -> None:
-    assert sf(repos, "init", "perf").returncode == 0
-    for text in ("Warm the cache before timing", "Radix beats comparison sort above 1k rows"):
-        assert sf(repos, "lesson", "add", "perf", text).returncode == 0
-    assert sf(repos, "lesson", "add", "perf", "Old trick", "--expires", "2030-01-31").returncode == 0
-    assert sf(repos, "lesson", "pin", "perf", "2").returncode == 0
+    doc = parse(new_state_file("perf"))
+    for text in ("Warm the cache before timing", "📌 Radix beats comparison sort above 1k rows",
+                 "Old trick (expires 2030-01-31)"):  # fmt: skip
+        doc = doc.add_lesson(text)
+    seed(repos, {"perf.md": doc.render(), "fresh.md": new_state_file("fresh")})
     listed = sf(repos, "lesson", "list", "perf")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines() == [
@@ -52,8 +54,7 @@ def test_lesson_list_shows_the_numbers_other_lesson_commands_take(repos: Repos) 
     )
     assert sf(repos, "lesson", "promote", "perf", "1").returncode == 0
     assert "1 shared lesson in _shared.md" in sf(repos, "lesson", "list", "perf").stdout
-    fresh = sf(repos, "init", "fresh")
-    assert fresh.returncode == 0 and "has no lessons yet" in sf(repos, "lesson", "list", "fresh").stdout
+    assert "has no lessons yet" in sf(repos, "lesson", "list", "fresh").stdout
     missing = sf(repos, "lesson", "list", "nope")
     assert missing.returncode == 3 and "no program 'nope'" in missing.stderr
 

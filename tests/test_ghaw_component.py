@@ -68,7 +68,11 @@ def test_the_job_writes_the_branch_with_one_statefile_command(component: tuple[d
     job = frontmatter["safe-outputs"]["jobs"][JOB_ID]
     assert job["permissions"] == {"contents": "write"}
     runs = [s for s in job["steps"] if "run" in s and s.get("id") != INSTALL_STEP_ID]
-    assert len(runs) == 1
+    writes = [s for s in runs if " apply " in s["run"]]
+    assert len(writes) == 1
+    # Any other step only reads: the summary of the memory on the run's page.
+    assert all(" summary " in s["run"] and " apply " not in s["run"] for s in runs if s not in writes)
+    runs = writes
     command = runs[0]["run"]
     assert command.count("statefile ") == 1 and " apply " in command and '"$GH_AW_AGENT_OUTPUT"' in command
     assert '--remote "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git"' in command

@@ -201,7 +201,7 @@ def read_program(store: Store, program: str) -> StateDocument:
     """The document of an existing ``program``; a missing one is a not-found error naming the fix."""
     doc = store.read(program)
     if doc is None:
-        raise NotFoundError(f"no program '{program}'; 'statefile list' shows the programs")
+        raise missing_program(store, program)
     return doc
 
 

@@ -7,7 +7,6 @@ them.
 from __future__ import annotations
 
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,10 +24,8 @@ from statefile.app.ghaw import (
     read_context,
 )
 from statefile.app.writing import compaction_policy
-from statefile.cli.support import emit_json, example, pass_app, say
+from statefile.cli.support import emit_json, example, pass_app, say, without_checkout
 from statefile.integrations.ghaw import read_agent_output, tool_type
-from statefile.store.git.repo import init_bare
-from statefile.store.names import is_remote_url
 
 STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
 
@@ -149,8 +146,7 @@ def apply_cmd(
     if not items:
         say(app, f"no {tool_type(item_type)} items in {agent_output}; nothing to do")
         return
-    with tempfile.TemporaryDirectory(prefix="statefile-apply-") as scratch:
-        app = _with_repository(app, Path(scratch))
+    with without_checkout(app) as app:
         now = datetime.now(timezone.utc)
         outcomes = apply_items(
             app.store(),
@@ -172,17 +168,6 @@ def apply_cmd(
     failed = [o.exit_code for o in outcomes if o.action == "failed"]
     if failed:
         sys.exit(max(failed))
-
-
-def _with_repository(app: AppContext, scratch: Path) -> AppContext:
-    """``app``, with a scratch bare repository when there is none around and the remote is a URL."""
-    if app.folder is not None or app.repo_memory:
-        return app
-    remote = app.config().remote.value
-    if app.repository() is not None or not (remote and is_remote_url(remote)):
-        return app
-    init_bare(scratch / "memory.git")
-    return app.with_repository(scratch / "memory.git")
 
 
 def _report(app: AppContext, o: ItemOutcome) -> None:

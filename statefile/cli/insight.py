@@ -16,7 +16,18 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.reading import list_programs, missing_program, program_history
-from statefile.cli.support import MISSING, display_width, emit_json, example, pass_app, say, table
+from statefile.cli.support import (
+    MISSING,
+    display_width,
+    emit_json,
+    example,
+    pass_app,
+    plural,
+    say,
+    table,
+    without_checkout,
+)
+from statefile.store import Store
 from statefile.views.history import HistoryRow, ProgramHistory
 from statefile.views.summary import step_summary, where_sentence
 
@@ -118,7 +129,25 @@ def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, ma
     With PROGRAMS, only those.  GitHub renders the charts in the run's summary page (and in any markdown file).
     """
 
-    store = app.reader(require_branch=False)  # a job summary on the very first run has nothing to show, not an error
+    with without_checkout(app) as app:
+        text, count = _summary(app, programs, max_charts)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    with out.open("a", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    say(app, f"appended the summary of {plural(count, 'program')} to {out}")
+
+
+def _summary(app: AppContext, programs: tuple[str, ...], max_charts: int) -> tuple[str, int]:
+    """The summary's markdown and how many programs it lists (the store is closed afterwards: a scratch
+    repository is removed right after)."""
+    # A job summary on the very first run (no branch yet) has nothing to show, which is not an error.
+    with app.reader(require_branch=False) as store:
+        return _summary_of(app, store, programs, max_charts)
+
+
+def _summary_of(app: AppContext, store: Store, programs: tuple[str, ...], max_charts: int) -> tuple[str, int]:
     rows = list_programs(store, app.globs)
     if programs:
         known = {str(r["program"]) for r in rows}
@@ -131,9 +160,4 @@ def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, ma
     charted = recent[:max_charts]
     histories = {str(r["program"]): program_history(store, str(r["program"])) for r in charted}
     text = step_summary(rows, histories, max_bytes=store.max_bytes, omitted_charts=len(readable) - len(charted))
-    if out is None:
-        click.echo(text, nl=False)
-        return
-    with out.open("a", encoding="utf-8") as fh:
-        fh.write(text + "\n")
-    say(app, f"appended the summary of {len(rows)} program(s) to {out}")
+    return text, len(rows)

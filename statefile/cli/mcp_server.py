@@ -29,7 +29,7 @@ from statefile.app.reading import (
     render_program,
     search_memory,
 )
-from statefile.cli.support import example, pass_app
+from statefile.cli.support import example, pass_app, without_checkout
 from statefile.errors import EnvironmentFailure, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
@@ -209,7 +209,7 @@ def build_server(app: AppContext) -> "MCPServer":
 
 
 @click.command("mcp")
-@example("statefile --remote origin mcp    (an MCP client starts it; it talks JSON-RPC on stdin/stdout)")
+@example("statefile --remote origin mcp")
 @pass_app
 def mcp_cmd(app: AppContext) -> None:
     """Serve the memory read-only to an agent over MCP (stdio): tools render, search, expand, history, status, list.
@@ -219,8 +219,10 @@ def mcp_cmd(app: AppContext) -> None:
     memory it serves.
     """
 
-    server = build_server(app)
-    app.store().close()  # a bad --repo/--dir/--remote fails here, as one line, before the client waits on us
-    if sys.stdin.isatty():
-        click.echo("statefile mcp: serving MCP on stdin/stdout (an MCP client starts this; Ctrl-C stops)", err=True)
-    server.run()
+    # With --remote URL and no checkout around (a container), the branch is fetched into a scratch repository.
+    with without_checkout(app) as app:
+        app.store().close()  # a bad --repo/--dir/--remote fails here, as one line, before the SDK's imports
+        server = build_server(app)
+        if sys.stdin.isatty():
+            click.echo("statefile mcp: serving MCP on stdin/stdout (an MCP client starts this; Ctrl-C stops)", err=True)
+        server.run()

@@ -11,7 +11,7 @@ import sys
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import program_status, render_program, search_memory, state_files
+from statefile.app.reading import program_status, search_memory, state_files
 from statefile.cli.support import emit_json, example, pass_app, say
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
@@ -32,9 +32,7 @@ def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
     by a fixed drop order; the last line says what was left out and how to get it.
     """
 
-    doc = require_program(app, program)
-    shared = app.reader().read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
-    view = render_view(doc, program=program, budget=budget, level=level, shared=shared)
+    view = render_program(app.reader(), program, budget=budget, level=level)
     if app.as_json:
         emit_json({"program": program, "level": level, "budget": budget, "chars": view.chars,
                    "omitted": view.omitted, "text": view.text})  # fmt: skip

@@ -29,6 +29,8 @@ from statefile.cli.style import colour_enabled, paint
 from statefile.cli.types import SIZE
 from statefile.model.document import StateDocument
 from statefile.model.text import plural
+from statefile.store.git.repo import init_bare
+from statefile.store.names import is_remote_url
 
 __all__ = [
     "SIZE",
@@ -105,6 +107,25 @@ def progress(app: AppContext, items: list[str], label: str) -> Iterator[Iterable
         return
     with click.progressbar(items, label=label, file=sys.stderr) as bar:
         yield bar
+
+
+@contextmanager
+def without_checkout(app: AppContext) -> Iterator[AppContext]:
+    """``app``, with a scratch bare repository while the block runs when there is no repository around and the
+    remote is a URL: a job without a checkout (a gh-aw safe-output job, an MCP server's container) still reads and
+    writes the branch through the remote."""
+    if app.folder is not None or app.repo_memory:
+        yield app
+        return
+    remote = app.config().remote.value
+    if app.repository() is not None or not (remote and is_remote_url(remote)):
+        yield app
+        return
+    import tempfile  # only jobs without a checkout pay for it
+
+    with tempfile.TemporaryDirectory(prefix="statefile-") as scratch:
+        init_bare(Path(scratch) / "memory.git")
+        yield app.with_repository(Path(scratch) / "memory.git")
 
 
 def example(*commands: str) -> Callable[[F], F]:
