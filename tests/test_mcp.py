@@ -186,3 +186,10 @@ def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:
 def test_a_bad_folder_fails_before_serving(tmp_path: Path) -> None:
     proc = run_statefile("--dir", str(tmp_path / "nope"), "mcp", cwd=tmp_path, stdin="")
     assert proc.returncode == 3 and "no such folder" in proc.stderr and proc.stdout == ""
+
+
+def test_check_lists_the_tools_without_serving(memory: Repos) -> None:
+    proc = run_statefile("--remote", "origin", "mcp", "--check", cwd=memory.work)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("statefile mcp: ready to serve the repository ")
+    assert proc.stdout.rstrip().endswith("read-only; tools: expand, history, list, render, search, status")

@@ -209,20 +209,33 @@ def build_server(app: AppContext) -> "MCPServer":
 
 
 @click.command("mcp")
-@example("statefile --remote origin mcp")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Start the server, list its tools and exit instead of serving: checks the SDK and the memory are there.",
+)
+@example("statefile --remote origin mcp --check")
 @pass_app
-def mcp_cmd(app: AppContext) -> None:
+def mcp_cmd(app: AppContext, check: bool) -> None:
     """Serve the memory read-only to an agent over MCP (stdio): tools render, search, expand, history, status, list.
 
-    Needs the optional MCP SDK: pip install 'statefile[mcp]'.  Every tool is read-only; writes go through
-    `statefile record` (or the gh-aw safe-output job).  Global options (--remote, --dir, --branch) choose the
-    memory it serves.
+    An MCP client starts `statefile mcp` and talks JSON-RPC on its stdin and stdout.  Needs the optional MCP SDK:
+    pip install 'statefile[mcp]'.  Every tool is read-only; writes go through `statefile record` (or the gh-aw
+    safe-output job).  Global options (--remote, --dir, --branch) choose the memory it serves.
     """
 
     # With --remote URL and no checkout around (a container), the branch is fetched into a scratch repository.
     with without_checkout(app) as app:
-        app.store().close()  # a bad --repo/--dir/--remote fails here, as one line, before the SDK's imports
+        store = app.store()  # a bad --repo/--dir/--remote fails here, as one line, before the SDK's imports
+        where = str(store).strip("<>").replace("GitStore ", "the repository ").replace("FolderStore ", "the folder ")
+        store.close()
         server = build_server(app)
+        if check:
+            import anyio  # the SDK's event loop library, there whenever the SDK is
+
+            tools = sorted(tool.name for tool in anyio.run(server.list_tools))
+            click.echo(f"statefile mcp: ready to serve {where} read-only; tools: {', '.join(tools)}")
+            return
         if sys.stdin.isatty():
             click.echo("statefile mcp: serving MCP on stdin/stdout (an MCP client starts this; Ctrl-C stops)", err=True)
         server.run()

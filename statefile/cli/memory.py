@@ -11,7 +11,7 @@ import sys
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import program_status, search_memory, state_files
+from statefile.app.reading import program_status, render_program, search_memory, state_files
 from statefile.cli.support import emit_json, example, pass_app, say
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
