@@ -8,13 +8,15 @@ policy, the archive in a folder store): the real corpus's longest program histor
 oldest first, its lessons added along the way), and always a synthetic one with the same shape
 (statefile.model.synthetic: the upstream template, lessons, foreclosed avenues).  At each iteration it counts
 what the agent reads and writes:
-
   statefile      reads `render PROGRAM --budget 8000` and the one-line reply of `record`;
                  writes the `statefile record PROGRAM --status … --metric … --change "…" --notes "…"` command line
   upstream       reads the whole state file and writes it back whole (the upstream prompt: read the state file,
                  update it) — the same memory statefile keeps, so this is the upstream way at its best
   upstream-edit  reads the whole file and writes only the new entry and the changed Machine State rows (old and
                  new text, as an edit tool sends them): a lower bound for an agent that edits in place
+  upstream-raw   the upstream prompt taken literally: every entry prepended, nothing ever folded (it says nothing
+                 about size), whole file read and written; the note says from which iteration the file is over
+                 max-file-size, i.e. when repo-memory starts refusing the push
 
 Tokens are estimated as ceil(UTF-8 bytes / 4) (statefile.views.status.estimate_tokens).  Then, at the end, it asks
 whether the facts of every earlier iteration (its Change line) are still reachable: in the rendered view alone; by
@@ -50,7 +52,7 @@ from statefile.model.template import new_state_file
 from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy
 from statefile.policy.lessons import numbered_lessons
-from statefile.policy.rules import RecordRequest
+from statefile.policy.rules import UPSTREAM_STATUSES, RecordRequest
 from statefile.store import FolderStore
 
 HERE = Path(__file__).resolve().parent
@@ -88,6 +90,7 @@ class Replay:
     up_read: list[int]
     up_write: list[int]
     edit_write: list[int]
+    raw_file: list[int]
     reach: dict[str, int]
     asked: int
     final_file: int
@@ -171,6 +174,8 @@ def synthetic_history(iterations: int) -> list[Step]:
 def command_line(program: str, step: Step) -> str:
     """The `statefile record …` command the agent writes (what it costs in output tokens)."""
     args = ["statefile", "record", program, "--status", step.status]
+    if step.status not in UPSTREAM_STATUSES:
+        args.append("--new-status")  # a word outside the upstream four is asked for explicitly
     for flag, value in (("--metric", step.metric), ("--change", step.change), ("--notes", step.notes),
                         ("--commit", step.commit), ("--lesson", step.lesson)):  # fmt: skip
         if value:
@@ -193,7 +198,13 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
     store = FolderStore(folder, max_bytes=30720)
     (folder / f"{program}.md").write_text(new_state_file(program, goal=f"Replay of {name}", metric="metric"))
     policy = CompactionPolicy(max_bytes=30720, program=program)
-    result = Replay(name, len(steps), [], [], [], [], [], {}, 0, 0, 0)
+    result = Replay(name, len(steps), [], [], [], [], [], [], {}, 0, 0, 0)
+    # The upstream prompt's own file: the same records with nothing ever folded (no budget, keep everything).
+    raw_folder = workdir / f"{name}-raw"
+    raw_folder.mkdir()
+    raw_store = FolderStore(raw_folder, max_bytes=10**9)
+    (raw_folder / f"{program}.md").write_text((folder / f"{program}.md").read_text())
+    keep_all = CompactionPolicy(max_bytes=10**9, keep_recent=10**6, program=program)
     changes: dict[int, str] = {}
     for index, step in enumerate(steps):
         now = START + timedelta(hours=6 * index)
@@ -201,8 +212,10 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
         view = render_program(store, program, budget=RENDER_BUDGET, level="full").text
         request = RecordRequest(status=step.status, metric=Decimal(step.metric) if step.metric else None,
                                 change=step.change, notes=step.notes, commit=step.commit, lesson=step.lesson,
-                                at=now)  # fmt: skip
+                                at=now, new_status=step.status not in UPSTREAM_STATUSES)  # fmt: skip
         outcome = record_iteration(store, program, request, policy, now=now)
+        record_iteration(raw_store, program, request, keep_all, now=now)
+        result.raw_file.append(utf8_size(raw_store.read_text(program) or ""))
         after = store.read_text(program) or ""
         reply = f"recorded iteration {outcome.iteration} of {program} ({outcome.status}), {outcome.size} bytes"
         changes[outcome.iteration] = step.change
@@ -217,7 +230,7 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
     result.archive_parts = len(store.archive_parts(program))
     view = _words(render_program(store, program, budget=RENDER_BUDGET, level="full").text)
     whole = _words(final)
-    reach = {"render": 0, "search": 0, "expand": 0, "render+search+expand": 0, "whole file": 0}
+    reach = {"render": 0, "search": 0, "expand": 0, "render+search+expand": 0, "the file as statefile keeps it": 0}
     for number, change in changes.items():
         fact = _words(change)
         in_view = fact in view
@@ -235,10 +248,11 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
         reach["search"] += found
         reach["expand"] += expanded
         reach["render+search+expand"] += in_view or found or expanded
-        reach["whole file"] += fact in whole
+        reach["the file as statefile keeps it"] += fact in whole
     result.reach = reach
     result.asked = len(changes)
     store.close()
+    raw_store.close()
     return result
 
 
@@ -258,7 +272,7 @@ def summary(result: Replay) -> dict[str, float]:
     half = len(result.sf_read) // 2
     pick = slice(half, None)
     return {key: _mean(getattr(result, key)[pick]) for key in ("sf_read", "sf_write", "up_read", "up_write",
-                                                                 "edit_write")}  # fmt: skip
+                                                                 "edit_write", "raw_file")}  # fmt: skip
 
 
 def rows(quick: bool = False, iterations: int | None = None, corpus: Path | None = None) -> list[Row]:
@@ -283,6 +297,9 @@ def _rows(name: str, result: Replay) -> list[Row]:
     sf = tokens(round(means["sf_read"])) + tokens(round(means["sf_write"]))
     up = tokens(round(means["up_read"])) + tokens(round(means["up_write"]))
     edit = tokens(round(means["up_read"])) + tokens(round(means["edit_write"]))
+    raw = 2 * tokens(round(means["raw_file"]))  # read before (about the size after) and write back
+    over = next((i + 1 for i, size in enumerate(result.raw_file) if size > 30720), None)
+    over_note = f"over 30,720 B from iteration {over}: repo-memory refuses the push" if over else "never over 30,720 B"
     reach = ", ".join(f"{k} {v}/{result.asked}" for k, v in result.reach.items())
     return [
         Row("tokens", size, "statefile: render --budget 8000 + record", sf,
@@ -291,6 +308,9 @@ def _rows(name: str, result: Replay) -> list[Row]:
             note=f"read {tokens(round(means['up_read'])):,} + write {tokens(round(means['up_write'])):,}"),
         Row("tokens", size, "upstream, editing in place (lower bound)", edit, versus="statefile", ratio=edit / sf,
             note=f"read {tokens(round(means['up_read'])):,} + write {tokens(round(means['edit_write'])):,}"),
+        Row("tokens", size, "upstream as the prompt says: nothing folded, whole file", raw, versus="statefile",
+            ratio=raw / sf, note=f"file {round(means['raw_file']):,} B on average, {result.raw_file[-1]:,} B at the "
+            f"end; {over_note}"),
         Row("tokens", size, "facts of earlier iterations still reachable", float(result.asked),
             note=f"{reach}; final file {result.final_file:,} B, {result.archive_parts} archive part(s)"),
     ]  # fmt: skip

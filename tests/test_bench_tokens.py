@@ -36,7 +36,7 @@ def test_a_short_replay_counts_each_way(tmp_path: Path) -> None:
     assert all(edit < whole for edit, whole in zip(result.edit_write, result.up_write, strict=True))
     # Every earlier iteration stays reachable by number; the whole file keeps only what compaction left in it.
     assert result.asked == 20 and result.reach["expand"] == 20 and result.reach["render+search+expand"] == 20
-    assert result.reach["whole file"] <= 20 and result.archive_parts >= 1
+    assert result.reach["the file as statefile keeps it"] <= 20 and result.archive_parts >= 1
     rows = bench_tokens._rows("synthetic", result)
     assert rows[0].flow.startswith("statefile") and rows[1].ratio is not None and rows[1].ratio > 1
     assert bench_tokens.table(rows)[2].startswith("| history | flow | tokens per iteration")
