@@ -131,11 +131,12 @@ def build_server(app: AppContext) -> "MCPServer":
 
     def call(work: Any) -> Any:
         """Run ``work(store)`` on a fresh store; statefile's own errors become the tool's one-line error."""
-        ctx = dataclasses.replace(app, _store=None)
+        ctx = dataclasses.replace(app, _store=None, _read_checked=False)
         store: Store | None = None
         try:
             store = ctx.store()
-            return work(store)
+            # As the read commands do: a missing branch is "not found", a diverged one is read at the remote's tip.
+            return work(ctx.reader())
         except StatefileError as exc:
             raise ToolError(one_line(redact(str(exc)))) from None
         finally:
@@ -226,7 +227,9 @@ def mcp_cmd(app: AppContext, check: bool) -> None:
 
     # With --remote URL and no checkout around (a container), the branch is fetched into a scratch repository.
     with without_checkout(app) as app:
-        store = app.store()  # a bad --repo/--dir/--remote fails here, as one line, before the SDK's imports
+        # A bad --repo/--dir/--remote fails here, as one line, before the SDK's imports; a branch that does not
+        # exist yet is fine (the first run creates it), each call says so until then.
+        store = app.reader(require_branch=False)
         where = str(store).strip("<>").replace("GitStore ", "the repository ").replace("FolderStore ", "the folder ")
         store.close()
         server = build_server(app)
