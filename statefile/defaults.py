@@ -18,6 +18,21 @@ BOT_NAME = "statefile"
 BOT_EMAIL = "statefile@users.noreply.github.com"
 """The commit identity used when neither statefile's settings nor git's own identity name one."""
 
+KEEP_RECENT = 10
+"""Newest detailed entries compaction keeps in full (the upstream prompt: "fold entries beyond the newest 10")."""
+
+AGGRESSIVE_AT = 0.8
+"""Share of the budget above which compaction turns aggressive (upstream: "above 80% of the budget keep only 5")."""
+
+AGGRESSIVE_KEEP = 5
+"""Newest detailed entries kept in full once compaction is aggressive."""
+
+SUMMARIZER_TIMEOUT = 30.0
+"""Seconds an outside summarizer command may run before the built-in summary is used instead."""
+
+SUMMARY_CAP = 160
+"""Characters a range line's summary may take; a summarizer's line must be shorter."""
+
 SHARED_PROGRAM = "_shared"
 """The program name of ``_shared.md``: lessons promoted for every program, not a program of its own."""
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import all_corpus_files, read_raw
 from gitutil import Repos, git, make_repos, run_statefile
 
 from statefile.cli.demo import sample_text
@@ -30,9 +30,7 @@ def seed(repos: Repos, files: dict[str, str]) -> None:
 
 
 def test_render_never_exceeds_its_budget_on_real_files(repos: Repos) -> None:
-    corpus = corpus_files()
-    if not corpus:
-        pytest.skip("corpus not available")
+    corpus = all_corpus_files()
     chosen = {f"c{n}": read_raw(p) for n, p in enumerate(corpus[::5])}
     seed(repos, {f"{name}.md": text for name, text in chosen.items()})
     for name in chosen:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, corpus_files, read_raw
+from conftest import SAMPLES, corpus_params, fixture_text, read_raw, real_file
 from test_compaction_properties import check_invariants, core, intervals
 
 import statefile
@@ -529,20 +529,16 @@ def record(
         commit="abc1234",
         notes=notes,
     )
-    return doc.prepend_entry(text), text
+    new = doc.prepend_entry(text)
+    return new, new.history[0].raw  # as written: a bullet-form history gets a bullet-form entry
 
 
 def unpinned(doc: StateDocument, kind: str) -> list[str]:
     return [i.text for i in doc.list_items(kind) if not is_pinned(i.text) and not is_placeholder(i.text)]
 
 
-def test_last_resort_keeps_the_entry_just_recorded() -> None:
-    """Regression: under a tight budget the last resort folded the newest entry while lessons could still go."""
-    by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
-    if "perf-comparison__b18c37b.md" not in by_name:
-        pytest.skip("the corpus (../shared/corpus/real) is not beside this checkout")
-    doc = parse(read_raw(by_name["perf-comparison__b18c37b.md"]))
-    doc, newest = record(doc)
+def check_last_resort_keeps_the_entry_just_recorded(text: str) -> None:
+    doc, newest = record(parse(text))
     policy = CompactionPolicy(max_bytes=3000)
     result = compact(doc, policy)
     assert result.report.last_resort
@@ -551,7 +547,16 @@ def test_last_resort_keeps_the_entry_just_recorded() -> None:
     check_invariants(doc, result, policy)
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:60])
+def test_last_resort_keeps_the_entry_just_recorded() -> None:
+    """Regression: under a tight budget the last resort folded the newest entry while lessons could still go."""
+    check_last_resort_keeps_the_entry_just_recorded(fixture_text("headless-entry-time-span-ranges.md"))
+
+
+def test_last_resort_keeps_the_entry_just_recorded_real() -> None:
+    check_last_resort_keeps_the_entry_just_recorded(read_raw(real_file("b18c37b")))
+
+
+@pytest.mark.parametrize("path", corpus_params())
 def test_newest_entry_folds_only_when_nothing_else_can_move(path: Path) -> None:
     doc = parse(read_raw(path))
     doc, newest = record(doc)
@@ -740,9 +745,6 @@ def test_under_pressure_the_oldest_lessons_go_first_and_important_ones_last() ->
     assert not unmarked or (lessons[0] in tighter and lessons[1] in tighter)
 
 
-FIXTURES = Path(__file__).resolve().parent / "data"
-
-
 def _record_one(doc: StateDocument) -> StateDocument:
     from statefile.policy.rules import RecordRequest, record
 
@@ -754,15 +756,9 @@ def _record_one(doc: StateDocument) -> StateDocument:
     )
 
 
-@pytest.mark.parametrize(
-    "path",
-    corpus_files() + sorted(FIXTURES.rglob("*.md")) or [None],
-    ids=lambda p: p.name[:60] if p is not None else "absent",
-)
-def test_a_record_keeps_every_lesson_when_the_result_is_under_budget(path: Path | None) -> None:
+@pytest.mark.parametrize("path", corpus_params())
+def test_a_record_keeps_every_lesson_when_the_result_is_under_budget(path: Path) -> None:
     """Done-when of issue 13: a record on each real file (and each fixture) keeps every lesson under budget."""
-    if path is None:
-        pytest.skip("neither the corpus (../shared/corpus/real) nor tests/data fixtures are present")
     doc = parse(read_raw(path))
     try:
         recorded = _record_one(doc)
@@ -894,24 +890,45 @@ def test_a_failing_summarizer_falls_back() -> None:
 # -- the corpus and the report -------------------------------------------------------------------------------
 
 
-def test_corpus_shapes_compact_as_expected() -> None:
-    by_name = {"__".join(p.name.split("__")[-2:]): p for p in corpus_files()}
-    if not by_name:
-        pytest.skip("the corpus (../shared/corpus/real) is not beside this checkout")
-    apm = parse(read_raw(by_name["python-to-go-migration__idx55619624306.md"]))
-    result = compact(apm)
-    assert [e.number for e in result.document.iterations] == [94]
-    assert result.document.ranges[0].heading.startswith("### Iters 84–93 — ✅ 1 (+9 uncounted) (metrics 551→578.77): ")
-    assert result.document.ranges[0].heading.endswith(" · 2026-05-16 · archive/python-to-go-migration/")
+def check_agent_ranges_compact(apm: str, newest: int, band: tuple[str, str], messy: str) -> None:
+    """A range line written over a detailed entry folds it in; overlapping ranges and entries get resolved."""
+    result = compact(parse(apm))
+    assert [e.number for e in result.document.iterations] == [newest]
+    assert result.document.ranges[0].heading.startswith(band[0])
+    assert result.document.ranges[0].heading.endswith(band[1])
     assert not [w for w in result.document.warnings if w.code == "range-overlaps-entry"]
-    messy = parse(read_raw(by_name["perf-comparison__f1d81ce.md"]))
-    assert {w.code for w in messy.warnings} >= {"overlapping-ranges", "range-overlaps-entry"}
-    cleaned = compact(messy).document
+    before = parse(messy)
+    assert {w.code for w in before.warnings} >= {"overlapping-ranges", "range-overlaps-entry"}
+    cleaned = compact(before).document
     assert not {w.code for w in cleaned.warnings} & {
         "overlapping-ranges",
         "range-overlaps-entry",
         "duplicate-iteration",
     }
+
+
+def test_corpus_shapes_compact_as_expected() -> None:
+    check_agent_ranges_compact(
+        fixture_text("ascii-dashes-range-overlap.md"),
+        71,
+        (
+            "### Iters 61–70 — ✅ 1 (+9 uncounted) (metrics 318→339.87): ",
+            " · 2026-08-03 · archive/java-to-kotlin-migration/",
+        ),
+        fixture_text("paused-overlapping-ranges.md"),
+    )
+
+
+def test_corpus_shapes_compact_as_expected_real() -> None:
+    check_agent_ranges_compact(
+        read_raw(real_file("idx55619624306")),
+        94,
+        (
+            "### Iters 84–93 — ✅ 1 (+9 uncounted) (metrics 551→578.77): ",
+            " · 2026-05-16 · archive/python-to-go-migration/",
+        ),
+        read_raw(real_file("f1d81ce")),
+    )
 
 
 def test_report_as_dict_and_summary() -> None:

@@ -160,7 +160,7 @@ def test_describe_lists_every_option_with_its_documentation() -> None:
 def test_config_is_immutable() -> None:
     config = resolve()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config.max_bytes = config.branch  # type: ignore[misc]
+        config.max_bytes = config.branch  # type: ignore[misc, assignment]
 
 
 # -- values -----------------------------------------------------------------------------------------------------------

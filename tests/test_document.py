@@ -1,27 +1,25 @@
-"""The document model on the real corpus and on hand-made oddities: round trip, structure, machine state, edits."""
+"""The document model on both corpora and on hand-made oddities: round trip, structure, machine state, edits."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import FIXTURES, TESTS, corpus_files, corpus_params, fixture_files, fixture_text, read_raw, real_file
 from upstream import meaningful, upstream_machine_state
 
 import statefile
 from statefile.model.document import parse
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 
-CORPUS = corpus_files()
 
-
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_round_trips_byte_for_byte(path: Path) -> None:
     text = read_raw(path)
     assert parse(text).render() == text
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_machine_state_agrees_with_upstream(path: Path) -> None:
     text = read_raw(path)
     upstream = meaningful(upstream_machine_state(text))
@@ -30,8 +28,18 @@ def test_corpus_machine_state_agrees_with_upstream(path: Path) -> None:
     assert ours == upstream
 
 
-def test_corpus_is_present() -> None:
-    assert len(CORPUS) == 27
+def test_fixture_corpus_is_complete_and_documented() -> None:
+    """30 fixtures, each described in tests/data/MANIFEST.md, which sits outside the folder the tests glob."""
+    names = [path.name for path in fixture_files()]
+    assert len(names) == 30
+    assert not (FIXTURES / "MANIFEST.md").exists()
+    manifest = (TESTS / "data" / "MANIFEST.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in manifest for name in names)
+
+
+def test_real_corpus_is_complete_when_present() -> None:
+    real_file("24ec373")  # skips, saying why, when the real corpus is not beside this checkout
+    assert len(corpus_files()) == 27
 
 
 def test_machine_state_found_under_drifted_heading() -> None:
@@ -125,25 +133,43 @@ def test_bullet_entries_without_headings() -> None:
     assert [e.status for e in entries if isinstance(e, Iteration)] == ["accepted", "rejected"]
 
 
-def test_entries_under_another_section_when_history_heading_is_missing() -> None:
-    path = next(p for p in CORPUS if "24ec373" in p.name)
-    doc = parse(read_raw(path))
+def check_entries_under_another_section(text: str, population_tag: str, newest: int) -> None:
+    doc = parse(text)
     assert doc.history_misplaced
     assert [e.kind for e in doc.history] == ["iteration", "iteration", "range"]
-    # The Population section's "### c029 …" headings are not history.
-    assert all("c029" not in e.heading for e in doc.history)
+    # The Population section's "### c0… · island …" headings are not history.
+    assert all(population_tag not in e.heading for e in doc.history)
     future = doc.section("future")
-    assert future is not None and "### Iteration 29" in future.text
+    assert future is not None and f"### Iteration {newest} " in future.text
+
+
+def test_entries_under_another_section_when_history_heading_is_missing() -> None:
+    check_entries_under_another_section(fixture_text("missing-history-heading.md"), "island", 31)
+
+
+def test_entries_under_another_section_when_history_heading_is_missing_real() -> None:
+    check_entries_under_another_section(read_raw(real_file("24ec373")), "c029", 29)
+
+
+def check_warnings(texts: dict[str, str], duplicated: str, partial: str, after_rule: str) -> None:
+    codes = {name: {w.code for w in parse(text).warnings} for name, text in texts.items()}
+    assert "duplicate-section" in codes[duplicated]
+    assert "duplicate-iteration" in codes[partial]
+    assert "missing-history-heading" in codes[after_rule]
+    assert any("range-overlaps-entry" in c for c in codes.values())
+    assert any("history-gap" in c for c in codes.values())
 
 
 def test_warnings_on_corpus_oddities() -> None:
-    by_name = {p.name: parse(read_raw(p)) for p in CORPUS}
-    codes = {name: {w.code for w in doc.warnings} for name, doc in by_name.items()}
-    assert "duplicate-section" in codes[next(n for n in codes if "e45365e" in n)]
-    assert "duplicate-iteration" in codes[next(n for n in codes if "36c0d7f" in n)]
-    assert "missing-history-heading" in codes[next(n for n in codes if "d1b9067" in n)]
-    assert any("range-overlaps-entry" in c for c in codes.values())
-    assert any("history-gap" in c for c in codes.values())
+    texts = {path.name: read_raw(path) for path in fixture_files()}
+    check_warnings(
+        texts, "duplicated-sections.md", "partial-duplicate-entry.md", "missing-history-heading-after-rule.md"
+    )
+
+
+def test_warnings_on_corpus_oddities_real() -> None:
+    names = [real_file(tag).name for tag in ("e45365e", "36c0d7f", "d1b9067")]
+    check_warnings({path.name: read_raw(path) for path in corpus_files()}, *names)
 
 
 def test_warnings_for_missing_machine_state_and_count_mismatch() -> None:

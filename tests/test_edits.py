@@ -6,7 +6,7 @@ import difflib
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import all_corpus_files, corpus_params, examples, fixture_text, read_raw, real_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
@@ -14,7 +14,7 @@ from upstream import meaningful, upstream_machine_state
 import statefile
 from statefile.model.document import parse
 
-CORPUS = corpus_files()
+CORPUS = all_corpus_files()
 
 
 def changed_lines(before: str, after: str) -> list[str]:
@@ -23,7 +23,7 @@ def changed_lines(before: str, after: str) -> list[str]:
     return [line for line in diff if line[:1] in "+-"]
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_set_field_changes_one_row(path: Path) -> None:
     text = read_raw(path)
     doc = parse(text)
@@ -65,7 +65,7 @@ def test_missing_machine_state_section_is_created_after_title() -> None:
     assert upstream_machine_state(out)["iteration_count"] == 1
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_prepend_entry_inserts_only_the_entry(path: Path) -> None:
     text = read_raw(path)
     doc = parse(text)
@@ -89,16 +89,21 @@ def test_prepend_into_template_replaces_placeholder() -> None:
     assert [e.covers for e in doc.history] == [(2,), (1,)]
 
 
-def test_prepend_when_history_heading_is_missing_adds_heading_above_stray_entries() -> None:
-    path = next(p for p in CORPUS if "24ec373" in p.name)
-    text = read_raw(path)
-    doc = parse(text)
-    doc = doc.prepend_entry("### Iteration 30 — 2026-05-01 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n")
+def check_prepend_adds_heading_above_stray_entries(text: str, newest: int) -> None:
+    entry = f"### Iteration {newest + 1} — 2026-05-01 10:00 UTC\n\n- **Status**: ✅ Accepted\n\n"
+    doc = parse(text).prepend_entry(entry)
     out = doc.render()
     assert not doc.history_misplaced
-    assert [e.covers for e in doc.history][:2] == [(30,), (29,)]
-    assert out.replace("## 📊 Iteration History\n\n### Iteration 30 — 2026-05-01 10:00 UTC\n\n"
-                       "- **Status**: ✅ Accepted\n\n", "") == text  # fmt: skip
+    assert [e.covers for e in doc.history][:2] == [(newest + 1,), (newest,)]
+    assert out.replace("## 📊 Iteration History\n\n" + entry, "") == text
+
+
+def test_prepend_when_history_heading_is_missing_adds_heading_above_stray_entries() -> None:
+    check_prepend_adds_heading_above_stray_entries(fixture_text("missing-history-heading.md"), 31)
+
+
+def test_prepend_when_history_heading_is_missing_adds_heading_above_stray_entries_real() -> None:
+    check_prepend_adds_heading_above_stray_entries(read_raw(real_file("24ec373")), 29)
 
 
 @pytest.mark.parametrize("kind", ["lessons", "foreclosed", "future"])
@@ -123,13 +128,13 @@ def test_add_lesson_creates_missing_section_in_canonical_position() -> None:
 SECTION_TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=200)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.text(max_size=400))
 def test_round_trip_any_text(text: str) -> None:
     assert parse(text).render() == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     st.lists(
         st.one_of(
@@ -149,15 +154,13 @@ def test_round_trip_structured_noise(parts: list[str]) -> None:
     doc.warnings  # noqa: B018
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
-    index=st.integers(min_value=0, max_value=len(CORPUS) - 1 if CORPUS else 0),
+    index=st.integers(min_value=0, max_value=len(CORPUS) - 1),
     value=st.integers(min_value=0, max_value=10**6),
     lesson=st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=80),
 )
 def test_corpus_edits_leave_other_sections_identical(index: int, value: int, lesson: str) -> None:
-    if not CORPUS:
-        pytest.skip("corpus not available")
     text = read_raw(CORPUS[index])
     doc = parse(text)
     untouched = {s.start: s.text for s in doc.sections if s.kind not in ("machine_state", "lessons")}

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import all_corpus_files, examples, read_raw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,7 @@ from statefile.store.exchange import FORMAT, VERSION, check_path, dumps, export_
 
 
 def corpus() -> dict[str, str]:
-    files = {path.name: read_raw(path) for path in corpus_files()}
+    files = {path.name: read_raw(path) for path in all_corpus_files()}
     files["archive/perf/0001.md"] = "# Archive: perf (part 1)\n\nold\r\nstuff\r"
     files["_shared.md"] = "# Shared lessons\n"
     return files
@@ -58,7 +58,7 @@ def test_undecodable_bytes_round_trip() -> None:
     assert back["x.md"] == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     st.dictionaries(
         st.sampled_from(["a.md", "b.md", "_shared.md", "archive/a/0001.md", "archive/a/0002.md"]),

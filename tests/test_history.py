@@ -46,15 +46,20 @@ def archive(*chunks: str) -> str:
 def test_archive_entries_are_parsed_like_file_entries() -> None:
     text = archive(
         entry(2, metric="5") + "```\n### Iteration 99 — inside a fence\n```\n\n",
-        "### Iters 1–27 — ✅ 14 · archive/perf/\n\n- Iter 3: ❌ failed\n- a removed lesson bullet\n",
+        "- Iter 3: ❌ failed\n- a removed lesson bullet\n\n"
+        "### Iters 1–27 — ✅ 14 · archive/perf/\n\n- Iter 4: a note\n",
     )
     found = archive_entries(text)
-    assert [type(f.entry).__name__ for f in found] == ["Iteration", "IterationRange", "Iteration"]
-    first, rng, bullet = (f.entry for f in found)
+    assert [type(f.entry).__name__ for f in found] == ["Iteration", "Iteration", "IterationRange"]
+    first, bullet, rng = (f.entry for f in found)
+    # As in the state file: a bullet entry above the chunk's first heading is an entry; below a heading, a bullet
+    # is that entry's text, however it reads.
+    assert rng.raw.endswith("- Iter 4: a note\n")
     assert isinstance(first, Iteration) and first.number == 2 and first.metric == "5"
     assert "Iteration 99" in first.raw  # the fenced heading is text inside entry 2, not an entry of its own
     assert isinstance(rng, IterationRange) and (rng.first, rng.last) == (1, 27)
-    assert isinstance(bullet, Iteration) and bullet.number == 3 and bullet.raw == "- Iter 3: ❌ failed\n"
+    assert isinstance(bullet, Iteration) and bullet.number == 3
+    assert bullet.raw == "- Iter 3: ❌ failed\n- a removed lesson bullet\n\n"
     lines = text.splitlines()
     assert all(lines[f.line - 1].startswith(("### Iter", "- Iter")) for f in found)
     assert {f.chunk for f in found} == {"compaction"} and found[0].archived == "2026-02-01T00:00:00Z"

@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import corpus_params, read_raw
 
 from statefile.errors import NotFoundError, UsageError
 from statefile.model.archive import plan_append
@@ -29,8 +29,6 @@ from statefile.policy.lessons import (
 )
 from statefile.policy.pruning import is_pinned
 from statefile.views.render import render_view
-
-CORPUS = corpus_files()
 
 
 def doc_with(*texts: str, newline: str = "\n") -> StateDocument:
@@ -196,7 +194,7 @@ def test_restore_keeps_crlf_and_works_on_a_file_without_lessons() -> None:
     assert back.render().startswith("# Autoloop: x\n\n## Notes\n\ntext\n\n## 📚 Lessons Learned\n\n- one\n")
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_remove_then_restore_every_lesson(path: Path) -> None:
     doc = parse(read_raw(path))
     count = len(lessons(doc))

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import corpus_params, read_raw
 
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import parse
@@ -21,8 +21,6 @@ from statefile.views.status import (
     pressure_lines,
     typical_entry_bytes,
 )
-
-CORPUS = corpus_files()
 
 
 def test_estimate_tokens_is_ceil_of_bytes_over_four() -> None:
@@ -111,7 +109,7 @@ def test_records_until_aggressive_matches_simulation() -> None:
     assert report["records_until_aggressive"] == n
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_reports(path: Path) -> None:
     doc = parse(read_raw(path))
     report = pressure(doc, max_bytes=30720)

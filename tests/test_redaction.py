@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,7 +48,7 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     user=st.text(alphabet=st.characters(whitelist_categories=["L", "N"]), min_size=1, max_size=12),
     secret=st.text(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import test_compaction_properties as properties
-from conftest import corpus_files, read_raw
+from conftest import all_corpus_files, examples, read_raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
@@ -39,7 +39,7 @@ from statefile.policy.rules import RecordRequest, record
 from statefile.store import FolderStore
 from statefile.store.files import read_state_file
 
-CORPUS = [read_raw(path) for path in corpus_files()]
+CORPUS = [read_raw(path) for path in all_corpus_files()]
 BUDGETS = (30720, 8192, 3000)
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 # How many examples each property runs; the module docstring's counts come from these.
@@ -174,15 +174,14 @@ OPS = (cut, duplicate_section, drop_section, shuffle_sections, corrupt_rows, inj
 def upstream_reads_as_statefile() -> Iterator[None]:
     """Within: the invariants compare Machine State as statefile reads it (it must still be untouched)."""
     saved = properties.upstream_machine_state
-    properties.upstream_machine_state = lambda text: parse(text).machine_state
+    properties.upstream_machine_state = lambda content: parse(content).machine_state
     try:
         yield
     finally:
         properties.upstream_machine_state = saved
 
 
-@pytest.mark.skipif(not CORPUS, reason="the corpus (../shared/corpus/real) is not beside this checkout")
-@settings(max_examples=EXAMPLES["pipeline"], deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(EXAMPLES["pipeline"]))
 @given(text=mutant(), budget=st.sampled_from(BUDGETS))
 def test_mutated_files_survive_parse_compact_render_parse(text: str, budget: int) -> None:
     doc = parse(text)
@@ -214,8 +213,7 @@ def test_mutated_files_survive_parse_compact_render_parse(text: str, budget: int
     assert read_machine_state(again.render()) == again.machine_state
 
 
-@pytest.mark.skipif(not CORPUS, reason="the corpus (../shared/corpus/real) is not beside this checkout")
-@settings(max_examples=EXAMPLES["record"], deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(EXAMPLES["record"]))
 @given(
     text=mutant(),
     status=st.sampled_from(["accepted", "rejected", "error", "pending-ci"]),
@@ -273,7 +271,7 @@ TOKENS = (
 )
 
 
-@settings(max_examples=EXAMPLES["state"], deadline=None)
+@settings(max_examples=examples(EXAMPLES["state"]))
 @given(text=st.lists(st.sampled_from(TOKENS), max_size=80).map("".join))
 def test_the_machine_state_fast_path_agrees_with_the_full_parse(text: str) -> None:
     assert read_machine_state(text) == parse(text).machine_state
@@ -284,8 +282,10 @@ def test_the_machine_state_fast_path_agrees_with_the_full_parse(text: str) -> No
 BAD_BYTES = (b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\xc0\xaf", b"\x80\x80")
 
 
-@pytest.mark.skipif(not CORPUS, reason="the corpus (../shared/corpus/real) is not beside this checkout")
-@settings(max_examples=EXAMPLES["bytes"], deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(EXAMPLES["bytes"]),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(text=st.sampled_from(CORPUS), bad=st.sampled_from(BAD_BYTES), where=st.floats(0, 1))
 def test_invalid_utf8_on_disk_is_refused_and_never_rewritten(
     tmp_path_factory: pytest.TempPathFactory, text: str, bad: bytes, where: float
@@ -340,12 +340,17 @@ LESSON_WITH_FENCE = """# Autoloop: perf
 """
 
 
-def test_a_fenced_block_belongs_to_the_bullet_it_opens_in() -> None:
+def test_a_fenced_block_is_never_cut_by_a_bullet() -> None:
     """Found by fuzzing: a blank or ``|`` line inside a fence cut the bullet, and pruning half a fence turned the
-    rest of the file into code (sections vanished)."""
+    rest of the file into code (sections vanished).  A bullet is what the markdown scanner says it is: a fence at
+    the left margin after a bullet ends the list and is a block of its own, so no bullet holds part of it."""
     doc = parse(LESSON_WITH_FENCE)
     first, second = doc.list_items("lessons")
-    assert first.text.count("```") == 2 and second.text == "- Second lesson.\n"
+    assert first.text == "- Use the table below.\n" and second.text == "- Second lesson.\n"
+    section = doc.section("lessons")
+    assert section is not None
+    between = "".join(section.lines[first.end : second.start])
+    assert between.count("```") == 2  # the whole fence, outside both bullets
     result = properties.check(LESSON_WITH_FENCE, CompactionPolicy(max_bytes=300))
     assert result is None or [s.kind for s in result.document.sections] == [s.kind for s in doc.sections]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files, read_raw
-from hypothesis import HealthCheck, given, settings
+from conftest import SOAK, corpus_params, examples, fixture_text, read_raw, real_file
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statefile.errors import UsageError
@@ -15,7 +15,6 @@ from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
 from statefile.views.render import MIN_BUDGET, entry_line, render_view
 
-CORPUS = corpus_files()
 LEVELS = ("index", "timeline", "full")
 
 
@@ -53,11 +52,12 @@ def notice_of(text: str) -> str:
 # -- the budget is never exceeded -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_never_over_budget(path: Path) -> None:
     doc = parse(read_raw(path))
     full = render_view(doc, program="p", budget=50_000).full_chars
-    budgets = [*range(500, 50_001, 997), *range(max(500, full - 300), full + 5, 7)]
+    # Ten budgets spread up to the whole view, and every 7th character around the point where everything fits.
+    budgets = [*range(500, full + 1, max(1, (full - 500) // 10)), *range(max(500, full - 300), full + 5, 7)]
     for budget in budgets:
         for level in LEVELS:
             view = render_view(doc, program="p", budget=budget, level=level)
@@ -67,15 +67,18 @@ def test_corpus_never_over_budget(path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_every_budget_step(path: Path) -> None:
+    """Budgets from the minimum to past the whole view, about 60 steps per file (every 61st with STATEFILE_SOAK)."""
     doc = parse(read_raw(path))
-    for budget in range(500, 50_001, 61):
+    full = render_view(doc, program="p", budget=100_000).full_chars
+    step = 61 if SOAK else max(61, (full + 200 - MIN_BUDGET) // 60)
+    for budget in range(MIN_BUDGET, full + 200, step):
         for level in LEVELS:
             assert render_view(doc, program="p", budget=budget, level=level).chars <= budget
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_full_chars_shows_everything(path: Path) -> None:
     doc = parse(read_raw(path))
     view = render_view(doc, program="p", budget=100_000)
@@ -92,7 +95,7 @@ def test_corpus_full_chars_shows_everything(path: Path) -> None:
         assert entry.heading.rstrip() in view.text
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_index_is_small(path: Path) -> None:
     view = render_view(parse(read_raw(path)), program="program", level="index")
     assert view.chars <= 1000
@@ -123,11 +126,11 @@ _LINES = st.sampled_from(
         "",
     ]
 )
-_FREE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300) | st.just("\udcff bad byte")
+_FREE = st.text(st.characters(blacklist_categories=["Cs"]), max_size=300) | st.just("\udcff bad byte")
 _LONG = st.integers(0, 3000).map(lambda n: "- " + "L" * n)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(
     lines=st.lists(_LINES | _FREE | _LONG, max_size=80),
     newline=st.sampled_from(["\n", "\r\n"]),
@@ -268,15 +271,20 @@ def test_crlf_and_undecodable_bytes() -> None:
     assert "- caf\ufffd" in view.text
 
 
-def test_misplaced_history_is_not_shown_twice() -> None:
-    path = next((p for p in CORPUS if "24ec373" in p.name), None)
-    if path is None:
-        pytest.skip("corpus not available")
-    doc = parse(read_raw(path))
+def check_misplaced_history_shown_once(text: str, newest: int) -> None:
+    doc = parse(text)
     assert doc.history_misplaced
     view = render_view(doc, program="p", budget=50_000)
-    assert view.text.count("### Iteration 29 —") == 1
+    assert view.text.count(f"### Iteration {newest} —") == 1
     assert view.text.index("## 🔭 Future Directions") < view.text.index("## 📊 Iteration History")
+
+
+def test_misplaced_history_is_not_shown_twice() -> None:
+    check_misplaced_history_shown_once(fixture_text("missing-history-heading.md"), 31)
+
+
+def test_misplaced_history_is_not_shown_twice_real() -> None:
+    check_misplaced_history_shown_once(read_raw(real_file("24ec373")), 29)
 
 
 def test_one_line_shapes() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SAMPLES, corpus_files, read_raw
+from conftest import SAMPLES, all_corpus_files, examples, read_raw
 from gitutil import make_repos, run_statefile
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_reliability_fuzz import OPS
 
@@ -105,7 +105,7 @@ def test_repeated_entries_and_unclosed_fences() -> None:
 
 def _files() -> list[tuple[str, str]]:
     return [(p.name, p.read_text()) for p in sorted(SAMPLES.glob("*.md"))] + [
-        (p.name, read_raw(p)) for p in corpus_files()
+        (p.name, read_raw(p)) for p in all_corpus_files()
     ]
 
 
@@ -142,7 +142,7 @@ def damaged(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150))
 @given(text=damaged())
 def test_repair_of_damaged_files_is_total_lossless_and_idempotent(text: str) -> None:
     test_repair_loses_nothing_and_is_idempotent("damaged", text)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import corpus_params, read_raw
 
 from statefile import __version__
 from statefile.errors import UsageError
@@ -20,7 +20,7 @@ from statefile.model.document import parse
 from statefile.model.template import new_state_file
 
 # What the upstream scheduler writes when it selects a program (githubnext/autoloop autoloop_scheduler.py).
-UPSTREAM = {
+UPSTREAM: dict[str, Any] = {
     "selected": "perf",
     "selected_file": ".autoloop/programs/perf.md",
     "selected_issue": None,
@@ -91,7 +91,7 @@ def test_a_garbled_count_reads_as_zero() -> None:
     assert entry(10, iteration_count="many")["iteration_count"] == 0
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:70])
+@pytest.mark.parametrize("path", corpus_params())
 def test_corpus_reports_agree_with_the_scheduler_view(path: Path) -> None:
     text = read_raw(path)
     doc = parse(text)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus_files, read_raw
+from conftest import corpus_params, read_raw
 from upstream import meaningful, upstream_machine_state
 
 from statefile.errors import ConflictError, UsageError
@@ -212,7 +212,7 @@ def test_other_words_count_and_leave_errors_alone(status: str, glyph: str) -> No
 
 @pytest.mark.parametrize("status", ["pending-ci", "local-only"])
 def test_other_words_read_back_from_the_entry(status: str) -> None:
-    assert run(fresh(), status).history[0].status == status
+    assert run(fresh(), status).iterations[0].status == status
 
 
 def test_status_is_normalized_and_validated() -> None:
@@ -523,7 +523,7 @@ def test_forty_mixed_iterations_read_back_exactly(direction: str) -> None:
     assert model.completed
     assert [e.covers for e in doc.history] == [(n,) for n in range(40, 0, -1)]
     core = {"accepted", "rejected", "error", "ci-fix-exhausted"}
-    assert [e.status for e in doc.history if e.status in core] == [w for w in reversed(plan) if w in core]
+    assert [e.status for e in doc.iterations if e.status in core] == [w for w in reversed(plan) if w in core]
     assert not [w for w in doc.warnings if w.code in ("iteration-count-mismatch", "duplicate-iteration")]
 
 
@@ -538,7 +538,7 @@ def _outside(doc: StateDocument) -> str:
     return "".join(section.text for index, section in enumerate(doc.sections) if index not in skip)
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:70])
+@pytest.mark.parametrize("path", corpus_params())
 @pytest.mark.parametrize("status", ["accepted", "error"])
 def test_corpus_files_accept_a_record_touching_only_its_three_places(path: Path, status: str) -> None:
     before = parse(read_raw(path))

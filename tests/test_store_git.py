@@ -24,10 +24,13 @@ TRACKING = f"refs/remotes/origin/{BRANCH}"
 # -- shared helpers ----------------------------------------------------------------------------------------------
 
 
-def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
-    """Run git in ``cwd`` and return its stdout (fails the test on a non-zero exit)."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True, check=False)
-    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr.decode()}"
+def git(cwd: Path, *args: str | None, input: bytes | None = None) -> str:
+    """Run git in ``cwd`` and return its stdout (fails the test on a non-zero exit, or on a ``None`` argument: a
+    commit a write did not make)."""
+    words = [arg for arg in args if arg is not None]
+    assert len(words) == len(args), args
+    proc = subprocess.run(["git", *words], cwd=cwd, input=input, capture_output=True, check=False)
+    assert proc.returncode == 0, f"git {' '.join(words)}: {proc.stderr.decode()}"
     return proc.stdout.decode()
 
 
@@ -76,7 +79,7 @@ def commit_count(cwd: Path, ref: str) -> int:
     return int(git(cwd, "rev-list", "--count", ref).strip())
 
 
-def files_at(cwd: Path, ref: str) -> list[str]:
+def files_at(cwd: Path, ref: str | None) -> list[str]:
     return sorted(git(cwd, "ls-tree", "-r", "--name-only", ref).split())
 
 

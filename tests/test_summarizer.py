@@ -137,7 +137,7 @@ def test_bad_commands_and_settings_are_usage_errors() -> None:
         command_summarizer("x", timeout=0)
     with pytest.raises(UsageError, match="cap must be at least 1"):
         command_summarizer("x", cap=0)
-    assert "timeout=10" in repr(command_summarizer("llm -m fast"))
+    assert "timeout=30" in repr(command_summarizer("llm -m fast"))
 
 
 def test_plugs_into_compaction_and_falls_back() -> None:

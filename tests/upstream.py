@@ -1,8 +1,10 @@
 """An independent re-statement of how the upstream Autoloop scheduler reads the Machine State table.
 
-Written from FORMAT.md ("How the upstream scheduler reads the table") so tests can check that what statefile
-writes reads back through the scheduler's logic with the intended values.  It mimics the regex approach on purpose,
-quirks included (a ``|---|`` separator row of other than three dashes is read as a key).
+Written from the scheduler's documented behaviour (find the exact ``## ⚙️ Machine State`` heading, read every
+``| key | value |`` row up to the next ``## ``, lower-case keys with underscores, ``—``/``-``/empty as null, the
+integer and boolean rows, comma-split Recent Statuses, a later duplicate row winning) so tests can check that what
+statefile writes reads back through the scheduler's logic with the intended values.  It mimics the regex approach
+on purpose, quirks included (a ``|---|`` separator row of other than three dashes is read as a key).
 """
 
 from __future__ import annotations

@@ -23,7 +23,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from statefile.defaults import DEFAULT_BRANCH, DEFAULT_MAX_BYTES, parse_size
+from statefile.defaults import (
+    AGGRESSIVE_AT,
+    AGGRESSIVE_KEEP,
+    DEFAULT_BRANCH,
+    DEFAULT_MAX_BYTES,
+    KEEP_RECENT,
+    SUMMARIZER_TIMEOUT,
+    parse_size,
+)
 from statefile.errors import UsageError
 from statefile.integrations.ghaw import (
     DEFAULT_MAX_FILE_COUNT,
@@ -191,20 +199,20 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "keep_recent",
-        10,
+        KEEP_RECENT,
         "Newest iteration entries compaction keeps in full; older ones fold into range lines.",
         _positive_int,
     ),
     Option(
         "aggressive_at",
-        0.8,
+        AGGRESSIVE_AT,
         "Fraction of max-bytes above which compaction becomes aggressive (keeps aggressive-keep entries) and "
         "'statefile report' says needs_compaction.",
         _fraction,
     ),
     Option(
         "aggressive_keep",
-        5,
+        AGGRESSIVE_KEEP,
         "Newest entries kept in full when the file is above aggressive-at of its budget.",
         _positive_int,
     ),
@@ -217,7 +225,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "summarizer_timeout",
-        30.0,
+        SUMMARIZER_TIMEOUT,
         "Seconds the summarizer may run before statefile falls back to the built-in summary.",
         _seconds,
     ),

@@ -43,7 +43,7 @@ from statefile.integrations.ghaw import (
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import StateDocument
-from statefile.model.history import STATUS_GLYPHS
+from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
 from statefile.policy.rules import RecordRequest, format_number, marker_comment, record

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from typing import Any
 
+from statefile.app.config import Config
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
@@ -205,13 +206,23 @@ def read_program(store: Store, program: str) -> StateDocument:
     return doc
 
 
-def program_status(store: Store, program: str) -> tuple[dict[str, Any], StateDocument, list[tuple[str, str]]]:
+def program_status(
+    store: Store, program: str, config: Config
+) -> tuple[dict[str, Any], StateDocument, list[tuple[str, str]]]:
     """The pressure report of ``program`` (:func:`statefile.views.status.pressure`), its document and archive
     parts (``(name, text)``, oldest first) for callers that show more."""
     doc = read_program(store, program)
     texts = archive_texts(store, program)
     archived = count_archived_entries([text for _, text in texts])
-    report = pressure(doc, max_bytes=store.max_bytes, archived_entries=archived, archive_parts=len(texts))
+    report = pressure(
+        doc,
+        max_bytes=store.max_bytes,
+        archived_entries=archived,
+        archive_parts=len(texts),
+        # The next record's compaction reads these settings; status must predict with the same values.
+        aggressive_at=config.aggressive_at.value,
+        keep_aggressive=config.aggressive_keep.value,
+    )
     return report, doc, texts
 
 

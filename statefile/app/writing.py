@@ -14,10 +14,11 @@ from typing import Any
 
 from statefile.app.config import Config
 from statefile.app.reading import missing_program
+from statefile.defaults import SUMMARY_CAP
 from statefile.errors import ConflictError
 from statefile.integrations.summarizer import command_summarizer
 from statefile.model.document import StateDocument, parse
-from statefile.model.history import STATUS_GLYPHS
+from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.template import new_state_file
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact
 from statefile.policy.edits import removed_by_edit
@@ -111,7 +112,9 @@ def compaction_policy(config: Config, *, aggressive: bool = False, now: datetime
     """The compaction policy the settings describe (``aggressive``: aggressive mode whatever the file's size)."""
     summarizer = None
     if config.summarizer.value:
-        summarizer = command_summarizer(config.summarizer.value, timeout=config.summarizer_timeout.value)
+        summarizer = command_summarizer(
+            config.summarizer.value, timeout=config.summarizer_timeout.value, cap=SUMMARY_CAP
+        )
     return CompactionPolicy(
         max_bytes=config.max_bytes.value,
         keep_recent=config.keep_recent.value,

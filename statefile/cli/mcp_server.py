@@ -192,7 +192,7 @@ def build_server(app: AppContext) -> "MCPServer":
     def status(program: Program) -> dict[str, Any]:
         """How full PROGRAM's state file is: bytes and % of budget, estimated tokens per section, counts, and
         whether the next record will compact aggressively."""
-        report: dict[str, Any] = call(lambda store: program_status(store, program)[0])
+        report: dict[str, Any] = call(lambda store: program_status(store, program, app.config())[0])
         return report
 
     @server.tool(name="list", annotations=read_only)

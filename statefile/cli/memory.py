@@ -48,13 +48,15 @@ def status_cmd(app: AppContext, program: str | None) -> None:
     """Pressure at a glance: size and % of budget, tokens per section, counts, next-record forecast."""
 
     store = app.reader()
+    config = app.config()
+
     names = [program] if program else sorted(state_files(store, app.globs))
     reports = {}
     trends: dict[str, str] = {}
     # The sparkline is for people at a terminal: piped or --json output stays data.
     chart = not app.as_json and sys.stdout.isatty()
     for name in names:
-        reports[name], doc, texts = program_status(store, name)
+        reports[name], doc, texts = program_status(store, name, config)
         if chart:
             trends[name] = trend_line(history_rows(doc, name, texts))
     if app.as_json:

@@ -24,6 +24,7 @@ from statefile.app.ghaw import compactor_for, context_from_autoloop, program_goa
 from statefile.app.reading import check_document, missing_program, state_files, unreadable_files
 from statefile.app.sync import sync_branch
 from statefile.app.writing import (
+    CompactOutcome,
     RepairOutcome,
     change_lines,
     compact_program,
@@ -54,7 +55,7 @@ from statefile.errors import InvalidDataError, NotFoundError, StatefileError, Us
 from statefile.integrations.autoloop import read_json_object
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
-from statefile.model.history import STATUS_GLYPHS
+from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.text import utf8_size
 from statefile.policy import ranges
 from statefile.policy.compaction import CompactionReport, MovedItem
@@ -295,27 +296,31 @@ def compact_cmd(
         raise UsageError("give program names or --all, not both")
     if not all_programs and not targets:
         raise UsageError("name the programs to compact, or pass --all")
-    jobs: list[tuple[AppContext, str]] = []
+    # One job per file argument: (where to look, program, how to name it).  Two files with the same name in two
+    # folders (a/perf.md b/perf.md) are two jobs, each with its own folder store; the same target twice is one.
+    jobs: list[tuple[AppContext, str, str]] = []
+    seen: set[str] = set()
     for target in targets:
         if is_file_argument(target):
             folder, program = file_program(Path(target))
             if not Path(target).is_file():
                 raise NotFoundError(f"{target}: no such file; check the path")
-            jobs.append((app.with_folder(folder), program))
+            key = str(Path(target).resolve())
+            job = (app.with_folder(folder), program, target)
         else:
-            jobs.append((app, target))
-    results = []
+            key, job = f"program:{target}", (app, target, target)
+        if key not in seen:
+            seen.add(key)
+            jobs.append(job)
+    results: list[tuple[str, CompactOutcome]] = []
     failures: list[tuple[str, StatefileError]] = []
     if all_programs:
-        jobs = [(app, name) for name in sorted(state_files(app.reader(), app.globs))]
+        jobs = [(app, name, name) for name in sorted(state_files(app.reader(), app.globs))]
         # What cannot be read cannot be compacted: an error at the end, never a silent skip.
         failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
-    names = [name for _, name in jobs]
-    by_name = dict(zip(names, (ctx for ctx, _ in jobs), strict=True))
     now = datetime.now(timezone.utc)
-    with progress(app, names, "compacting") as items:
-        for name in items:
-            ctx = by_name[name]
+    with progress(app, [label for _, _, label in jobs], "compacting") as labels:
+        for (ctx, name, label), _ in zip(jobs, labels, strict=True):
             try:
                 compactor = compactor_for(ctx)
                 outcome = compact_program(
@@ -329,33 +334,34 @@ def compact_cmd(
                 if not all_programs:
                     raise
                 # With --all, one broken file must not keep the others over budget: report it, go on, fail at the end.
-                failures.append((name, exc))
+                failures.append((label, exc))
                 continue
-            results.append(outcome)
+            results.append((label, outcome))
     if app.as_json:
         emit_json(
             [
                 {
                     "program": r.program,
+                    "target": label,
                     "commit": r.commit,
                     "dry_run": r.dry_run,
                     "heading_restored": r.heading_restored,
                     **r.report.as_dict(),
                 }
-                for r in results
+                for label, r in results
             ]
         )
         return
-    for r in results:
+    for label, r in results:
         restored = "would restore" if r.dry_run else "restored"
         if not r.report.changed:
             size = f"{r.report.bytes_after:,} of {r.report.max_bytes:,} bytes"
             if r.heading_restored:
-                say(app, f"{r.program}: nothing to compact ({size}); {restored} the ⚙️ Machine State heading")
+                say(app, f"{label}: nothing to compact ({size}); {restored} the ⚙️ Machine State heading")
             else:
-                say(app, f"{r.program}: nothing changed — nothing to compact ({size})")
+                say(app, f"{label}: nothing changed — nothing to compact ({size})")
             continue
-        say(app, f"{r.program}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
+        say(app, f"{label}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
         if r.heading_restored:
             say(app, f"  {restored} the ⚙️ Machine State heading")
         if r.dry_run and not app.quiet:
@@ -364,7 +370,7 @@ def compact_cmd(
             if details:
                 for item in r.report.moved:
                     click.echo(f"    {item.kind}: {item.label} — {item.reason}")
-    if dry_run and not details and not app.quiet and any(r.report.changed for r in results):
+    if dry_run and not details and not app.quiet and any(r.report.changed for _, r in results):
         click.echo("(--details lists every entry, lesson and avenue that would move)")
     _report_failures(failures)
 

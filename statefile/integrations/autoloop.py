@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from statefile import __version__
-from statefile.defaults import DEFAULT_MAX_BYTES
+from statefile.defaults import AGGRESSIVE_AT, DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
 from statefile.store.atomic import replace_file
 
@@ -40,7 +40,7 @@ def program_report(
     max_bytes: int,
     doc: StateDocument | None,
     *,
-    aggressive_at: float = 0.8,
+    aggressive_at: float = AGGRESSIVE_AT,
     state: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One program's entry: its size against the budget and the scheduler's view of its Machine State.

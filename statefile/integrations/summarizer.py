@@ -26,10 +26,9 @@ import time
 import unicodedata
 from typing import IO, Any
 
+from statefile.defaults import SUMMARIZER_TIMEOUT, SUMMARY_CAP
 from statefile.errors import UsageError
 
-DEFAULT_TIMEOUT = 10.0
-DEFAULT_CAP = 160
 _STDERR_TAIL = 2048
 
 
@@ -177,7 +176,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(5)
 
 
-def command_summarizer(cmd: str, *, timeout: float = DEFAULT_TIMEOUT, cap: int = DEFAULT_CAP) -> CommandSummarizer:
+def command_summarizer(cmd: str, *, timeout: float = SUMMARIZER_TIMEOUT, cap: int = SUMMARY_CAP) -> CommandSummarizer:
     """A summarizer callable that runs ``cmd`` (see the module docstring).
 
     Raises :class:`UsageError` here, once, for a command that cannot be split (unbalanced quotes), an empty

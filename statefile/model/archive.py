@@ -16,13 +16,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from statefile.model.blocks import scan_blocks
-from statefile.model.history import Entry, entry_title, is_bullet_entry, is_entry_heading, parse_entry
-from statefile.model.text import line_body, split_lines, utf8_size
+from statefile.model.document import parse
+from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.text import split_lines, utf8_size
 
 ARCHIVE_ROOT = "archive"
 _PART_RE = re.compile(r"^(\d{4,})\.md$")
-_ITERATION_HEAD = re.compile(r"^#{3,4}\s+Iter(?:ation)?\.?\s+#?(\d+)(?!\d)(?!\s*[–-]\s*\d)", re.I)
 
 
 def archive_dir(program: str) -> str:
@@ -206,24 +205,19 @@ def plan_append(program: str, last_part: tuple[str, str] | None, chunk: str, max
 
 
 def _units(chunk: str) -> list[str]:
-    """``chunk`` cut before each entry (an entry heading or a top-level entry bullet, outside code blocks) and
-    before each heading of level 1–3; text before the first entry stays with it.  The units join to ``chunk``."""
+    """``chunk`` cut before each entry and before each heading of level 1–3, from its first iteration or range
+    entry on (text before it stays with it).  Entries are where the state file's parser finds them
+    (:meth:`statefile.model.document.StateDocument.entries_of`).  The units join to ``chunk``."""
+    doc = parse(chunk)
     lines = split_lines(chunk)
-    scan = scan_blocks(chunk)
-    code = {n for start, end in scan.code_ranges for n in range(start, end)}
-    levels = {h.line: h.level for h in scan.headings}
-    starts: list[int] = []
-    seen_entry = False
-    for index, raw in enumerate(lines):
-        level = levels.get(index, 0)
-        body = line_body(raw)
-        entry = (level >= 3 and is_entry_heading(entry_title(body))) or (
-            not level and index not in code and is_bullet_entry(body)
-        )
-        if entry or (level and level <= 3 and seen_entry):
-            if seen_entry:
-                starts.append(index)
-            seen_entry = seen_entry or entry
+    cuts = {section.start for section in doc.sections}
+    first: int | None = None
+    for index in range(len(doc.sections)):
+        for located in doc.entries_of(index):
+            cuts.add(located.start)
+            if isinstance(located.entry, (Iteration, IterationRange)) and (first is None or located.start < first):
+                first = located.start
+    starts = sorted(cut for cut in cuts if first is not None and cut > first)
     bounds = [0, *starts, len(lines)]
     return ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds) if a < b]
 
@@ -256,20 +250,13 @@ def _cut_chars(line: str, limit: int) -> tuple[str, str]:
 
 
 def find_iteration(text: str, number: int) -> str | None:
-    """The last archived entry for iteration ``number`` in an archive part's text, verbatim, or ``None``.
+    """The last archived detailed entry for iteration ``number`` in an archive part's text, verbatim, or ``None``.
 
-    An entry runs from its ``### Iteration N`` heading to the next heading of level 2 or 3.
+    Entries are read with the state file's own parser (:func:`archive_entries`): a ``## `` line inside a code
+    fence does not cut an entry, and bullet-form entries are found like heading ones.
     """
-    lines = split_lines(text)
-    found: str | None = None
-    for index, line in enumerate(lines):
-        match = _ITERATION_HEAD.match(line)
-        if match and int(match.group(1)) == number:
-            end = index + 1
-            while end < len(lines) and not re.match(r"^#{2,3}\s", lines[end]):
-                end += 1
-            found = "".join(lines[index:end])
-    return found
+    found = [a.entry.raw for a in archive_entries(text) if isinstance(a.entry, Iteration) and number in a.entry.covers]
+    return found[-1] if found else None
 
 
 def continuation(text: str) -> tuple[str, bool] | None:
@@ -332,45 +319,21 @@ _ARCHIVED_HEAD = re.compile(r"^Archived (.*?) — (.*)$")
 def archive_entries(text: str) -> list[ArchivedEntry]:
     """Every iteration and range entry in an archive part, oldest first, parsed like the state file's entries.
 
-    An entry starts at a ``###`` (or deeper) heading that names an iteration or a range, or at a top-level
-    ``- Iter N:`` bullet, outside code blocks; a heading entry runs to the next heading of level 1-3 or the next
-    entry, a bullet entry to the end of its list item.  Each is read with
-    :func:`statefile.model.history.parse_entry`, so the archive and the file agree on what an entry says.
+    An archive part is markdown and is read with the state file's own parser: each ``## Archived …`` chunk is read
+    the way the Iteration History is (:meth:`statefile.model.document.StateDocument.entries_of`: an entry starts at
+    a ``###`` heading, or at a ``- Iter N:`` bullet above the chunk's first heading), so an entry reads the same
+    before and after compaction moved it here, and a heading inside a code fence stays text.  Opaque entries (a
+    lesson chunk's heading, notes) and tombstones are not entries: they cover no iteration.
     """
-    lines = split_lines(text)
-    scan = scan_blocks(text)
-    code = {n for start, end in scan.code_ranges for n in range(start, end)}
-    levels = {h.line: h.level for h in scan.headings}
-    chunk = archived = ""
+    doc = parse(text)
     found: list[ArchivedEntry] = []
-    start: int | None = None
-    bullet = False
-
-    def close(end: int) -> None:
-        nonlocal start
-        if start is not None:
-            entry = parse_entry("".join(lines[start:end]))
-            if entry.kind != "opaque":
-                found.append(ArchivedEntry(entry, start + 1, chunk, archived))
-        start = None
-
-    for index, raw in enumerate(lines):
-        level = levels.get(index, 0)
-        body = line_body(raw)
-        if level:
-            if level <= 3:
-                close(index)
-            if level == 2:
-                match = _ARCHIVED_HEAD.match(body.lstrip("#").strip())
-                chunk, archived = (match.group(2), match.group(1)) if match else (body.lstrip("#").strip(), "")
-            if level >= 3 and is_entry_heading(entry_title(body)):
-                close(index)
-                start, bullet = index, False
-        elif index not in code and is_bullet_entry(body):
-            close(index)
-            start, bullet = index, True
-        elif bullet and start is not None and body.strip() and not body[:1].isspace() and index not in code:
-            # A bullet entry is one list item: the next unindented line (another bullet, a paragraph) ends it.
-            close(index)
-    close(len(lines))
+    for index, section in enumerate(doc.sections):
+        # A part that a long chunk ran on into holds entries right under its "# Archive: …" title.
+        match = _ARCHIVED_HEAD.match(section.title or "") if section.level == 2 else None
+        chunk, archived = (match.group(2), match.group(1)) if match else (section.title or "", "")
+        if section.level != 2:
+            chunk = ""
+        for located in doc.entries_of(index):
+            if isinstance(located.entry, (Iteration, IterationRange)):
+                found.append(ArchivedEntry(located.entry, located.start + 1, chunk, archived))
     return found

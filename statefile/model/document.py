@@ -9,22 +9,32 @@ which keeps every derived view (machine state, history, warnings) consistent wit
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from statefile.errors import InvalidDataError
 from statefile.model import history, machine_state
 from statefile.model import lists as bullets
 from statefile.model.anomalies import Anomaly, find_anomalies
-from statefile.model.blocks import BlockScan, scan_blocks
+from statefile.model.blocks import ITEM, PARAGRAPH, BlockScan, Heading, outline, scan_blocks
 from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.patterns import entry_title, is_bullet_entry, is_entry_heading, is_placeholder
 from statefile.model.sections import CANONICAL_ORDER, SECTION_KINDS, Section, section_kind
 from statefile.model.text import detect_newline, line_body, split_lines, utf8_size
 
 if TYPE_CHECKING:
     from statefile.model.machine_state import CellValue
+
+
+class Located(NamedTuple):
+    """An entry and the absolute line span ``[start, end)`` it takes in the file."""
+
+    start: int
+    end: int
+    entry: Entry
 
 
 @dataclass(frozen=True)
@@ -93,10 +103,6 @@ class StateDocument:
         return next((i for i, s in enumerate(self._sections) if s.kind == kind), None)
 
     @cached_property
-    def _code_lines(self) -> frozenset[int]:
-        return frozenset(line for start, end in self._scan.code_ranges for line in range(start, end))
-
-    @cached_property
     def machine_state(self) -> dict[str, Any]:
         """The Machine State table as the upstream scheduler reads it (``{}`` when there is no table)."""
         section = self.section("machine_state")
@@ -115,13 +121,7 @@ class StateDocument:
         if index is None:
             return None
         section = self._sections[index]
-        starts = [
-            i
-            for i in range(1, len(section.lines))
-            if self._entry_starts(section.start + i, section.lines[i], allow_bullets=not misplaced)
-        ]
-        if misplaced:
-            starts = starts[next(k for k, i in enumerate(starts) if self._is_entry_head(section, i)) :]
+        starts = self._entry_starts(index, stray=misplaced)
         spans = tuple(
             (start, starts[k + 1] if k + 1 < len(starts) else len(section.lines)) for k, start in enumerate(starts)
         )
@@ -129,40 +129,90 @@ class StateDocument:
         return HistoryLayout(index, first, spans, misplaced)
 
     @cached_property
-    def _heading_levels(self) -> dict[int, int]:
-        return {head.line: head.level for head in self._scan.headings}
+    def _entry_headings(self) -> dict[int, list[Heading]]:
+        """Level-3 headings (where entries start) by the index of the section that holds them."""
+        by_section: dict[int, list[Heading]] = {}
+        starts = [section.start for section in self._sections]
+        for head in self._scan.headings:
+            if head.level == 3 and head.line < len(self._lines) and self._lines[head.line].startswith("###"):
+                by_section.setdefault(bisect_right(starts, head.line) - 1, []).append(head)
+        return by_section
 
-    def _heading_at(self, line: int) -> int:
-        return self._heading_levels.get(line, 0)
+    def _entry_starts(self, index: int, *, stray: bool = False) -> list[int]:
+        """Lines (relative to the section) where the entries of section ``index`` start, read as a history.
 
-    def _entry_starts(self, line: int, text: str, *, allow_bullets: bool) -> bool:
-        if line in self._code_lines:
-            return False
-        if text.startswith("###") and self._heading_at(line) == 3:
-            return True
-        return allow_bullets and history.is_bullet_entry(text)
-
-    def _is_entry_head(self, section: Section, offset: int) -> bool:
-        return history.is_entry_heading(history.entry_title(section.lines[offset]))
+        Every ``###`` heading starts an entry (an iteration, a range, or an opaque entry kept as it is).  A bullet
+        starts one only when it is shaped like an entry (``- Iter 1: …``, see patterns.is_bullet_entry) *and* is a
+        top-level list item above the first heading: below it, a bullet is the body of the entry above it, however
+        it reads ("- Iteration 190 and 189 both had wrong branch" is a note, not two entries).  ``stray`` entries
+        (no history heading) start at the first heading that names an iteration; no bullets are read there.
+        """
+        section = self._sections[index]
+        heads = [head.line - section.start for head in self._entry_headings.get(index, [])]
+        if stray:
+            titles = {head.line - section.start: head.text for head in self._entry_headings.get(index, [])}
+            first = next((k for k, line in enumerate(heads) if is_entry_heading(titles[line])), len(heads))
+            return heads[first:]
+        top = heads[0] if heads else len(section.lines)
+        region = section.lines[1:top]
+        if not any(is_bullet_entry(line) for line in region):
+            return heads
+        bullets = [
+            block.start + 1
+            for block in outline("".join(region))
+            if block.kind == ITEM and not block.ordered and is_bullet_entry(region[block.start])
+        ]
+        return bullets + heads
 
     def _stray_entries_section(self) -> int | None:
         for index, section in enumerate(self._sections):
             if section.kind in ("machine_state", "title", "preamble"):
                 continue
-            for offset in range(1, len(section.lines)):
-                line = section.start + offset
-                if self._heading_at(line) == 3 and self._is_entry_head(section, offset):
-                    return index
+            if any(is_entry_heading(head.text) for head in self._entry_headings.get(index, [])):
+                return index
         return None
+
+    def entries_of(self, index: int) -> tuple[Located, ...]:
+        """The entries of section ``index`` read as a history section is read, with their absolute line spans.
+
+        For the history section this is :attr:`located_history`; an archive part's ``## Archived …`` chunks are
+        read the same way (:mod:`statefile.model.archive`), so an entry reads the same before and after it moves.
+        """
+        layout = self._history_layout
+        if layout is not None and layout.section == index:
+            return self.located_history
+        section = self._sections[index]
+        starts = self._entry_starts(index)
+        return tuple(
+            self._located(section, start, starts[k + 1] if k + 1 < len(starts) else len(section.lines))
+            for k, start in enumerate(starts)
+        )
+
+    def _located(self, section: Section, start: int, end: int) -> Located:
+        text = "".join(section.lines[start:end])
+        return Located(section.start + start, section.start + end, history.parse_entry(text))
+
+    @cached_property
+    def located_history(self) -> tuple[Located, ...]:
+        """:attr:`history` with each entry's absolute line span ``[start, end)`` in the file."""
+        layout = self._history_layout
+        if layout is None:
+            return ()
+        section = self._sections[layout.section]
+        return tuple(self._located(section, a, b) for a, b in layout.spans)
 
     @cached_property
     def history(self) -> tuple[Entry, ...]:
         """Iteration History entries in file order (newest first): iterations, ranges and opaque entries."""
+        return tuple(located.entry for located in self.located_history)
+
+    @property
+    def history_start(self) -> tuple[int, int] | None:
+        """``(section index, line in that section)`` where the history's entries start, or ``None`` without any."""
         layout = self._history_layout
-        if layout is None:
-            return ()
-        lines = self._sections[layout.section].lines
-        return tuple(history.parse_entry("".join(lines[a:b])) for a, b in layout.spans)
+        if layout is None or not layout.spans:
+            return None
+        return layout.section, layout.first_entry
 
     @property
     def entry_lines(self) -> tuple[int, ...]:
@@ -171,11 +221,7 @@ class StateDocument:
         Entries are where the layout found them, never found again by searching the text: an agent's file may hold
         the same entry twice (a pasted copy in another section).
         """
-        layout = self._history_layout
-        if layout is None:
-            return ()
-        start = self._sections[layout.section].start
-        return tuple(start + a for a, _ in layout.spans)
+        return tuple(located.start for located in self.located_history)
 
     @property
     def iterations(self) -> tuple[Iteration, ...]:
@@ -197,9 +243,14 @@ class StateDocument:
         index = self._index(kind)
         if index is None:
             return []
-        section = self._sections[index]
-        code = frozenset(line - section.start for line in self._code_lines if line >= section.start)
-        return bullets.items(list(section.lines), code)
+        found = self._items.get(index)
+        if found is None:
+            found = self._items[index] = bullets.items(self._sections[index].lines)
+        return list(found)
+
+    @cached_property
+    def _items(self) -> dict[int, list[bullets.Item]]:
+        return {}
 
     @cached_property
     def warnings(self) -> tuple[Anomaly, ...]:
@@ -355,6 +406,10 @@ class StateDocument:
             # The entry ends in its own blank line; the blank lines it replaces would only pile up below it.
             lines[at:] = [nl, *split_lines(entry_text)]
         else:
+            if is_bullet_entry(lines[at]):
+                # The history is written as bullets ("- Iter 1: ❌ …"): a heading above them would make them its
+                # body (a bullet below an entry heading is that entry's text), so the new entry is a bullet too.
+                entry_text = _as_bullet(entry_text, nl)
             lines[at:at] = split_lines(entry_text)
         return doc._with_section_lines(index, lines)
 
@@ -377,8 +432,7 @@ class StateDocument:
     def _add_item(self, kind: str, text: str) -> StateDocument:
         doc, index = self._with_section(kind)
         section = doc._sections[index]
-        code = frozenset(line - section.start for line in doc._code_lines if line >= section.start)
-        return doc._with_section_lines(index, bullets.add_item(list(section.lines), text, doc.newline, code))
+        return doc._with_section_lines(index, bullets.add_item(list(section.lines), text, doc.newline))
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A document is a value: editors return new documents, so one can be shared, hashed and retried safely.
@@ -394,14 +448,24 @@ class StateDocument:
         return f"<StateDocument {self.size} bytes, {len(self._sections)} sections, {len(self.history)} entries>"
 
 
-_PLACEHOLDER_RE = re.compile(r"^\s*\*\(No iterations yet\.?\)\*\s*$", re.I)
-
-
 def _placeholder_line(lines: list[str], before: int) -> int | None:
-    for index in range(1, min(before, len(lines))):
-        if _PLACEHOLDER_RE.match(line_body(lines[index])):
-            return index
+    """The line (before the first entry) holding the template's ``*(No iterations yet.)*``, or ``None``."""
+    for block in outline("".join(lines[:before])):
+        if block.kind in (PARAGRAPH, ITEM) and block.end == block.start + 1 and is_placeholder(lines[block.start]):
+            return block.start
     return None
+
+
+def _as_bullet(entry_text: str, nl: str) -> str:
+    """An entry written by statefile (heading and field bullets) as one bullet-form entry line.
+
+    ``### Iteration 2 — 2026-01-02 10:00 UTC`` + ``- **Status**: ✅ Accepted`` … becomes
+    ``- Iteration 2 — 2026-01-02 10:00 UTC: **Status**: ✅ Accepted · **Metric**: …``, which reads back with the
+    same number, status and fields.
+    """
+    lines = [line_body(line).strip() for line in split_lines(entry_text) if line_body(line).strip()]
+    fields = [line.lstrip("-*+").strip() for line in lines[1:]]
+    return f"- {entry_title(lines[0])}" + (": " + " · ".join(fields) if fields else "") + nl
 
 
 def _append_block(lines: list[str], block: list[str], nl: str) -> list[str]:

@@ -1,7 +1,9 @@
 """Iteration History entries: read every shape agents have written, and write the upstream one.
 
 Pure functions on text.  An entry is everything from its heading (or ``- Iter N:`` bullet) to the next one, kept
-verbatim in ``raw`` so compaction can archive it byte for byte.
+verbatim in ``raw`` so compaction can archive it byte for byte.  Where entries start is the document's business
+(:meth:`statefile.model.document.StateDocument.entries_of`); the words are read with
+:mod:`statefile.model.patterns`.
 """
 
 from __future__ import annotations
@@ -9,40 +11,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from statefile.model.patterns import (
+    JOINED_HEAD,
+    METRIC_BAND,
+    ONE_RANGE_HEAD,
+    PAIR_HEAD,
+    PARTIAL,
+    RANGE_HEAD,
+    RUN_LINK,
+    SINGLE_HEAD,
+    STATUS_GLYPHS,
+    WHEN,
+    entry_title,
+    leading_status,
+    status_of,
+)
 from statefile.model.text import line_body, one_line
 
-# Status words, by the glyph agents put in front of them.  The scheduler's Recent Statuses use the words.
-STATUS_GLYPHS: dict[str, str] = {
-    "accepted": "✅",
-    "rejected": "❌",
-    "error": "⚠️",
-    "ci-fix-exhausted": "⚠️",
-    "pending": "⏳",
-    "pending-ci": "⏳",
-}
-_GLYPH_STATUS = (("✅", "accepted"), ("❌", "rejected"), ("⚠", "error"), ("⏳", "pending"))
-_SPECIFIC_STATUS = re.compile(r"\b(ci[- ]fix[- ]exhausted|pending-ci)\b", re.I)
-_WORD_STATUS = re.compile(
-    r"\b(accepted|rejected|error|ci-fix-exhausted|pending-ci|pending|phantom|local-only|not-pushed)\b", re.I
-)
-
-_ARROW = r"(?:→|->|–>|=>)"
-# "Iters 50–100", "Iterations 53–165", "Iter 84-93", "Iters 1–426:" — a range.
-# An em dash with spaces is the field separator of a detailed heading ("Iteration 5 — 2026-01-02"), so it only
-# counts as a range dash when tight; a second "number" that is the start of a date never makes a range.
-_RANGE_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)(?:\s*(?:–|-{1,2}|to)\s*|—)#?(\d+)(?![\d-])", re.I)
-# "Iters 57 — …": a range line of one iteration (statefile writes it so, never "57–57").  The plural matters: "Iter
-# 57" and "Iteration 57" are detailed entries.
-_ONE_RANGE_HEAD = re.compile(r"^\s*Iters\s+#?(\d+)(?![\d&,/+])(?!\s*(?:&|and\b|,|/|\+))", re.I)
-# "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
-_PAIR_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+)(?!\d)", re.I)
-_SINGLE_HEAD = re.compile(r"^\s*Iter(?:ation)?\.?\s+#?(\d+)(?!\d)", re.I)
-_BULLET_ENTRY = re.compile(r"^[-*+]\s+(?:\*\*)?(Iter(?:ation)?s?\.?\s+#?\d+)", re.I)
-_PARTIAL = re.compile(r"\(partial\)", re.I)
-_WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?(?:\s*UTC)?)?")
-_RUN_LINK = re.compile(r"\[Run[^\]]*\]\(([^)\s]+)\)")
-_METRIC_BAND = re.compile(rf"~?(-?\d+(?:\.\d+)?)%?\s*{_ARROW}\s*~?(-?\d+(?:\.\d+)?)%?")
-# Several fields may share a line: "- **Status**: ✅ Accepted | **Metric**: 606 (…) | **Commit**: b8edf68".
 _FIELD_SPLIT = re.compile(r"\s*[|·;]\s*(?=\*\*[^*\n]{1,40}\*\*\s*:)")
 _FIELD = re.compile(r"\*\*([^*\n]{1,40}?)\*\*\s*:?\s*(.*)")
 _PREV_BEST = re.compile(r"previous best[^:]*:\s*([^,)]+)", re.I)
@@ -116,50 +101,19 @@ class OpaqueEntry:
 Entry = Iteration | IterationRange | OpaqueEntry
 
 
-def status_of(text: str) -> str | None:
-    """The status word a line expresses, from its glyph or its words (``None`` if it says none)."""
-    specific = _SPECIFIC_STATUS.search(text)
-    if specific:
-        # "⚠️ CI fix exhausted" and "⏳ pending-ci" say more than their glyph does.
-        return specific.group(1).lower().replace(" ", "-")
-    for glyph, word in _GLYPH_STATUS:
-        if glyph in text:
-            return word
-    match = _WORD_STATUS.search(text)
-    return match.group(1).lower() if match else None
-
-
-def entry_title(line: str) -> str:
-    """The text of an entry's first line without the heading marks or bullet."""
-    body = line_body(line).strip()
-    if body.startswith("#"):
-        return body.lstrip("#").strip()
-    return body[1:].strip() if body[:1] in "-*+" else body
-
-
-def is_entry_heading(title: str) -> bool:
-    """Whether a heading's text names an iteration or a range (``Iteration 5``, ``Iters 1–9``, …)."""
-    return bool(_SINGLE_HEAD.match(title) or _RANGE_HEAD.match(title) or _ONE_RANGE_HEAD.match(title))
-
-
-def is_bullet_entry(line: str) -> bool:
-    """Whether a top-level bullet line starts an entry, as in ``- Iter 1: ❌ CI failed``."""
-    return bool(_BULLET_ENTRY.match(line))
-
-
 def parse_entry(raw: str) -> Entry:
     """Read one entry's text (its first line is the heading or bullet)."""
     first, _, _rest = raw.partition("\n")
     title = entry_title(first).replace("**", "")
-    rng = _RANGE_HEAD.match(title)
-    one = None if rng else _ONE_RANGE_HEAD.match(title)
+    rng = RANGE_HEAD.match(title)
+    one = None if rng else ONE_RANGE_HEAD.match(title)
     if rng or one:
         match = rng or one
         assert match is not None
         a = int(match.group(1))
         b = int(rng.group(2)) if rng else a
         rest_of_title = title[match.end() :]
-        band = _METRIC_BAND.search(rest_of_title)
+        band = METRIC_BAND.search(rest_of_title)
         summary = re.sub(r"^[\s:—–\-|]+", "", rest_of_title).strip()
         return IterationRange(
             first=min(a, b),
@@ -171,21 +125,27 @@ def parse_entry(raw: str) -> Entry:
             summary=summary,
             status=status_of(rest_of_title),
         )
-    pair = _PAIR_HEAD.match(title)
-    single = _SINGLE_HEAD.match(title)
+    pair = PAIR_HEAD.match(title)
+    single = SINGLE_HEAD.match(title)
     if not single and not pair:
         return OpaqueEntry(raw=raw, heading=line_body(first))
-    number = int(single.group(1)) if single else 0
-    numbers: tuple[int, ...] = ()
-    if pair:
-        numbers = tuple(sorted({int(pair.group(1)), int(pair.group(2))}))
-        number = max(numbers)
+    found = {int(pair.group(1)), int(pair.group(2))} if pair else {int(single.group(1))} if single else set()
+    # "Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": one heading for several iterations.
+    found.update(int(n) for n in JOINED_HEAD.findall(title))
+    numbers = tuple(sorted(found)) if len(found) > 1 else ()
+    number = max(found)
     return _parse_iteration(raw, line_body(first), title, number, numbers)
 
 
 def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: tuple[int, ...]) -> Iteration:
     fields: dict[str, str] = {}
-    for line in raw.splitlines()[1:]:
+    lines = raw.splitlines()
+    if lines and lines[0].lstrip()[:1] in "-*+" and "**" in lines[0]:
+        # A bullet-form entry may carry its fields on its own line: "- Iter 2 — date: **Status**: ✅ Accepted · …".
+        lines[0] = "- " + lines[0][lines[0].index("**") :]
+    else:
+        lines = lines[1:]
+    for line in lines:
         stripped = line.strip().lstrip("-*+").strip()
         if not stripped.startswith("**"):
             continue
@@ -194,10 +154,10 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
             if match:
                 label = match.group(1).strip().rstrip(":").strip().lower()
                 fields.setdefault(label, match.group(2).strip())
-    when = _WHEN.search(title)
-    run = _RUN_LINK.search(title)
+    when = WHEN.search(title)
+    run = RUN_LINK.search(title)
     status_text = fields.get("status")
-    status = status_of(status_text) if status_text else status_of(title)
+    status = status_of(status_text) if status_text else status_of(title) or _body_status(raw)
     if status is None and status_text:
         # "• frobbed": an unusual status word after a glyph is still the status.
         word = re.match(r"^\W*([A-Za-z][\w-]*)", status_text)
@@ -228,9 +188,28 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
         change=fields.get("change"),
         commit=(fields.get("commit") or "").strip("` ") or None,
         notes=fields.get("notes"),
-        partial=bool(_PARTIAL.search(title)),
+        partial=bool(PARTIAL.search(title)),
         fields=fields,
     )
+
+
+def _body_status(raw: str) -> str | None:
+    """The status of an entry without a ``**Status**:`` field, from a body line that starts with one.
+
+    Agents wrote bodies such as ``✅ +1 → 530: added x`` or ``- ⏳ pending CI · island 2``: the first few lines are
+    looked at, and only a line that *starts* with a status counts (a status named in prose is not the entry's).
+    """
+    seen = 0
+    for line in raw.splitlines()[1:]:
+        if not line.strip():
+            continue
+        status = leading_status(line)
+        if status is not None:
+            return status
+        seen += 1
+        if seen == 3:
+            break
+    return None
 
 
 def render_iteration(
@@ -250,7 +229,9 @@ def render_iteration(
     trailer: str | None = None,
     newline: str = "\n",
 ) -> str:
-    """Write an entry in the upstream template's shape (FORMAT.md, "An iteration entry"), ending in a blank line.
+    """Write an entry in the upstream template's shape, ending in a blank line: ``### Iteration N — date UTC —
+    [Run](url)`` and its ``- **Status**:``, ``Change``, ``Metric``, ``Commit``, ``CI fix attempts``, ``Notes``
+    bullets.
 
     ``pr`` (a ``[#12](url)`` link or ``#12``) adds the PR line the upstream prompt asks accepted entries to carry;
     ``trailer`` is a last line kept out of sight (an HTML comment such as statefile's item marker).

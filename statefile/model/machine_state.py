@@ -1,9 +1,13 @@
 """The ⚙️ Machine State table: read it the way the upstream scheduler does, edit one row without touching others.
 
-Pure functions over the section's lines.  Reading follows FORMAT.md ("How the upstream scheduler reads the table")
-with two deliberate differences, both where the upstream regex misreads a table: separator rows of any length
-(``|-------|-------|``) are skipped rather than read as a key ``-------``, and an empty cell reads as ``None``
-instead of swallowing the next row.
+Pure functions over the section's lines.  Reading follows the upstream scheduler (``autoloop_scheduler.py``): it
+finds the section by the exact heading ``## ⚙️ Machine State`` and reads every ``| key | value |`` row up to the
+next ``## ``; keys are lower-cased with spaces as underscores; ``—``, ``-`` or an empty cell is ``None``;
+``iteration_count`` and ``consecutive_errors`` are integers (0 when unreadable); ``paused`` and ``completed`` are
+true only for ``true``; ``recent_statuses`` is split on commas; a later duplicate row wins.  Two deliberate
+differences, both where the upstream regex misreads a table: separator rows of any length (``|-------|-------|``)
+are skipped rather than read as a key ``-------``, and an empty cell reads as ``None`` instead of swallowing the
+next row.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from statefile.model.text import line_body, line_ending
 
-# Rows of a fresh file, in the template's order (FORMAT.md).  New rows are inserted in this order.
+# Rows of a fresh file, in the upstream template's order.  New rows are inserted in this order.
 CANONICAL_ROWS: tuple[str, ...] = (
     "Last Run",
     "Iteration Count",

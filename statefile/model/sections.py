@@ -4,21 +4,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefile.model.text import heading_key, utf8_size
+from statefile.model.patterns import section_name
+from statefile.model.text import utf8_size
 
-# Known sections: kind → (canonical heading, aliases matched against the normalized heading key).
+# Known sections: kind → (canonical heading, names).  A heading is of a kind when, once decorations are removed
+# (patterns.section_name: emoji, symbols, bracketed tags, leading numbers and filler words), what remains starts
+# with one of its names as whole words.  Names are matched longest first across all kinds, so "iteration history"
+# wins over a shorter name another kind might share.
 SECTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "machine_state": ("## ⚙️ Machine State", ("machine state",)),
-    "program_info": ("## 📋 Program Info", ("program info", "program information")),
-    "priorities": ("## 🎯 Current Priorities", ("current priorities", "priorities")),
-    "lessons": ("## 📚 Lessons Learned", ("lessons learned", "lessons")),
-    "foreclosed": ("## 🚧 Foreclosed Avenues", ("foreclosed avenues", "foreclosed")),
-    "future": ("## 🔭 Future Directions", ("future directions",)),
-    "history": ("## 📊 Iteration History", ("iteration history", "history", "iteration log")),
+    "machine_state": ("## ⚙️ Machine State", ("machine state", "scheduler state")),
+    "program_info": ("## 📋 Program Info", ("program info", "program information", "program details")),
+    "priorities": ("## 🎯 Current Priorities", ("current priorities", "priorities", "current focus")),
+    "lessons": (
+        "## 📚 Lessons Learned",
+        ("lessons learned", "lessons", "key lessons", "key learnings", "learnings", "lessons and insights"),
+    ),
+    "foreclosed": (
+        "## 🚧 Foreclosed Avenues",
+        ("foreclosed avenues", "foreclosed", "ruled out avenues", "ruled out", "dead ends"),
+    ),
+    "future": (
+        "## 🔭 Future Directions",
+        ("future directions", "future work", "future ideas", "next steps"),
+    ),
+    "history": (
+        "## 📊 Iteration History",
+        ("iteration history", "history", "iteration log", "iterations", "recent iterations", "iteration record"),
+    ),
 }
 CANONICAL_ORDER: tuple[str, ...] = tuple(SECTION_KINDS)
 # Sections a maintainer owns: compaction never changes them.
 MAINTAINER_OWNED: frozenset[str] = frozenset({"title", "preamble", "program_info", "priorities", "future", "other"})
+# (name, kind), longest name first: the most specific name decides.
+_NAMES: tuple[tuple[str, str], ...] = tuple(
+    sorted(
+        ((name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names),
+        key=lambda pair: -len(pair[0]),
+    )
+)
 
 
 def section_kind(title: str | None, level: int) -> str:
@@ -27,9 +50,9 @@ def section_kind(title: str | None, level: int) -> str:
         return "preamble"
     if level == 1:
         return "title"
-    key = heading_key(title)
-    for kind, (_, aliases) in SECTION_KINDS.items():
-        if any(key == alias or key.startswith(alias + " ") for alias in aliases):
+    key = section_name(title)
+    for name, kind in _NAMES:
+        if key == name or key.startswith(name + " "):
             return kind
     return "other"
 

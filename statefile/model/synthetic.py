@@ -52,7 +52,7 @@ _FORECLOSED = (
     "Caching {obj} globally: invalidation bugs in concurrent runs.",
     "Replacing {obj} with a third-party library: license incompatible.",
 )
-# Range-line shapes agents wrote (FORMAT.md); {a} {b} first/last, {x} {y} metric band, {d} a date.
+# Range-line shapes agents wrote in real files; {a} {b} first/last, {x} {y} metric band, {d} a date.
 _AGENT_RANGE_SHAPES = (
     "### Iters {a}–{b} — ✅ (metrics {x}→{y}): steady progress on core features",
     "### Iters {a}-{b} -- {d} -- ✅ (metrics {x}->{y}): batch of accepted changes",

@@ -1,4 +1,5 @@
-"""A new state file in the upstream template's layout (FORMAT.md, "Layout of a freshly created file")."""
+"""A new state file in the upstream template's layout: title and banner, ⚙️ Machine State, 📋 Program Info,
+🎯 Current Priorities, 📚 Lessons Learned, 🚧 Foreclosed Avenues, 🔭 Future Directions, 📊 Iteration History."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""Small pure helpers on raw text: line splitting that keeps every byte, newline style, heading keys."""
+"""Small pure helpers on raw text: line splitting that keeps every byte, newline style, UTF-8 sizes."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
 # Markdown (and markdown-it) treats \r\n, \r and \n as line ends; nothing else.  str.splitlines() would also split
 # on \x0b, \x1c, \u2028 …, which would make our line numbers disagree with markdown-it's token maps.
@@ -38,20 +37,6 @@ def detect_newline(text: str) -> str:
     """The first line ending used in ``text``, or "\\n" when there is none; new lines are written in it."""
     match = _NEWLINE_RE.search(text)
     return match.group(0) if match else "\n"
-
-
-def heading_key(title: str) -> str:
-    """Normalize a heading's text for identity: emoji, punctuation, case and spacing do not matter.
-
-    ``"⚙️ Machine State"``, ``"Machine State"`` and ``"\ufffd\ufffd Machine State"`` all give ``"machine state"``.
-    """
-    kept = []
-    for ch in unicodedata.normalize("NFKC", title).lower():
-        if (ch.isalnum() and ch.isascii()) or ch.isalpha():
-            kept.append(ch)
-        else:
-            kept.append(" ")
-    return " ".join("".join(kept).split())
 
 
 def encode(text: str) -> bytes:

@@ -39,9 +39,11 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
+from statefile.defaults import AGGRESSIVE_AT, AGGRESSIVE_KEEP, DEFAULT_MAX_BYTES, KEEP_RECENT, SUMMARY_CAP
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration
+from statefile.model.patterns import is_bullet_entry, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.text import detect_newline, line_body, plural, split_lines, utf8_size
 from statefile.policy import pruning, ranges
@@ -75,10 +77,10 @@ class CompactionPolicy:
     times that, … numbers going back (see :func:`statefile.policy.planning.plan_sequence`).
     """
 
-    max_bytes: int = 30720
-    keep_recent: int = 10
-    keep_recent_aggressive: int = 5
-    aggressive_at: float = 0.8
+    max_bytes: int = DEFAULT_MAX_BYTES
+    keep_recent: int = KEEP_RECENT
+    keep_recent_aggressive: int = AGGRESSIVE_KEEP
+    aggressive_at: float = AGGRESSIVE_AT
     low_water: float = 0.6
     max_ranges: int = 5
     max_ranges_aggressive: int = 3
@@ -92,7 +94,7 @@ class CompactionPolicy:
     foreclosed_page_bytes: int = 3072
     foreclosed_similarity: float = 0.6
     max_foreclosed_aggressive: int = 15
-    summary_cap: int = 160
+    summary_cap: int = SUMMARY_CAP
     range_text_cap: int = 320
     today: date | None = None
     summarizer: Summarizer | None = None
@@ -262,9 +264,7 @@ class _Compactor:
         self.policy = policy
         self.program = program
         self.newline = detect_newline(doc.render())
-        state = doc.machine_state
-        direction = str(state.get("metric_direction") or "higher").strip().lower()
-        self.direction = "lower" if direction.startswith("lower") else "higher"
+        self.direction = state_direction(doc.machine_state)
         self.lines = split_lines(doc.render())
         self.history = resolve_history(doc, self.lines)
         self.lessons = self._list_info("lessons")
@@ -315,6 +315,9 @@ class _Compactor:
                 MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for {detail.high}")
             )
         candidate.groups = sum(isinstance(s, Group) for s in sequence)
+        # Bullet-form entries ("- Iter 3: …") are entries only above the first heading: below one they would read as
+        # that entry's body.  Those that stay keep their place in front, whatever their numbers.
+        texts.sort(key=lambda item: not is_bullet_entry(item[1]))
         # Opaque entries follow the entry that was above them in the file, wherever that went.
         where: dict[int, int] = {}
         for index, (members, _, _) in enumerate(texts):
@@ -500,6 +503,12 @@ class _Compactor:
                 at = end
             out.append("".join(self.lines[at:]))
             candidate.text = "".join(out)
+            if self.lines and not self.lines[-1].endswith(("\n", "\r")):
+                # The file had no final newline; the edit that reached its end (a folded last entry) keeps it so.
+                text = candidate.text
+                candidate.text = (
+                    text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith(("\n", "\r")) else text
+                )
         else:
             candidate.text = self.doc.render()
         candidate.size = utf8_size(candidate.text)
@@ -507,7 +516,10 @@ class _Compactor:
 
     def archive_text(self, candidate: _Candidate) -> str:
         """Everything the candidate removed, oldest history first, then lessons and avenues; pieces verbatim."""
-        pieces = [text for _, text in sorted(candidate.archive, key=lambda item: item[0])]
+        # Oldest first, except that bullet-form entries go first: an archive chunk is read like a history section.
+        pieces = [
+            text for _, text in sorted(candidate.archive, key=lambda item: (not is_bullet_entry(item[1]), item[0]))
+        ]
         pieces.extend(candidate.list_archive)
         out: list[str] = []
         for text in pieces:

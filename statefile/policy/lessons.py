@@ -32,10 +32,12 @@ from datetime import date
 
 from statefile.errors import NotFoundError, UsageError
 from statefile.model.archive import make_chunk
+from statefile.model.blocks import FENCE, HTML, ITEM, outline
 from statefile.model.document import StateDocument, parse
 from statefile.model.lists import Item
+from statefile.model.patterns import EXPIRES_PATTERN, PIN_PATTERN
 from statefile.model.text import encode, line_body, split_lines
-from statefile.policy.pruning import EXPIRES_PATTERN, PIN_PATTERN, expiry, is_pinned
+from statefile.policy.pruning import expiry, is_pinned
 
 SHARED_TEMPLATE = (
     "# Shared lessons\n"
@@ -54,7 +56,6 @@ _BULLET = re.compile(r"^(\s*[-*+]\s+)")
 _TOMBSTONE = re.compile(r"^<!-- statefile:tombstone id=([0-9a-f]{12}) removed=(\d{4}-\d{2}-\d{2}) -->$")
 _RESTORED = re.compile(r"^<!-- statefile:restored id=([0-9a-f]{12}) restored=(\d{4}-\d{2}-\d{2}) -->$")
 _REASON = re.compile(r"^- \*\*Reason\*\*: (.*)$")
-_OPEN_FENCE = re.compile(r"^(`{3,})markdown$")
 _ORIGIN = re.compile(r"\s*\(from [^()]*\)\s*$")
 _EXPIRES = re.compile(rf"\s*{EXPIRES_PATTERN}", re.I)
 # Spaces after the mark go with it, never the line ending.
@@ -260,41 +261,34 @@ def remove_lesson(
 
 
 def tombstones(archive_texts: Sequence[str]) -> list[Tombstone]:
-    """Every lesson tombstone in a program's archive parts (oldest part first), with ``restored`` dates filled in."""
+    """Every lesson tombstone in a program's archive parts (oldest part first), with ``restored`` dates filled in.
+
+    The parts are read with the one markdown scanner: a tombstone is its marker comment, the ``**Reason**`` bullet
+    and the first ````` ```markdown ````` fence after it in the same chunk, whose content is the lesson verbatim.
+    """
     found: list[Tombstone] = []
-    lines = [line_body(line) for text in archive_texts for line in split_lines(text)]
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        restored = _RESTORED.match(line)
-        if restored:
-            ident, when = restored.groups()
-            for back in range(len(found) - 1, -1, -1):
-                if found[back].id == ident and found[back].restored is None:
-                    found[back] = replace(found[back], restored=when)
-                    break
-            continue
-        head = _TOMBSTONE.match(line)
-        if not head:
-            continue
-        reason = ""
-        while index < len(lines) and not _OPEN_FENCE.match(lines[index]):
-            match = _REASON.match(lines[index])
-            reason = match.group(1) if match else reason
-            if _TOMBSTONE.match(lines[index]) or lines[index].startswith("## "):
-                break
-            index += 1
-        fence = _OPEN_FENCE.match(lines[index]) if index < len(lines) else None
-        if fence is None:
-            continue  # a damaged tombstone: nothing verbatim to restore
-        body: list[str] = []
-        index += 1
-        while index < len(lines) and lines[index] != fence.group(1):
-            body.append(lines[index] + "\n")
-            index += 1
-        index += 1
-        found.append(Tombstone(head.group(1), "".join(body), reason, head.group(2)))
+    for text in archive_texts:
+        for section in parse(text).sections:
+            lines = [line_body(line) for line in section.lines]
+            head: re.Match[str] | None = None
+            reason = ""
+            for block in outline(section.text):
+                first = lines[block.start] if block.start < len(lines) else ""
+                if block.kind == HTML and (restored := _RESTORED.match(first)):
+                    ident, when = restored.groups()
+                    for back in range(len(found) - 1, -1, -1):
+                        if found[back].id == ident and found[back].restored is None:
+                            found[back] = replace(found[back], restored=when)
+                            break
+                elif block.kind == HTML and _TOMBSTONE.match(first):
+                    head, reason = _TOMBSTONE.match(first), ""
+                elif head is not None and block.kind == ITEM and (match := _REASON.match(first)):
+                    reason = match.group(1)
+                elif head is not None and block.kind == FENCE and block.text == "markdown":
+                    if block.closed:  # a damaged tombstone (no closing fence) has nothing verbatim to restore
+                        body = "".join(line + "\n" for line in lines[block.start + 1 : block.end - 1])
+                        found.append(Tombstone(head.group(1), body, reason, head.group(2)))
+                    head = None
     return found
 
 

@@ -10,18 +10,16 @@ texts back into the section.  Pure functions; :mod:`statefile.policy.compaction`
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from statefile.model.blocks import RULE, outline
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry
-from statefile.model.text import line_body, split_lines
+from statefile.model.text import split_lines
 from statefile.policy import ranges
-
-_RULE = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")
 
 
 @dataclass(frozen=True)
@@ -137,11 +135,10 @@ def _entries_region(doc: StateDocument, entries: Sequence[Entry]) -> tuple[int, 
 
 
 def split_tail(raw: str) -> tuple[str, str]:
-    """Split the trailing blank and ``---`` lines (the section separator) off the last entry."""
+    """Split the trailing blank lines and rules (``---``, the section separator) off the last entry."""
     lines = split_lines(raw)
-    cut = len(lines)
-    while cut > 1 and (not line_body(lines[cut - 1]).strip() or _RULE.match(line_body(lines[cut - 1]))):
-        cut -= 1
+    cut = next((block.end for block in reversed(outline(raw, lists=False)) if block.kind != RULE), 1)
+    cut = max(cut, 1)
     return "".join(lines[:cut]), "".join(lines[cut:])
 
 
@@ -358,6 +355,11 @@ def join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:
             out += newline
         if follows and spaced and index < len(texts) - 1 and not ends_blank(out):
             out += newline
-    if tail and out and not ends_blank(out) and _RULE.match(line_body(split_lines(tail)[0])):
+    if tail and out and not ends_blank(out) and _starts_with_rule(tail):
         out += newline  # "text\n---" would be a setext heading
     return out + tail
+
+
+def _starts_with_rule(text: str) -> bool:
+    blocks = outline(text, lists=False)
+    return bool(blocks) and blocks[0].kind == RULE and blocks[0].start == 0

@@ -25,18 +25,16 @@ from dataclasses import dataclass, field
 from datetime import date
 from itertools import pairwise
 
-#: What marks a lesson pinned, and what gives it an expiry date: one definition, used by lessons.py too.
-PIN_PATTERN = r"📌|<!--\s*pin(?:ned)?\s*-->"
-EXPIRES_PATTERN = r"\(expires (\d{4})-(\d{2})-(\d{2})\)"
+from statefile.model import patterns
+from statefile.model.patterns import EXPIRES_PATTERN, ITERATION_MENTION, PIN_PATTERN
+
 #: What marks a bullet important: it is pruned only after every unmarked one.
 IMPORTANT_PATTERN = r"\b(?:IMPORTANT|CRITICAL)\b|\*\*\s*(?i:important|critical)\b"
 _PIN = re.compile(PIN_PATTERN, re.I)
 _IMPORTANT = re.compile(IMPORTANT_PATTERN)
 _EXPIRES = re.compile(EXPIRES_PATTERN, re.I)
 _CONSOLIDATED = re.compile(r"\s*\*\(\+(\d+) similar in archive\)\*")
-_ITER_REF = re.compile(r"\biter(?:ation)?s?\.?\s*#?(\d+)", re.I)
 _WORD = re.compile(r"[^\W_]+")
-_PLACEHOLDER = re.compile(r"^[-*+]\s+\*?\((?:none(?: yet)?|no [^)]*yet)\.?\)\*?\s*$", re.I)
 
 
 @dataclass
@@ -59,7 +57,7 @@ def is_important(text: str) -> bool:
 
 def is_placeholder(text: str) -> bool:
     """Whether a bullet is a template placeholder like ``- *(none yet)*`` (never counted, never removed)."""
-    return bool(_PLACEHOLDER.match(text.strip()))
+    return patterns.is_placeholder(text)
 
 
 def expiry(text: str) -> date | None:
@@ -81,7 +79,7 @@ def tokens(text: str) -> frozenset[str]:
 
 def newest_last(texts: Sequence[str]) -> bool:
     """Whether the list reads oldest to newest (the default, and statefile's own order)."""
-    refs = [max(int(n) for n in found) for t in texts if (found := _ITER_REF.findall(t))]
+    refs = [max(int(n) for n in found) for t in texts if (found := ITERATION_MENTION.findall(t))]
     ups = sum(1 for a, b in pairwise(refs) if b > a)
     downs = sum(1 for a, b in pairwise(refs) if b < a)
     return downs <= ups

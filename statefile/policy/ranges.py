@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from statefile.model.history import Iteration, IterationRange
+from statefile.model.patterns import DATE, first_number, heading_words, number_text
 
 SEP = " · "
 PART_SEP = " / "
@@ -36,8 +37,6 @@ ELLIPSIS = "…"
 STATUS_BUCKETS: tuple[str, ...] = ("✅", "❌", "⚠️", "other")
 _BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
 
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CANONICAL = re.compile(r"^#{3}\s+Iters (\d+)(?:–(\d+))? — (.*)$")
 _COUNTS = r"(?:✅|❌|⚠️|other) \d+(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?"
 # The head of the upstream shape: "✅ 17 ❌ 9 (metrics 101.2→131.5): summary", each part optional.
@@ -49,11 +48,6 @@ _DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
 _METRIC_FIELD = re.compile(r"^metric (\S+?)→(\S+)$")
 # What history.parse_entry would take for a metric band; a summary must not offer one when the line has none.
 _ARROW_BAND = re.compile(r"(\d%?\s*)(?:→|->|–>|=>)(\s*~?-?\d)")
-_ITERATION_PREFIX = re.compile(
-    r"^\**Iter(?:ation)?s?\.?\s+#?\d+(?:\s*(?:&|and|,|/|\+)\s*#?\d+)?\**\s*(?:\(partial\))?", re.I
-)
-_WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?(?:\s*UTC)?)?")
-_RUN_LINK = re.compile(r"\[Run[^\]]*\]\([^)]*\)")
 _CLAUSE_END = re.compile(r"\s+[—–]\s+|[.;:]\s|\s\(")
 
 
@@ -87,29 +81,9 @@ class Band:
         return self.span - counted if 0 < counted < self.span else 0
 
 
-def number(text: str | None) -> float | None:
-    """The first number in a metric cell (``"578.77%"`` → 578.77, ``"N/A"`` → None)."""
-    if not text:
-        return None
-    match = _NUMBER.search(text.replace(",", ""))
-    if not match:
-        return None
-    try:
-        return float(match.group(0))
-    except ValueError:
-        return None
-
-
-def _number_text(text: str | None) -> str | None:
-    if not text:
-        return None
-    match = _NUMBER.search(text.replace(",", ""))
-    return match.group(0).lstrip("+") if match else None
-
-
 def _better(a: str, b: str, direction: str) -> str:
-    """The better of two numeric metric texts in ``direction`` (ties keep ``a``)."""
-    va, vb = number(a), number(b)
+    """The better of two numeric metric texts in ``direction`` (ties keep ``a``), compared exactly."""
+    va, vb = first_number(a), first_number(b)
     if va is None:
         return b
     if vb is None:
@@ -140,9 +114,9 @@ def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str
         if entry.when:
             dates.append(entry.when[:10])
         if before is None:
-            before = _number_text(entry.previous_best)
+            before = number_text(entry.previous_best)
         if entry.status == "accepted":
-            value = _number_text(entry.metric)
+            value = number_text(entry.metric)
             if value is not None:
                 accepted.append(value)
     if before is None and accepted:
@@ -226,14 +200,14 @@ def band_from_range(entry: IterationRange) -> Band:
     canonical = parse_canonical(entry.heading)
     if canonical is not None:
         return canonical
-    dates = _DATE.findall(entry.heading)
+    dates = DATE.findall(entry.heading)
     return Band(
         first=entry.first,
         last=entry.last,
         date_from=min(dates) if dates else None,
         date_to=max(dates) if dates else None,
-        metric_from=_number_text(entry.metric_from),
-        metric_to=_number_text(entry.metric_to),
+        metric_from=number_text(entry.metric_from),
+        metric_to=number_text(entry.metric_to),
         parts=(" ".join(entry.summary.split()),) if entry.summary.strip() else (),
     )
 
@@ -350,10 +324,7 @@ def change_of(entry: Iteration) -> str | None:
     (32→33)``) the heading's own words."""
     if entry.change:
         return entry.change
-    title = _ITERATION_PREFIX.sub("", entry.heading.lstrip("#-*+ "))
-    title = _RUN_LINK.sub("", _WHEN.sub("", title))
-    title = re.sub(r"^[\s—–:|·-]+", "", title)
-    title = re.sub(r"^(?:✅|❌|⚠️|⚠|⏳)\s*", "", title).strip(" —–-|·")
+    title = re.sub(r"^(?:✅|❌|⚠️|⚠|⏳)\s*", "", heading_words(entry.heading)).strip(" —–-|·")
     return title or None
 
 

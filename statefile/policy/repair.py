@@ -22,16 +22,17 @@ Repairing a repaired document changes nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from statefile.model import lists as bullets
 from statefile.model.anomalies import REPAIRABLE, Anomaly
+from statefile.model.blocks import RULE, outline
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, IterationRange, parse_entry
+from statefile.model.patterns import heading_key
 from statefile.model.sections import SECTION_KINDS, Section
-from statefile.model.text import heading_key, line_body, line_ending, split_lines
+from statefile.model.text import line_body, line_ending, split_lines
 from statefile.policy.planning import join_entries, split_tail
 from statefile.policy.ranges import band_from_range, merge_bands, render_band
 from statefile.policy.rules import metric_direction
@@ -39,7 +40,6 @@ from statefile.policy.rules import metric_direction
 #: The ``check`` warning codes repair answers.
 FIXABLE = REPAIRABLE
 _LIST_KINDS = frozenset({"lessons", "foreclosed", "future"})
-_RULE = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")
 #: Width of the summary text in a merged range line (what compaction's policy allows by default).
 RANGE_TEXT_CAP = 320
 
@@ -163,18 +163,17 @@ def _blocks(section: Section) -> list[str]:
         found = [item.text for item in parse("".join(body)).list_items(section.kind) if not item.is_placeholder]
         if found:
             return found
-    blocks: list[str] = []
-    current = ""
-    for line in body[1:]:
-        if not line_body(line).strip() or _RULE.match(line_body(line)):
-            if current:
-                blocks.append(current)
-            current = ""
+    # Runs of blocks (as the markdown scanner finds them) not separated by a blank line or a rule: a paragraph with
+    # the bullets right under it is one block, and a code fence with blank lines inside stays whole.
+    runs: list[tuple[int, int]] = []
+    for block in outline("".join(body[1:])):
+        if block.kind == RULE:
+            continue
+        if runs and block.start == runs[-1][1]:
+            runs[-1] = (runs[-1][0], block.end)
         else:
-            current += line
-    if current:
-        blocks.append(current)
-    return blocks
+            runs.append((block.start, block.end))
+    return ["".join(body[1 + a : 1 + b]) for a, b in runs]
 
 
 def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
@@ -251,9 +250,9 @@ def _append_blocks(doc: StateDocument, index: int, blocks: Sequence[str], *, lis
         return doc
     lines = split_lines(doc.render())
     section = doc.sections[index]
-    end = section.start + len(section.lines)
-    while end > section.start + 1 and (not line_body(lines[end - 1]).strip() or _RULE.match(line_body(lines[end - 1]))):
-        end -= 1
+    # Before the section's trailing blank lines and rules (the separator before the next section).
+    content, _ = split_tail("".join(section.lines))
+    end = section.start + max(1, len(split_lines(content)))
     nl = doc.newline
     if not lines[end - 1].endswith(("\n", "\r")):
         lines[end - 1] += nl

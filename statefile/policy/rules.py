@@ -1,9 +1,12 @@
 """The upstream update rules, as one pure function: ``record(doc, request) -> new document``.
 
-FORMAT.md ("The update rules the upstream prompt gives the agent after every iteration") tells the agent, in prose,
-how to update its state file after each run.  :func:`record` applies those rules deterministically.  It never
-mutates its input and touches only three places of the file: rows of the ⚙️ Machine State table, the history's
-insertion point (one new entry), and Lessons Learned (one new bullet, when a lesson is given).
+The upstream Autoloop prompt tells the agent, in prose, how to update its state file after each run: on accepted,
+reset Consecutive Errors, set Best Metric, count the iteration, stamp Last Run, append the status to Recent Statuses
+(the last 10) and prepend a ✅ entry; on rejected, count and prepend a ❌ entry; on error, count the error too and
+pause at three in a row; on ci-fix-exhausted, pause at once.  :func:`record` applies those rules
+deterministically.  It never mutates its input and touches only three places of the file: rows of the ⚙️ Machine
+State table, the history's insertion point (one new entry), and Lessons Learned (one new bullet, when a lesson is
+given).
 
 Where the upstream prose is silent, these are the decisions (each one also noted where it is made):
 
@@ -61,6 +64,7 @@ from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import render_iteration
+from statefile.model.patterns import leading_number, state_direction, statuses_in_cell
 from statefile.model.template import new_state_file
 
 #: How many statuses Recent Statuses keeps (the upstream prompt says the last 10).
@@ -83,14 +87,8 @@ _REPO_FROM_RUN = re.compile(r"^(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/\
 UPSTREAM_STATUSES = ("accepted", "rejected", "error", "ci-fix-exhausted")
 
 _STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
-# A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
-# starts with a dash that is not a sign, so it reads as no number.
 # An --at this far ahead of the clock is a typo, not skew between runners.
 _CLOCK_SKEW = timedelta(days=1)
-_LEADING_NUMBER = re.compile(
-    r"^[\s`*_~≈]*([+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-]?\d+)?|[+\-−]?\.\d+)(?![\d,])"
-)
-_LOWER_DIRECTION = re.compile(r"\b(lower|less|min|minimi[sz]e|decrease)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -240,7 +238,9 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         fields["Metric Direction"] = req.metric_direction
     if target_given is not None:
         fields["Target Metric"] = format_number(target_given)
-    statuses = [*state.get("recent_statuses", []), req.status][-RECENT_STATUSES_KEPT:]
+    # A cell of glyphs only ("✅✅❌", no commas) is one item to the scheduler; it stands for those statuses.
+    previous = [word for item in state.get("recent_statuses", []) for word in statuses_in_cell(item) or [item]]
+    statuses = [*previous, req.status][-RECENT_STATUSES_KEPT:]
     fields["Recent Statuses"] = statuses
     errors = _int(state, "consecutive_errors")
     if req.status == "accepted":
@@ -400,15 +400,7 @@ def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any
 
 def parse_number(cell: Any) -> Decimal | None:
     """The leading number of a Machine State cell, leniently: ``606 (canonical)`` → 606, ``— (CI failed)`` → None."""
-    if cell is None:
-        return None
-    match = _LEADING_NUMBER.match(str(cell))
-    if not match:
-        return None
-    try:
-        return Decimal(match.group(1).replace(",", "").replace("−", "-"))
-    except InvalidOperation:  # pragma: no cover - the pattern only matches valid decimals
-        return None
+    return leading_number(cell)
 
 
 def plausible(value: Decimal) -> bool:
@@ -479,9 +471,8 @@ def format_delta(value: Decimal) -> str:
 
 
 def metric_direction(state: dict[str, Any]) -> str:
-    """``"lower"`` or ``"higher"`` (the default) from the Metric Direction row."""
-    value = state.get("metric_direction")
-    return "lower" if isinstance(value, str) and _LOWER_DIRECTION.search(value) else "higher"
+    """``"lower"`` or ``"higher"`` (the default) from the Metric Direction row (see patterns.metric_direction)."""
+    return state_direction(state)
 
 
 def improves(metric: Decimal, best: Decimal, direction: str) -> bool:

@@ -25,10 +25,19 @@ from typing import Any
 from statefile.model.archive import archive_entries
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
-from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of, number
+from statefile.model.patterns import first_number
+from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of
 from statefile.policy.rules import metric_direction
 
 _BUCKET_WORDS = ("accepted", "rejected", "error", "other")
+
+
+def _value(text: str | None) -> float | None:
+    """A metric's number for charts and sorting (read exactly, then as a float: a chart needs no more)."""
+    found = first_number(text)
+    return float(found) if found is not None else None
+
+
 _ISO_T = re.compile(r"(?<=\d)T(?=\d)")
 
 
@@ -162,7 +171,7 @@ def _iteration_row(item: _Found) -> HistoryRow:
         date=when,
         status=entry.status,
         metric=entry.metric,
-        value=number(entry.metric),
+        value=_value(entry.metric),
         best=None,
         change=change_of(entry) or entry.notes,
         source=item.source,
@@ -187,7 +196,7 @@ def _range_row(item: _Found, entry: IterationRange) -> HistoryRow:
         date=dates,
         status=shown or entry.status,
         metric=metric,
-        value=number(band.metric_to),
+        value=_value(band.metric_to),
         best=None,
         change=" / ".join(band.parts) or None,
         source=item.source,

@@ -40,8 +40,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from statefile.errors import UsageError
+from statefile.model.blocks import CODE, FENCE, HEADING, HTML, ITEM, PARAGRAPH, QUOTE, RULE, Block, outline
 from statefile.model.document import StateDocument
-from statefile.model.history import STATUS_GLYPHS, Entry, Iteration, IterationRange
+from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_placeholder, state_direction
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.text import line_body, plural, split_lines
 from statefile.policy.pruning import is_pinned
@@ -64,14 +66,8 @@ _BOILERPLATE = frozenset(
         "All iterations in reverse chronological order (newest first).",
     }
 )
-_PLACEHOLDER = re.compile(r"^(?:[-*+]\s+)?\*?\((?:none yet|none|no iterations yet)\.?\)\*?$", re.I)
-_COMMENT = re.compile(r"^\s*<!--.*-->\s*$")
-_RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
-_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
-_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_COMMENT = re.compile(r"^\s*<!--.*-->\s*$", re.S)
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_MACHINE_NOTE = re.compile(r"^>\s*🤖")
 
 
 @dataclass(frozen=True)
@@ -184,62 +180,52 @@ def _clean(line: str) -> str:
     return _SURROGATE.sub("\ufffd", line_body(line).rstrip())
 
 
-def _units_of(lines: Iterable[str]) -> list[list[str]]:
-    """Split a section body into display units: bullets, numbered items, paragraphs, and ``###`` blocks.
+def _says_nothing(block: Block, lines: Sequence[str]) -> bool:
+    """Template boilerplate: rules, whole comments, placeholders, intro sentences and the 🤖 notes."""
+    text = "".join(lines[block.start : block.end]).strip()
+    if block.kind == RULE or (block.kind == HTML and _COMMENT.match(text)):
+        return True
+    if block.kind in (PARAGRAPH, ITEM) and (is_placeholder(text) or text in _BOILERPLATE):
+        return True
+    return block.kind in (PARAGRAPH, QUOTE) and text.lstrip("> ").startswith("🤖")
 
-    A heading inside a section starts a unit that runs to the next heading, so a sub-heading is never shown
-    without its content.  Fenced code stays in one unit.  Rules, blank lines, whole-line comments, placeholders
-    and the template's intro sentences are dropped.
+
+def _block_lines(block: Block, lines: Sequence[str]) -> list[str]:
+    """A block's lines for display: cleaned, blank lines dropped except inside code."""
+    shown = [_clean(line) for line in lines[block.start : block.end]]
+    return shown if block.kind in (FENCE, CODE) else [line for line in shown if line.strip()]
+
+
+def _units_of(lines: Sequence[str]) -> list[list[str]]:
+    """Split a section body into display units: bullets, numbered items, paragraphs, code, and ``###`` blocks.
+
+    The blocks come from the one markdown scanner (:func:`statefile.model.blocks.outline`).  A heading inside a
+    section starts a unit that runs to the next heading, so a sub-heading is never shown without its content.
+    Boilerplate (rules, whole-line comments, placeholders, the template's intro sentences) is dropped.
     """
     units: list[list[str]] = []
-    current: list[str] | None = None
-    heading_block = False
-    fence: str | None = None
-    for raw in lines:
-        line = _clean(raw)
-        stripped = line.strip()
-        if fence is not None:
-            assert current is not None
-            current.append(line)
-            if stripped.startswith(fence) and not stripped[len(fence) :].strip():
-                fence = None
+    heading: list[str] | None = None
+    for block in outline("".join(lines)):
+        if block.kind == HEADING:
+            heading = _block_lines(block, lines)
+            units.append(heading)
+        elif _says_nothing(block, lines):
             continue
-        opens = _FENCE.match(line)
-        if _HEADING.match(line):
-            current = [line]
-            units.append(current)
-            heading_block = True
-        elif not stripped or _RULE.match(line) or _COMMENT.match(line) or stripped in _BOILERPLATE:
-            if not heading_block:
-                current = None
-        elif _PLACEHOLDER.match(stripped):
-            continue
-        elif heading_block and current is not None:
-            current.append(line)
-        elif _ITEM.match(line) or current is None:
-            current = [line]
-            units.append(current)
+        elif heading is not None:
+            heading.extend(_block_lines(block, lines))
         else:
-            current.append(line)
-        if opens and current is not None:
-            fence = opens.group(1)[0] * len(opens.group(1))
+            units.append(_block_lines(block, lines))
     return units
 
 
 def _entry_lines(entry: Entry) -> list[str]:
+    """An entry's lines for display: its heading and blocks, without blank lines, rules and whole comments."""
+    lines = split_lines(entry.raw)
     out: list[str] = []
-    fence: str | None = None
-    for raw in split_lines(entry.raw):
-        line = _clean(raw)
-        stripped = line.strip()
-        if fence is None and (not stripped or _RULE.match(line) or _COMMENT.match(line)):
+    for block in outline(entry.raw, lists=False):
+        if block.kind == RULE or (block.kind == HTML and _COMMENT.match("".join(lines[block.start : block.end]))):
             continue
-        out.append(line)
-        opens = _FENCE.match(line)
-        if fence is not None and stripped.startswith(fence) and not stripped[len(fence) :].strip():
-            fence = None
-        elif fence is None and opens:
-            fence = opens.group(1)
+        out.extend(_block_lines(block, lines))
     return out
 
 
@@ -249,23 +235,14 @@ def _cut(text: str, width: int = LINE_WIDTH) -> str:
 
 
 def _first_body_line(entry: Entry) -> str:
-    for raw in split_lines(entry.raw)[1:]:
-        text = _clean(raw).strip().lstrip("-*+ ").replace("**", "")
-        if text and not _COMMENT.match(text) and not _RULE.match(text):
+    lines = split_lines(entry.raw)
+    for block in outline(entry.raw, lists=False):
+        if block.start == 0 or _says_nothing(block, lines) or block.kind == HTML:
+            continue
+        text = _clean(lines[block.start]).strip().lstrip("-*+ ").replace("**", "")
+        if text:
             return text
     return ""
-
-
-_HEADING_NOISE = re.compile(
-    r"^#*\s*Iter\w*\.?\s+#?\d+(?:\s*(?:&|and|,|/|\+)\s*#?\d+)?"  # "### Iteration 12" / "Iterations 12 & 13"
-    r"|\[Run[^\]]*\]\([^)]*\)"  # the run link
-    r"|\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?)?(?:\s*UTC)?"  # the date
-)
-
-
-def _heading_rest(heading: str) -> str:
-    """What an entry heading says besides its number, date and run link (``✅ metric=277 (+8)``)."""
-    return re.sub(r"^[\s—–|:-]+|[\s—–|:-]+$", "", _HEADING_NOISE.sub("", heading)).strip()
 
 
 def entry_line(entry: Entry, width: int = LINE_WIDTH) -> str:
@@ -280,7 +257,7 @@ def entry_line(entry: Entry, width: int = LINE_WIDTH) -> str:
             parts.append(entry.when[:10])
         if entry.metric:
             parts.append(f"metric {entry.metric}")
-        what = entry.change or entry.notes or _first_body_line(entry) or _heading_rest(entry.heading)
+        what = entry.change or entry.notes or _first_body_line(entry) or heading_words(entry.heading)
         text = " · ".join(parts) + (f": {what}" if what else "")
     elif isinstance(entry, IterationRange):
         # The range line's own text already carries its status glyph and metric band.
@@ -290,27 +267,10 @@ def entry_line(entry: Entry, width: int = LINE_WIDTH) -> str:
     return "- " + _cut(_clean(text), width - 2)
 
 
-def _history_cut(doc: StateDocument) -> tuple[int, int] | None:
-    """(section index, line offset) where the history entries start, or ``None`` when there are none."""
-    if not doc.history:
-        return None
-    first = doc.history[0].raw
-    head = split_lines(first)[0] if first else ""
-    sections = doc.sections
-    history_index = next((i for i, s in enumerate(sections) if s.kind == "history"), None)
-    candidates = range(len(sections)) if doc.history_misplaced or history_index is None else [history_index]
-    for index in candidates:
-        lines = sections[index].lines
-        for offset in range(1, len(lines)):
-            if lines[offset] == head and "".join(lines[offset:]).startswith(first):
-                return index, offset
-    return None
-
-
 def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) -> _Model:
     model = _Model()
     model.add(_Unit(model.group("title", -1, []), 0, 0, 0, [f"# Autoloop: {program} — memory view"], category="title"))
-    cut = _history_cut(doc)
+    cut = doc.history_start
     seen: set[str] = set()
     shared_at = float(len(doc.sections))
     for index, section in enumerate(doc.sections):
@@ -325,11 +285,10 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
             _add_section(model, index, None, body, label="text under the title")
         elif kind in ("machine_state", "priorities"):
             key = model.group(kind, index, ["", SECTION_KINDS[kind][0]])
-            for line in body:
-                text = _clean(line)
-                boring = _RULE.match(text) or _COMMENT.match(text) or _MACHINE_NOTE.match(text)
-                if text.strip() and not boring:
-                    model.add(_Unit(key, 0, 0, len(model.units), [text], category="state"))
+            for block in outline("".join(body)):
+                if not _says_nothing(block, body):
+                    for line in _block_lines(block, body):
+                        model.add(_Unit(key, 0, 0, len(model.units), [line], category="state"))
         elif kind == "lessons":
             key = model.group("lessons", index, ["", SECTION_KINDS["lessons"][0]])
             _add_items(model, key, body, pinned_tier=1, tier=3, rank_base=0, category="lesson")
@@ -454,7 +413,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
             + (f"; {errors} consecutive errors" if errors else ""),
             0,
         )
-        direction = state.get("metric_direction") or "higher"
+        direction = state_direction(state)
         target = state.get("target_metric")
         add(
             f"- best metric: {state.get('best_metric') or '—'} ({direction} is better"

@@ -31,19 +31,11 @@ from dataclasses import asdict, dataclass, replace
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import UsageError
 from statefile.model.archive import ARCHIVE_ROOT, part_number
-from statefile.model.history import (
-    Iteration,
-    IterationRange,
-    entry_title,
-    is_bullet_entry,
-    is_entry_heading,
-    parse_entry,
-)
+from statefile.model.blocks import HEADING, outline
+from statefile.model.document import parse
+from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.text import line_body, split_lines
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s+|$)(.*?)(?:\s+#+\s*)?$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -105,54 +97,62 @@ class _Line:
     iteration: int | None
     newness: int | None
     block: int
+    span: tuple[int, int] | None = None  # a range entry's iterations, on its first line
 
 
-def _scan(text: str) -> list[_Line]:
-    """Every non-blank line with its section heading, iteration and block number."""
-    out: list[_Line] = []
-    section = ""
-    iteration: int | None = None
-    newness: int | None = None
+def _scan(text: str, *, archived: bool) -> list[_Line]:
+    """Every non-blank line with its section heading, iteration and block number.
+
+    The file is read with the state file's own parser (an archive part is markdown too: its ``## Archived …``
+    chunks are read the way the Iteration History is), so search, expand and the file agree on what an entry is.
+    An entry is one block and its lines carry the entry's iteration; outside entries, each top-level block the
+    scanner finds (a bullet, a paragraph, a code block) is one block, and a ``###`` sub-heading holds what follows
+    it up to the next heading.
+    """
+    doc = parse(text)
+    lines = split_lines(text)
+    # line -> (block, iteration, newness, range span on the entry's first line)
+    where: list[tuple[int, int | None, int | None, tuple[int, int] | None] | None] = [None] * len(lines)
     block = 0
-    in_entry = False
-    fence: str | None = None
-    fresh = True  # the next item or paragraph starts a new block
-    for index, raw in enumerate(split_lines(text)):
+    for index, section in enumerate(doc.sections):
+        located = doc.entries_of(index) if archived else ()
+        if not archived and doc.history_start is not None and doc.history_start[0] == index:
+            located = doc.located_history
+        first = located[0].start if located else section.start + len(section.lines)
+        block += 1
+        where[section.start] = (block, None, None, None)  # the heading line (or the preamble's first line)
+        offset = section.start + (1 if section.title is not None else 0)
+        grouped = False
+        for part in outline("".join(section.lines[offset - section.start : first - section.start])):
+            if part.kind == HEADING or not grouped:
+                block += 1
+                grouped = part.kind == HEADING
+            for line in range(offset + part.start, offset + part.end):
+                where[line] = (block, None, None, None)
+        for entry in located:
+            block += 1
+            iteration, newness = _numbers(entry.entry)
+            for line in range(entry.start, entry.end):
+                where[line] = (block, iteration, newness, None)
+            if isinstance(entry.entry, IterationRange):
+                where[entry.start] = (block, None, newness, (entry.entry.first, entry.entry.last))
+    titles = [""] * len(lines)
+    for section in doc.sections:
+        for line in range(section.start, min(len(lines), section.start + len(section.lines))):
+            titles[line] = section.title or ""
+    out: list[_Line] = []
+    for number, raw in enumerate(lines):
         body = line_body(raw)
-        stripped = body.strip()
-        heading = None if fence is not None else _HEADING.match(body)
-        if fence is not None:
-            if stripped.startswith(fence) and not stripped[len(fence) :].strip():
-                fence = None
-        elif heading:
-            level, title = len(heading.group(1)), heading.group(2).strip()
-            block += 1
-            iteration = newness = None
-            in_entry = level >= 3
-            if level <= 2:
-                section = title
-            elif is_entry_heading(entry_title(body)):
-                iteration, newness = _numbers(body)
-        elif not stripped:
-            fresh = True
+        spot = where[number]
+        if not body.strip() or spot is None:
             continue
-        elif not in_entry and (_ITEM.match(body) or fresh):
-            block += 1
-            iteration = newness = None
-            if is_bullet_entry(body):
-                iteration, newness = _numbers(body)
-        if fence is None and not heading:
-            opens = _FENCE.match(body)
-            if opens:
-                fence = opens.group(1)
-        fresh = False
-        out.append(_Line(index + 1, body, section, iteration, newness, block))
+        block_id, iteration, newness, span = spot
+        out.append(_Line(number + 1, body, titles[number], iteration, newness, block_id, span))
     return out
 
 
-def _numbers(line: str) -> tuple[int | None, int | None]:
-    """(iteration, newness) of an entry's first line: an iteration is both; a range is only as new as its end."""
-    entry = parse_entry(line)
+def _numbers(entry: Entry) -> tuple[int | None, int | None]:
+    """(iteration, newness) of an entry: an iteration is both; a range is only as new as its end."""
     if isinstance(entry, Iteration):
         return entry.number, entry.number
     if isinstance(entry, IterationRange):
@@ -173,14 +173,6 @@ def _pattern(term: str) -> re.Pattern[str]:
     head = r"(?<!\w)" if core[:1].isalnum() or core[:1] == "_" else ""
     tail = r"\w*" if prefix else (r"(?!\w)" if core[-1:].isalnum() or core[-1:] == "_" else "")
     return re.compile(head + re.escape(core) + tail)
-
-
-def _range_of(line: _Line) -> tuple[int, int] | None:
-    """``(first, last)`` when ``line`` is the first line of a range entry."""
-    if line.iteration is not None or line.newness is None:
-        return None
-    entry = parse_entry(line.text)
-    return (entry.first, entry.last) if isinstance(entry, IterationRange) else None
 
 
 def search(files: Mapping[str, str], query: str, *, program: str | None = None, limit: int = 50) -> list[Hit]:
@@ -204,7 +196,7 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
         name, archived = kind
         if program is not None and name not in (program, SHARED_PROGRAM):
             continue
-        lines = _scan(text)
+        lines = _scan(text, archived=archived)
         found = []
         for line in lines:
             folded = line.text.casefold()
@@ -223,7 +215,7 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
                 score = 90.0
             else:
                 score = round(80 * len(matched) / len(terms), 1)
-            span = _range_of(line)
+            span = line.span
             what = "iteration" if line.iteration is not None else "range" if span else "text"
             # Outside any iteration: the live file's lessons and state are current; archived text is old.
             unknown = float("-inf") if archived else float("inf")

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
-from statefile.model.blocks import scan_blocks
+from statefile.model import archive
 from statefile.model.document import StateDocument
-from statefile.model.history import is_entry_heading
 from statefile.model.text import plural, utf8_size
+from statefile.policy.compaction import CompactionPolicy
 from statefile.policy.pruning import is_pinned
 
-# Compaction turns aggressive above this share of the budget (FORMAT.md: "above 80% of the budget keep only 5").
-AGGRESSIVE_SHARE = 0.8
+_DEFAULTS = CompactionPolicy()
 # The median size of a detailed iteration entry in the real corpus (154 entries, 27 files): used when a file has
 # no detailed entry of its own to measure.
 TYPICAL_ENTRY_BYTES = 640
@@ -45,30 +44,34 @@ def typical_entry_bytes(doc: StateDocument) -> int:
 def count_archived_entries(archive_texts: Sequence[str]) -> int:
     """How many history entries (iterations and ranges) a program's archive parts hold, for :func:`pressure`.
 
-    Counts ``###`` entry headings outside code fences; tombstones and other archived text are not entries.
+    The parts are read with the state file's own entry parser (:func:`statefile.model.archive.archive_entries`);
+    tombstones and other archived text are not entries.
     """
-    return sum(
-        1
-        for text in archive_texts
-        for heading in scan_blocks(text).headings
-        if heading.level >= 3 and is_entry_heading(heading.text)
-    )
+    return sum(len(archive.archive_entries(text)) for text in archive_texts)
 
 
 def pressure(
-    doc: StateDocument, *, max_bytes: int, archived_entries: int = 0, archive_parts: int = 0
+    doc: StateDocument,
+    *,
+    max_bytes: int,
+    archived_entries: int = 0,
+    archive_parts: int = 0,
+    aggressive_at: float = _DEFAULTS.aggressive_at,
+    keep_aggressive: int = _DEFAULTS.keep_recent_aggressive,
 ) -> dict[str, Any]:
     """How close ``doc`` is to ``max_bytes``, per-section sizes and token estimates, and what comes next.
 
     ``archived_entries``/``archive_parts`` describe the program's archive (count the first with
-    :func:`count_archived_entries`); they are reported, not computed here.
+    :func:`count_archived_entries`); they are reported, not computed here.  ``aggressive_at`` and
+    ``keep_aggressive`` are the compaction settings in force (``statefile status`` passes the configured ones, the
+    same ``record`` and ``report`` use); the defaults are the compaction policy's.
 
-    ``next_record_triggers_aggressive`` is true when ``size + typical entry size > 0.8 × max_bytes``: the next
-    ``record`` will fold the history down to the newest five entries and merge ranges.
+    ``next_record_triggers_aggressive`` is true when ``size + typical entry size > aggressive_at × max_bytes``: the
+    next ``record`` will fold the history down to the newest ``keep_aggressive`` entries and merge ranges.
     """
     size = doc.size
     typical = typical_entry_bytes(doc)
-    threshold = int(AGGRESSIVE_SHARE * max_bytes)
+    threshold = int(aggressive_at * max_bytes)
     lessons = [item for item in doc.list_items("lessons") if not item.is_placeholder]
     history = doc.history
     room = threshold - size
@@ -101,7 +104,9 @@ def pressure(
             "archive_parts": archive_parts,
         },
         "typical_entry_bytes": typical,
+        "aggressive_at": aggressive_at,
         "aggressive_threshold_bytes": threshold,
+        "keep_aggressive": keep_aggressive,
         "next_record_bytes": size + typical,
         "next_record_triggers_aggressive": size + typical > threshold,
         # Records that still fit before compaction turns aggressive (0 when the next one already does).
@@ -130,9 +135,11 @@ def pressure_lines(report: dict[str, Any], *, program: str | None = None) -> lis
         title = section["title"] or "(before the first heading)"
         lines.append(f"  {section['bytes']:>7,} B  ~{section['tokens']:>6,} tok  {title}")
     if report["next_record_triggers_aggressive"]:
+        share = f"{100 * report['aggressive_at']:g}%"
+        keep = report["keep_aggressive"]
         lines.append(
-            f"  next record (~{report['typical_entry_bytes']} B) passes 80% of the budget: compaction will keep "
-            "only the newest 5 entries and merge ranges"
+            f"  next record (~{report['typical_entry_bytes']} B) passes {share} of the budget: compaction will keep "
+            f"only the newest {keep} {'entry' if keep == 1 else 'entries'} and merge ranges"
         )
     else:
         lines.append(

@@ -9,7 +9,7 @@ script always writes the same bytes.  ``tests/data/.gitattributes`` keeps git fr
     python tests/data/make_corpus.py          # rewrite the generated fixtures
     python tests/data/make_corpus.py --check  # exit 1 if any generated fixture differs from what is on disk
 
-See ``tests/data/corpus/MANIFEST.md`` for which quirk each fixture reproduces.
+See ``tests/data/MANIFEST.md`` for which quirk each fixture reproduces.
 """
 
 from __future__ import annotations
