@@ -305,7 +305,7 @@ def test_minimize_moves_best_metric_and_the_range_line_together() -> None:
     assert doc.machine_state["best_metric"] == "85"
     folded = compact(doc, CompactionPolicy(keep_recent=2)).document
     line = next(r.heading for r in folded.ranges if r.first == 1)
-    assert "metric 99→85" in line, line
+    assert "(metrics 99→85)" in line, line
 
 
 # -- 7. settings every command uses --------------------------------------------------------------------------------
@@ -328,6 +328,7 @@ def test_status_forecasts_with_the_configured_aggressive_settings(tmp_path: Path
     words = run_statefile("--dir", str(tmp_path), "status", "perf", cwd=tmp_path, env=env).stdout
     assert "passes 50% of the budget: compaction will keep only the newest 3 entries" in words
     out = tmp_path / "autoloop.json"
+    out.write_text("{}\n")  # what the scheduler wrote; report merges into it
     reported = run_statefile("--dir", str(tmp_path), "report", "--program", "perf", "--out", str(out), cwd=tmp_path,
                              env=env)  # fmt: skip
     assert reported.returncode == 0, reported.stderr

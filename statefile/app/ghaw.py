@@ -1,7 +1,7 @@
 """The use cases of a gh-aw run: give the agent its memory, apply what it reports, fit repo-memory's push.
 
 A gh-aw agent runs read-only, without git credentials; everything it writes goes through safe outputs, which run
-in separate jobs after it (GHAW.md).  So statefile takes part at three points:
+in separate jobs after it (README, "Autoloop on gh-aw: two paths").  So statefile takes part at three points:
 
 - **before the agent** (:func:`prepare`): the budgeted view of the program the scheduler selected, written where
   the agent reads it, and a small :class:`RunContext` (the program definition's direction, target and goal, the

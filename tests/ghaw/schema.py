@@ -22,8 +22,9 @@ IMPORTABLE_FIELDS = frozenset({
     "checkout", "engine", "description",
 })  # fmt: skip
 
-JOB_REQUIRED = {"description": str, "runs-on": (str, list), "inputs": dict, "steps": list}
-JOB_OPTIONAL = {
+Kind = type | tuple[type, ...]
+JOB_REQUIRED: dict[str, Kind] = {"description": str, "runs-on": (str, list), "inputs": dict, "steps": list}
+JOB_OPTIONAL: dict[str, Kind] = {
     "name": str,
     "output": str,
     "needs": (str, list),
@@ -35,7 +36,13 @@ JOB_OPTIONAL = {
     "github-token": str,
     "max": int,
 }
-INPUT_FIELDS = {"description": str, "required": bool, "type": str, "default": (str, int, float, bool), "options": list}
+INPUT_FIELDS: dict[str, Kind] = {
+    "description": str,
+    "required": bool,
+    "type": str,
+    "default": (str, int, float, bool),
+    "options": list,
+}
 INPUT_TYPES = frozenset({"string", "boolean", "number", "choice"})
 PERMISSION_LEVELS = frozenset({"read", "write", "none"})
 STEP_FIELDS = frozenset({"name", "id", "if", "uses", "run", "with", "env", "shell", "continue-on-error",
