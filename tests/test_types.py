@@ -20,7 +20,7 @@ TESTS = Path(__file__).resolve().parent
 CONFIG = """\
 [mypy]
 python_version = 3.10
-mypy_path = {tests}
+mypy_path = {tests}:{benchmarks}
 check_untyped_defs = True
 strict_optional = True
 strict_equality = True
@@ -37,7 +37,7 @@ ignore_missing_imports = True
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="needs mypy (in the test extras)")
 def test_the_tests_type_check(tmp_path: Path) -> None:
     config = tmp_path / "mypy.ini"
-    config.write_text(CONFIG.format(tests=TESTS), encoding="utf-8")
+    config.write_text(CONFIG.format(tests=TESTS, benchmarks=TESTS.parent / "benchmarks"), encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(config), str(TESTS)],
         cwd=TESTS.parent,
