@@ -56,8 +56,7 @@ from statefile.integrations.autoloop import read_json_object
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
 from statefile.model.patterns import STATUS_GLYPHS
-from statefile.model.text import utf8_size
-from statefile.policy import ranges
+from statefile.model.text import clip, utf8_size
 from statefile.policy.compaction import CompactionReport, MovedItem
 from statefile.policy.lessons import (
     add_lesson,
@@ -399,7 +398,7 @@ def dry_run_summary(report: CompactionReport) -> list[str]:
     for kind, items in by_kind.items():
         one, many = _NOUNS.get(kind, (kind, kind + "s"))
         reasons = Counter(re.sub(r"\s+", " ", item.reason).strip() for item in items)
-        why = "; ".join(f"{count}: {ranges.clip(reason, 60)}" for reason, count in reasons.most_common(3))
+        why = "; ".join(f"{count}: {clip(reason, 60)}" for reason, count in reasons.most_common(3))
         more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
         out.append(f"archive {len(items)} {one if len(items) == 1 else many} ({why}{more})")
     return out

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from statefile.model.history import Iteration, IterationRange
+from statefile.defaults import MAX_ITERATION
+from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 from statefile.model.sections import SECTION_KINDS
+from statefile.model.spans import Span, highest, merge, missing, of_numbers, spans_text
+from statefile.model.text import clip
 
 if TYPE_CHECKING:
     # Type-only: the document calls find_anomalies for its ``warnings``; at run time only it imports this module.
@@ -68,44 +71,40 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
 
 
 def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
+    for entry in doc.history:
+        if isinstance(entry, OpaqueEntry) and entry.implausible is not None:
+            yield Anomaly(
+                "implausible-number",
+                f"heading '{clip(entry.heading, 80)}' names iteration {entry.implausible:,}, beyond any history "
+                f"({MAX_ITERATION:,}): kept as text and counted for nothing; correct the number",
+            )
     iterations = [e for e in doc.history if isinstance(e, Iteration)]
     ranges = [e for e in doc.history if isinstance(e, IterationRange)]
+    # Detailed entries are bounded by their headings' length; ranges are not, so they stay intervals throughout.
     seen = Counter(n for e in iterations for n in e.covers)
     dupes = sorted(n for n, c in seen.items() if c > 1)
     if dupes:
-        yield Anomaly("duplicate-iteration", f"iteration numbers appear more than once: {_numbers(dupes)}")
-    overlap: set[int] = set()
-    for rng in ranges:
-        overlap.update(n for n in seen if rng.first <= n <= rng.last)
+        yield Anomaly("duplicate-iteration", f"iteration numbers appear more than once: {_numbers(of_numbers(dupes))}")
+    overlap = [n for n in seen if any(rng.first <= n <= rng.last for rng in ranges)]
     if overlap:
-        yield Anomaly("range-overlaps-entry", f"detailed entries fall inside a range: {_numbers(sorted(overlap))}")
+        yield Anomaly("range-overlaps-entry", f"detailed entries fall inside a range: {_numbers(of_numbers(overlap))}")
     ordered = sorted(ranges, key=lambda r: r.first)
     for a, b in pairwise(ordered):
         if b.first <= a.last:
             yield Anomaly("overlapping-ranges", f"ranges {a.first}–{a.last} and {b.first}–{b.last} overlap")
-    covered: set[int] = set(seen)
-    for rng in ranges:
-        covered.update(range(rng.first, min(rng.last, rng.first + 1_000_000) + 1))
-    highest = max(covered, default=0)
-    if covered:
-        missing = [n for n in range(1, highest + 1) if n not in covered]
-        if missing:
-            yield Anomaly("history-gap", f"no entry or range covers iterations {_numbers(missing)}")
+    covered = merge([s for e in iterations for s in e.spans] + [s for r in ranges for s in r.spans])
+    top = highest(covered)
+    gaps = missing(covered, top)
+    if gaps:
+        yield Anomaly("history-gap", f"no entry or range covers iterations {_numbers(gaps)}")
     count = doc.machine_state.get("iteration_count")
-    if isinstance(count, int) and covered and count != highest:
+    if isinstance(count, int) and covered and count != top:
         yield Anomaly(
             "iteration-count-mismatch",
-            f"Iteration Count is {count} but the history goes up to iteration {highest}",
+            f"Iteration Count is {count} but the history goes up to iteration {top}",
         )
 
 
-def _numbers(values: list[int]) -> str:
-    """Compact '1–3, 7, 9–12' rendering of sorted numbers (first 10 spans)."""
-    spans: list[tuple[int, int]] = []
-    for n in values:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1] = (spans[-1][0], n)
-        else:
-            spans.append((n, n))
-    text = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in spans[:10])
-    return text + (", …" if len(spans) > 10 else "")
+def _numbers(spans: list[Span]) -> str:
+    """Compact '1–3, 7, 9–12' rendering of merged spans (the first 10)."""
+    return spans_text(spans, limit=10)

@@ -236,7 +236,7 @@ class StateDocument:
     @property
     def highest_iteration(self) -> int:
         """The highest iteration number the history mentions (0 when it mentions none)."""
-        return max((max(e.covers) for e in self.history if e.covers), default=0)
+        return max((e.spans[-1][1] for e in self.history if e.spans), default=0)
 
     def list_items(self, kind: str) -> list[bullets.Item]:
         """Bullets of a list section (``lessons``, ``foreclosed``, ``future``), in file order."""

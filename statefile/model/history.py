@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from statefile.defaults import MAX_ITERATION
 from statefile.model.patterns import (
     JOINED_HEAD,
     METRIC_BAND,
@@ -26,6 +27,7 @@ from statefile.model.patterns import (
     leading_status,
     status_of,
 )
+from statefile.model.spans import Span, of_numbers
 from statefile.model.text import line_body, one_line
 
 _FIELD_SPLIT = re.compile(r"\s*[|·;]\s*(?=\*\*[^*\n]{1,40}\*\*\s*:)")
@@ -61,6 +63,11 @@ class Iteration:
         """Iteration numbers this entry stands for."""
         return self.numbers or (self.number,)
 
+    @property
+    def spans(self) -> list[Span]:
+        """:attr:`covers` as merged intervals (see :mod:`statefile.model.spans`)."""
+        return of_numbers(self.covers)
+
 
 @dataclass(frozen=True)
 class IterationRange:
@@ -79,16 +86,27 @@ class IterationRange:
 
     @property
     def covers(self) -> range:
-        """Iteration numbers this range stands for."""
+        """Iteration numbers this range stands for (a lazy ``range``: test membership, never list it)."""
         return range(self.first, self.last + 1)
+
+    @property
+    def spans(self) -> list[Span]:
+        """The one interval this range stands for."""
+        return [(self.first, self.last)]
 
 
 @dataclass(frozen=True)
 class OpaqueEntry:
-    """A heading in the history that is neither an iteration nor a range: kept as it is."""
+    """A heading in the history that is neither an iteration nor a range: kept as it is.
+
+    ``implausible`` is set when the heading reads as an entry but names a number no history reaches (above
+    :data:`~statefile.defaults.MAX_ITERATION`: a typo, or a date typed as a range); the entry is then kept as text
+    and counted for nothing, and the anomalies say so.
+    """
 
     raw: str
     heading: str
+    implausible: int | None = None
 
     kind = "opaque"
 
@@ -96,6 +114,11 @@ class OpaqueEntry:
     def covers(self) -> tuple[int, ...]:
         """Opaque entries cover no iteration numbers."""
         return ()
+
+    @property
+    def spans(self) -> list[Span]:
+        """Opaque entries cover no iteration numbers."""
+        return []
 
 
 Entry = Iteration | IterationRange | OpaqueEntry
@@ -112,6 +135,8 @@ def parse_entry(raw: str) -> Entry:
         assert match is not None
         a = int(match.group(1))
         b = int(rng.group(2)) if rng else a
+        if max(a, b) > MAX_ITERATION:
+            return OpaqueEntry(raw=raw, heading=line_body(first), implausible=max(a, b))
         rest_of_title = title[match.end() :]
         band = METRIC_BAND.search(rest_of_title)
         summary = re.sub(r"^[\s:—–\-|]+", "", rest_of_title).strip()
@@ -132,6 +157,8 @@ def parse_entry(raw: str) -> Entry:
     found = {int(pair.group(1)), int(pair.group(2))} if pair else {int(single.group(1))} if single else set()
     # "Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": one heading for several iterations.
     found.update(int(n) for n in JOINED_HEAD.findall(title))
+    if max(found) > MAX_ITERATION:
+        return OpaqueEntry(raw=raw, heading=line_body(first), implausible=max(found))
     numbers = tuple(sorted(found)) if len(found) > 1 else ()
     number = max(found)
     return _parse_iteration(raw, line_body(first), title, number, numbers)

@@ -59,3 +59,20 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     ``many`` is the plural when it is not ``noun + "s"`` (``plural(2, "entry", "entries")``).
     """
     return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+
+
+ELLIPSIS = "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, ``…`` marking the cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:limit]
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:/·—–-") + ELLIPSIS

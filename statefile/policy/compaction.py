@@ -45,7 +45,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration
 from statefile.model.patterns import is_bullet_entry, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
-from statefile.model.text import detect_newline, line_body, plural, split_lines, utf8_size
+from statefile.model.text import clip, detect_newline, line_body, plural, split_lines, utf8_size
 from statefile.policy import pruning, ranges
 from statefile.policy.planning import (
     Detail,
@@ -543,7 +543,7 @@ def _label(entry: Entry) -> str:
 
 
 def _clip(text: str) -> str:
-    return ranges.clip(line_body(text.split("\n", 1)[0]).lstrip("-*+ "), 80)
+    return clip(line_body(text.split("\n", 1)[0]).lstrip("-*+ "), 80)
 
 
 def _short(title: str) -> str:

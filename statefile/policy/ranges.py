@@ -29,10 +29,10 @@ from typing import Any
 
 from statefile.model.history import Iteration, IterationRange
 from statefile.model.patterns import DATE, first_number, heading_words, number_text
+from statefile.model.text import ELLIPSIS, clip
 
 SEP = " · "
 PART_SEP = " / "
-ELLIPSIS = "…"
 # Status buckets, in the order the counts field lists them; "other" is pending, phantom, unknown, ….
 STATUS_BUCKETS: tuple[str, ...] = ("✅", "❌", "⚠️", "other")
 _BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
@@ -239,20 +239,6 @@ def merge_bands(bands: Iterable[Band], direction: str) -> Band:
         metric_to=metric_to,
         parts=tuple(p for b in ordered for p in b.parts),
     )
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` characters at a word boundary, ``…`` marking the cut."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return ELLIPSIS[:limit]
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:/·—–-") + ELLIPSIS
 
 
 def join_parts(parts: Sequence[str], cap: int) -> str:

@@ -32,6 +32,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, IterationRange, parse_entry
 from statefile.model.patterns import heading_key
 from statefile.model.sections import SECTION_KINDS, Section
+from statefile.model.spans import holds
 from statefile.model.text import line_body, line_ending, split_lines
 from statefile.policy.planning import join_entries, split_tail
 from statefile.policy.ranges import band_from_range, merge_bands, render_band
@@ -220,8 +221,7 @@ def _sound(old: StateDocument, new: StateDocument, *, removed: int) -> bool:
         return False
     if len(new.sections) != len(old.sections) - removed:
         return False
-    covered = {n for entry in old.history for n in entry.covers}
-    return covered <= {n for entry in new.history for n in entry.covers}
+    return holds([s for entry in new.history for s in entry.spans], [s for entry in old.history for s in entry.spans])
 
 
 def _next_duplicate(doc: StateDocument, skip: set[int]) -> tuple[int, int] | None:
@@ -312,13 +312,13 @@ def _merged_in(raws: list[str], moving: list[str]) -> list[str]:
     that is older than it; entries without numbers travel with the entry above them."""
     out = list(raws)
     for raw in moving:
-        covers = parse_entry(raw).covers
-        if not covers:
+        spans = parse_entry(raw).spans
+        if not spans:
             out.append(raw)
             continue
-        newest = max(covers)
+        newest = spans[-1][1]
         at = next(
-            (i for i, existing in enumerate(out) if (c := parse_entry(existing).covers) and max(c) < newest),
+            (i for i, existing in enumerate(out) if (c := parse_entry(existing).spans) and c[-1][1] < newest),
             len(out),
         )
         out.insert(at, raw)

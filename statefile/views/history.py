@@ -26,6 +26,7 @@ from statefile.model.archive import archive_entries
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.patterns import first_number
+from statefile.model.spans import holds, merge, of_numbers
 from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of
 from statefile.policy.rules import metric_direction
 
@@ -145,16 +146,16 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
     chosen = {id(item): item for item in winner.values()}
     rows = [_iteration_row(item) for item in chosen.values()]
 
-    claimed = set(winner)
+    # Ranges can stand for any number of iterations: what they claim is kept as intervals, never listed.
+    claimed = of_numbers(winner)
     # Ranges: the file's first (they are current), then the archive's newest first.
     for item in sorted((f for f in found if isinstance(f.entry, IterationRange)), key=lambda f: f.rank[1:],
                        reverse=True):  # fmt: skip
         entry = item.entry
         assert isinstance(entry, IterationRange)
-        numbers = range(entry.first, entry.last + 1)
-        if all(n in claimed for n in numbers):
+        if holds(claimed, entry.spans):
             continue
-        claimed.update(numbers)
+        claimed = merge(claimed + entry.spans)
         rows.append(_range_row(item, entry))
     rows.sort(key=lambda r: (r.first, r.last, r.kind))
     return ProgramHistory(program, direction, tuple(_with_best(rows, direction)))
@@ -166,8 +167,8 @@ def _iteration_row(item: _Found) -> HistoryRow:
     when = _ISO_T.sub(" ", entry.when).removesuffix("Z").removesuffix("UTC").strip() if entry.when else None
     return HistoryRow(
         kind="iteration",
-        first=min(entry.covers),
-        last=max(entry.covers),
+        first=entry.spans[0][0],
+        last=entry.spans[-1][1],
         date=when,
         status=entry.status,
         metric=entry.metric,

@@ -40,11 +40,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from statefile.errors import UsageError
+from statefile.model import spans as intervals
 from statefile.model.blocks import CODE, FENCE, HEADING, HTML, ITEM, PARAGRAPH, QUOTE, RULE, Block, outline
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_placeholder, state_direction
 from statefile.model.sections import SECTION_KINDS
+from statefile.model.spans import Span, merge, size, spans_text
 from statefile.model.text import line_body, plural, split_lines
 from statefile.policy.pruning import is_pinned
 
@@ -103,7 +105,7 @@ class _Unit:
     lines: list[str]
     alt: list[str] | None = None
     category: str = "section"
-    numbers: tuple[int, ...] = ()
+    spans: tuple[Span, ...] = ()  # the iteration numbers an entry stands for, as intervals (ranges are unbounded)
     title: str = ""
 
 
@@ -159,10 +161,10 @@ def render_view(
             n
             for u in shown.units
             if u.category in ("iteration", "range") and (u.order not in chosen or chosen[u.order] is u.alt)
-            for n in u.numbers
+            for n in u.spans
         ]
     else:
-        hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.numbers]
+        hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.spans]
     notice = _notice(name, level, omitted, hidden, full_chars, budget - used - 1)
     lines = _assemble(shown, chosen)
     if notice:
@@ -353,8 +355,8 @@ def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
     ]
     top = {id(e) for e in newest}
     for position, entry in enumerate(entries):
-        covers = tuple(entry.covers)
-        newness = -max(covers) if covers else 0
+        covers = tuple(entry.spans)
+        newness = -intervals.highest(covers)
         if isinstance(entry, Iteration):
             tier, category = (2 if id(entry) in top else 5), "iteration"
         elif isinstance(entry, IterationRange):
@@ -362,9 +364,7 @@ def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
         else:
             tier, category = 6, "other entry"
         rank = newness * 10_000 + position
-        model.add(
-            _Unit(key, 0, tier, rank, _entry_lines(entry), [entry_line(entry)], category=category, numbers=covers)
-        )
+        model.add(_Unit(key, 0, tier, rank, _entry_lines(entry), [entry_line(entry)], category=category, spans=covers))
 
 
 # -- levels ------------------------------------------------------------------------------------------------------
@@ -437,10 +437,10 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     )
     recent = (
         sorted(
-            (u for u in full.units if u.category == "iteration"), key=lambda u: max(u.numbers, default=0), reverse=True
+            (u for u in full.units if u.category == "iteration"), key=lambda u: intervals.highest(u.spans), reverse=True
         )[:NEWEST_IN_FULL]
         or sorted(
-            (u for u in full.units if u.category == "range"), key=lambda u: max(u.numbers, default=0), reverse=True
+            (u for u in full.units if u.category == "range"), key=lambda u: intervals.highest(u.spans), reverse=True
         )[:NEWEST_IN_FULL]
     )
     for position, unit in enumerate(recent):
@@ -520,20 +520,13 @@ def _full_size(model: _Model) -> int:
 _COMPLETE = "[statefile] complete: nothing left out"
 
 
-def _spans(numbers: Iterable[int]) -> str:
-    """``[1, 2, 3, 7, 9, 10]`` → ``"#1–3, #7, #9–10"`` (or ``"#1–97 (40 in 12 runs)"`` when there are many gaps)."""
-    ordered = sorted(set(numbers))
-    if not ordered:
-        return ""
-    runs: list[list[int]] = []
-    for n in ordered:
-        if runs and runs[-1][1] == n - 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
+def _spans(spans: Iterable[Span]) -> str:
+    """``[(1, 3), (7, 7), (9, 10)]`` → ``"#1–3, #7, #9–10"`` (or ``"#1–97 (40 in 12 runs)"`` when there are many
+    gaps)."""
+    runs = merge(spans)
     if len(runs) > 4:
-        return f"#{ordered[0]}–{ordered[-1]} ({len(ordered)} in {len(runs)} runs)"
-    return ", ".join(f"#{lo}–{hi}" if lo != hi else f"#{lo}" for lo, hi in runs)
+        return f"#{runs[0][0]}–{runs[-1][1]} ({size(runs)} in {len(runs)} runs)"
+    return spans_text(runs, mark="#", limit=len(runs))
 
 
 _PLURALS = {
@@ -558,7 +551,7 @@ def _summaries(omitted: Sequence[_Unit], *, degraded: Sequence[_Unit], everythin
     """
     out: list[str] = []
     if degraded:
-        nums = [n for u in degraded for n in u.numbers]
+        nums = [n for u in degraded for n in u.spans]
         many = "entries" if len(degraded) > 1 else "entry"
         out.append(f"full text of {len(degraded)} {many} ({_spans(nums)}; one line each here)")
     totals: dict[str, int] = {}
@@ -574,7 +567,7 @@ def _summaries(omitted: Sequence[_Unit], *, degraded: Sequence[_Unit], everythin
         if label in _PLURALS:
             one, many = _PLURALS[label]
             text = f"{of} {one if totals.get(label, count) == 1 else many}"
-            nums = [n for u in units for n in u.numbers]
+            nums = [n for u in units for n in u.spans]
             if nums and label in ("iteration", "range"):
                 text += f" ({_spans(nums)})"
         else:
@@ -593,7 +586,7 @@ def _notice(
     program: str,
     level: str,
     omitted: list[str],
-    hidden: list[int],
+    hidden: list[Span],
     full_chars: int,
     room: int,
 ) -> str:
@@ -604,14 +597,14 @@ def _notice(
         # The index already gives the counts; its notice only says where to go next.
         options = [
             f"[statefile] index only — more: statefile render {program} --level timeline"
-            + (f" · statefile expand {program} {max(hidden)}" if hidden else ""),
+            + (f" · statefile expand {program} {intervals.highest(hidden)}" if hidden else ""),
             f"[statefile] index only — more: statefile render {program} --level timeline",
             "[statefile] index only; more with --level timeline",
         ]
     else:
         hints = []
         if hidden:
-            hints.append(f"statefile expand {program} {max(hidden)}")
+            hints.append(f"statefile expand {program} {intervals.highest(hidden)}")
         if level == "full":
             hints.append(f"statefile render {program} --budget {full_chars}")
         else:

@@ -1,0 +1,69 @@
+"""Sets of iteration numbers kept as intervals, never as one element per number.
+
+A range line stands for every iteration from its first to its last number, and nothing but the heading bounds
+those numbers: one typo (``### Iters 2–1000000000000``) would make a materialised set the size of the memory of
+the machine.  So whatever asks "which numbers are covered, which are missing, which did that entry stand for"
+works on sorted, merged, inclusive ``(first, last)`` spans, at a cost that grows with the number of entries only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+Span = tuple[int, int]
+"""An inclusive interval of iteration numbers, ``first <= last``."""
+
+
+def merge(spans: Iterable[Span]) -> list[Span]:
+    """``spans`` sorted, overlapping and adjacent ones joined: ``[(5, 7), (1, 2), (3, 3)]`` → ``[(1, 3), (5, 7)]``."""
+    out: list[Span] = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1] + 1:
+            if last > out[-1][1]:
+                out[-1] = (out[-1][0], last)
+        else:
+            out.append((first, last))
+    return out
+
+
+def of_numbers(numbers: Iterable[int]) -> list[Span]:
+    """The merged spans of single numbers: ``[3, 1, 2, 7]`` → ``[(1, 3), (7, 7)]``."""
+    return merge((n, n) for n in numbers)
+
+
+def size(spans: Iterable[Span]) -> int:
+    """How many numbers merged ``spans`` hold."""
+    return sum(last - first + 1 for first, last in spans)
+
+
+def highest(spans: Iterable[Span]) -> int:
+    """The highest number in ``spans`` (0 when there is none)."""
+    return max((last for _, last in spans), default=0)
+
+
+def missing(spans: Iterable[Span], upto: int) -> list[Span]:
+    """The numbers from 1 to ``upto`` that no span holds, as spans."""
+    gaps: list[Span] = []
+    nxt = 1
+    for first, last in merge(spans):
+        if first > upto:
+            break
+        if first > nxt:
+            gaps.append((nxt, first - 1))
+        nxt = max(nxt, last + 1)
+    if nxt <= upto:
+        gaps.append((nxt, upto))
+    return gaps
+
+
+def holds(outer: Iterable[Span], inner: Iterable[Span]) -> bool:
+    """Whether every number of ``inner`` is in ``outer``."""
+    merged = merge(outer)
+    return all(any(a <= first and last <= b for a, b in merged) for first, last in merge(inner))
+
+
+def spans_text(spans: Iterable[Span], *, mark: str = "", limit: int = 10) -> str:
+    """``"1–3, 7, 9–12"`` (each number preceded by ``mark``), the first ``limit`` spans then ``", …"``."""
+    merged = merge(spans)
+    text = ", ".join(f"{mark}{a}" if a == b else f"{mark}{a}–{b}" for a, b in merged[:limit])
+    return text + (", …" if len(merged) > limit else "")
