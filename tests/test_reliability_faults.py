@@ -22,10 +22,12 @@ Last, a guard on start-up: read-only commands (what a scheduler pre-step runs) i
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -197,6 +199,39 @@ def one_of(text: str, old: str, new: str, where: str) -> str:
 # -- the rounds ----------------------------------------------------------------------------------------------------
 
 
+class Pace:
+    """How long one write takes on this machine now, for drawing kill delays against.
+
+    One calibration write is not enough: under load (another test, a CI neighbour) that write can take twice as
+    long as the rest, and then most kills land after the writes finished and the rounds test nothing.  So every
+    eighth round is left to finish and timed, and the median of the latest of those is the duration.  (Timing the
+    rounds that happen to finish before their kill would not do: those are the short ones, and the estimate would
+    only ever shrink until every kill landed at start-up.)
+    """
+
+    EVERY = 8
+
+    def __init__(self, first: float) -> None:
+        self.recent = [first]
+
+    @property
+    def duration(self) -> float:
+        return statistics.median(self.recent)
+
+    def add(self, seconds: float) -> None:
+        self.recent = [*self.recent, seconds][-5:]
+
+    def round(self, n: int, fork: Callable[[], int], rng: random.Random, *, group: bool) -> str:
+        """Round ``n``: start a writer with ``fork`` and kill it at a random point of its write, or, on a
+        calibration round, let it finish and time it."""
+        if n % self.EVERY:
+            return kill_after(fork(), rng.uniform(0, self.duration * 1.1), group=group)
+        start = time.perf_counter()
+        outcome = kill_after(fork(), 60, group=group)
+        self.add(time.perf_counter() - start)
+        return outcome
+
+
 @contextlib.contextmanager
 def timed_write() -> Iterator[list[float]]:
     took: list[float] = []
@@ -227,13 +262,13 @@ def git_rounds(tmp: Path, rounds: int, *, remote: bool, seed: int) -> Tally:
     with timed_write() as took:
         assert kill_after(fork_writer(write(0)), 60, group=True) == "finished"
     assert branch_text(repo) == expected(old, 0)
-    duration = took[0]
+    pace = Pace(took[0])
     current = branch_text(bare if remote else repo)
     versions = {current}  # every text the branch has had
     for n in range(1, rounds + 1):
         old, new = current, expected(current, n)
         group = rng.random() < 0.7
-        tally.outcomes[kill_after(fork_writer(write(n)), rng.uniform(0, duration * 1.1), group=group)] += 1
+        tally.outcomes[pace.round(n, functools.partial(fork_writer, write(n)), rng, group=group)] += 1
         tally.outcomes["stale locks cleared"] += clear_stale_locks(repo / ".git", *([bare] if remote else []))
         current = branch_text(bare if remote else repo)
         tally.outcomes[f"landed {one_of(current, old, new, 'branch')}"] += 1
@@ -270,11 +305,11 @@ def folder_rounds(tmp: Path, rounds: int, *, seed: int) -> Tally:
 
     with timed_write() as took:
         assert kill_after(fork_writer(write(0)), 60, group=True) == "finished"
-    duration = took[0]
+    pace = Pace(took[0])
     current = state()
     for n in range(1, rounds + 1):
         old, new = current, expected(current, n)
-        tally.outcomes[kill_after(fork_writer(write(n)), rng.uniform(0, duration * 1.1), group=True)] += 1
+        tally.outcomes[pace.round(n, functools.partial(fork_writer, write(n)), rng, group=True)] += 1
         current = state()
         tally.outcomes[f"landed {one_of(current, old, new, 'folder')}"] += 1
     tally.outcomes["temporary files left"] = sum(1 for p in folder.rglob(".statefile-*"))
@@ -310,15 +345,22 @@ def cli_rounds(tmp: Path, rounds: int, *, seed: int) -> Tally:
     start = time.perf_counter()
     old = branch_text(bare)
     subprocess.run(command(0), cwd=repo, check=True, capture_output=True)
-    duration = time.perf_counter() - start
+    pace = Pace(time.perf_counter() - start)
     assert branch_text(bare) == expected(old, 0, policy)
     current = branch_text(bare)
     versions = {old, current}
     for n in range(1, rounds + 1):
         old, new = current, expected(current, n, policy)
+        start = time.perf_counter()
         proc = subprocess.Popen(command(n), cwd=repo, start_new_session=True, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)  # fmt: skip
-        time.sleep(rng.uniform(duration * 0.3, duration * 1.1))  # start-up is a third of it: kill during the work
+        if n % Pace.EVERY:
+            # Start-up is a third of it: kill during the work.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=rng.uniform(pace.duration * 0.3, pace.duration * 1.1))
+        else:
+            proc.wait(timeout=60)
+            pace.add(time.perf_counter() - start)
         killed = proc.poll() is None
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
