@@ -18,4 +18,3 @@ def test_ci_runs_the_readmes_test_command() -> None:
     assert "\n" not in test_command, "the test command is one line a user can paste"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == test_command
-
