@@ -52,6 +52,7 @@ def bench(files: int, reps: int) -> list[Row]:
         sh(root, "clone", "-q", str(remote), str(runner))  # on main, as a CI checkout is
         offline = root / "offline"
         sh(root, "clone", "-q", str(remote), str(offline))
+        sh(offline, "branch", BRANCH, f"origin/{BRANCH}")  # local writes go to a local branch (never made implicitly)
         kept = root / "kept"
         sh(root, "clone", "-q", "--single-branch", "--branch", BRANCH, str(remote), str(kept))
         message = "record one iteration"
