@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from ghaw.component import bin_dir
 from ghaw.forkserver import ForkServer
+from ghaw.push_job import patch_size
 from ghaw.workflow import BRANCH, Run, World
 from upstream import upstream_machine_state
 
@@ -130,6 +131,17 @@ def _git_log(world: World, program: str) -> list[str]:
     return markers
 
 
+def _largest_commit(world: World) -> int:
+    """The most bytes one commit on the branch adds, by repo-memory's patch measure."""
+    import subprocess
+
+    commits = subprocess.run(["git", "rev-list", "--no-merges", BRANCH], cwd=world.origin, capture_output=True,
+                             text=True, check=True).stdout.split()  # fmt: skip
+    sizes = [patch_size(subprocess.run(["git", "show", "--format=", commit], cwd=world.origin, capture_output=True,
+                                       text=True, check=True).stdout) for commit in commits]  # fmt: skip
+    return max(sizes, default=0)
+
+
 def _round(world: World, runs: list[Run]) -> list[Run]:
     """Pre-steps and agents one after the other (same branch state), then the safe-output jobs at once."""
     started = [run for run in runs if run.pre_steps()]
@@ -200,8 +212,8 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
     perf = upstream_machine_state(world.branch_file("perf.md") or "")
     assert perf["metric_direction"] == "lower" and perf["target_metric"] == "80"
     print(f"\nlossless: {rounds} rounds, {landed}/{attempted} updates landed, {skips_seen} scheduler skips checked, "
-          f"{archived} bytes archived, "
-          f"{_chunk_bytes(world)} archived bytes on the branch")  # fmt: skip
+          f"{archived} bytes archived, {_chunk_bytes(world)} archived bytes on the branch, largest commit adds "
+          f"{_largest_commit(world)} bytes (repo-memory's measure; no limit applies on this path)")  # fmt: skip
 
 
 LEGACY = "---\nmetric_direction: higher\n---\n\n# Legacy\n\n## Goal\n\nA program with a long history.\n"
