@@ -5,6 +5,8 @@ and behaviours followed); statefile runs as the real command, from the shipped c
 
 - **Lossless path** (``workflows/shared/statefile.md``): rounds of 2–4 overlapping runs — the same program
   selected by every run of a round, as real overlapping runs do — whose safe-output jobs race on the branch.
+  When nothing is due (every program paused, completed or on a plateau), the round's runs are manual dispatches
+  of one program (the workflow's ``program`` input), as a maintainer would start them: every round has 2–4 runs.
   0 updates lost; every archived byte on the branch; the scheduler reads the expected Machine State every round.
 - **Drop-in path** (repo-memory kept, ``statefile --repo-memory``): sequential runs, a seeded 29 KB state file
   whose first compaction must spread over several pushes; every push within its limits, every archived byte on
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import threading
 from collections import Counter
 from decimal import Decimal
@@ -118,8 +121,6 @@ def _expected_state(world: World, program: str) -> dict[str, Any]:
 
 def _git_log(world: World, program: str) -> list[str]:
     """Item markers of the commits that recorded ``program``, oldest first."""
-    import subprocess
-
     out = subprocess.run(["git", "log", "--reverse", "--format=%B%x00", BRANCH, "--", f"{program}.md"],
                          cwd=world.origin, capture_output=True, text=True, check=True).stdout  # fmt: skip
     markers = []
@@ -133,8 +134,6 @@ def _git_log(world: World, program: str) -> list[str]:
 
 def _largest_commit(world: World) -> int:
     """The most bytes one commit on the branch adds, by repo-memory's patch measure."""
-    import subprocess
-
     commits = subprocess.run(["git", "rev-list", "--no-merges", BRANCH], cwd=world.origin, capture_output=True,
                              text=True, check=True).stdout.split()  # fmt: skip
     sizes = [patch_size(subprocess.run(["git", "show", "--format=", commit], cwd=world.origin, capture_output=True,
@@ -174,9 +173,21 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
     landed = attempted = 0
     skipped_by: dict[str, str] = {}  # programs the next scheduler run must skip, and why
     skips_seen = 0
+    overlaps: Counter[int] = Counter()
+    dispatched = 0
     for number in range(rounds):
         overlap = world.rng.choice((2, 3, 4))
-        runs = _round(world, [world.new_run() for _ in range(overlap)])
+        created = [world.new_run() for _ in range(overlap)]
+        runs = _round(world, created)
+        if not runs:
+            # Nothing due: every program is paused, completed or on a plateau.  A maintainer dispatches the
+            # workflow for one of them (the `program` input: the scheduler runs it whatever its state).
+            program = world.rng.choice(sorted(PROGRAMS))
+            created += [world.new_run(forced=program) for _ in range(overlap)]
+            runs = _round(world, created[overlap:])
+            dispatched += 1
+        assert len(runs) == overlap, "every run of a round selects a program"
+        overlaps[overlap] += 1
         for run in runs:  # the scheduler read the paused or completed state the last round left
             reasons = {s["name"]: s["reason"] for s in run.autoloop.get("skipped", [])}
             for program, why in skipped_by.items():
@@ -202,7 +213,7 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", state["last_run"])
             if state["paused"] or state["completed"]:
                 skipped_by[program] = "paused" if state["paused"] else "completed"
-        for run in runs:
+        for run in created:
             run.cleanup()
     # 0 updates lost, none twice; every folded entry verbatim in the archive.
     markers = _entries_by_marker(world)
@@ -211,7 +222,9 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
     assert archived > 0 and _chunk_bytes(world) == archived
     perf = upstream_machine_state(world.branch_file("perf.md") or "")
     assert perf["metric_direction"] == "lower" and perf["target_metric"] == "80"
-    print(f"\nlossless: {rounds} rounds, {landed}/{attempted} updates landed, {skips_seen} scheduler skips checked, "
+    spread = ", ".join(f"{count}×{size}" for size, count in sorted(overlaps.items()))
+    print(f"\nlossless: {rounds} rounds of overlapping runs ({spread}; {dispatched} dispatched by hand when nothing "
+          f"was due), {landed}/{attempted} updates landed, {skips_seen} scheduler skips checked, "
           f"{archived} bytes archived, {_chunk_bytes(world)} archived bytes on the branch, largest commit adds "
           f"{_largest_commit(world)} bytes (repo-memory's measure; no limit applies on this path)")  # fmt: skip
 

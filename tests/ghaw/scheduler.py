@@ -5,7 +5,10 @@ team's notes (ghaw-spec §5): directory programs then bare programs (issue progr
 left out: none here), line-based frontmatter (``schedule``, ``target-metric``, ``metric_direction``), the
 Machine State read with the scheduler's own regexes (:mod:`upstream`), the skip rules (completed, paused, plateau
 of 5 rejections), the due check, selection of the due program with the smallest raw ``last_run`` string (never
-run first), and the output keys.  Exit code 1 when nothing is selected and nothing is unconfigured.
+run first), a forced selection (``AUTOLOOP_PROGRAM``, the ``program`` input of a ``workflow_dispatch``: any
+configured program, paused, completed or not due — it still appears under ``skipped`` with its reason — its
+target and direction read from its file), and the output keys.  Exit code 1 when nothing is selected and nothing
+is unconfigured, or when the forced program does not exist or is unconfigured.
 """
 
 from __future__ import annotations
@@ -97,8 +100,12 @@ def program_name(path: str) -> str:
     return path.rsplit("/", 2)[-2] if path.endswith("/program.md") else Path(path).stem
 
 
-def run_scheduler(workspace: Path, memory_dir: Path, output: Path, *, now: datetime) -> tuple[int, dict[str, Any]]:
-    """Run the scheduler: write ``output`` (autoloop.json) and return (exit code, the JSON written)."""
+def run_scheduler(
+    workspace: Path, memory_dir: Path, output: Path, *, now: datetime, forced: str | None = None
+) -> tuple[int, dict[str, Any]]:
+    """Run the scheduler: write ``output`` (autoloop.json) and return (exit code, the JSON written).
+
+    ``forced`` is ``AUTOLOOP_PROGRAM`` (a manual dispatch naming a program)."""
     files = program_files(workspace)
     output.parent.mkdir(parents=True, exist_ok=True)
     if not files:
@@ -109,6 +116,7 @@ def run_scheduler(workspace: Path, memory_dir: Path, output: Path, *, now: datet
     due: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     unconfigured: list[str] = []
+    definitions: dict[str, tuple[str, ProgramDefinition]] = {}
     for path in files:
         name = program_name(path)
         content = (workspace / path).read_text()
@@ -116,6 +124,7 @@ def run_scheduler(workspace: Path, memory_dir: Path, output: Path, *, now: datet
             unconfigured.append(name)
             continue
         definition = parse_frontmatter(content)
+        definitions[name] = (path, definition)
         state_file = memory_dir / f"{name}.md"
         state = upstream_machine_state(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {}
         raw_last = state.get("last_run")
@@ -139,7 +148,13 @@ def run_scheduler(workspace: Path, memory_dir: Path, output: Path, *, now: datet
     selected = selected_file = target = None
     direction = "higher"
     deferred: list[str] = []
-    if due:
+    if forced:
+        if forced not in definitions:  # unknown or unconfigured: the real scheduler prints why and exits 1
+            return 1, {}
+        selected, (selected_file, definition) = forced, definitions[forced]
+        target, direction = definition.target, definition.direction
+        deferred = [p["name"] for p in due if p["name"] != forced]
+    elif due:
         ordered = sorted(due, key=lambda p: p["last_run"] or "")
         first = ordered[0]
         selected, selected_file, target = first["name"], first["file"], first["target_metric"]

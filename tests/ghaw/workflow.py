@@ -116,9 +116,10 @@ class World:
                               text=True, check=False)  # fmt: skip
         return {p: self.branch_file(p) or "" for p in done.stdout.split()} if done.returncode == 0 else {}
 
-    def new_run(self) -> Run:
+    def new_run(self, forced: str | None = None) -> Run:
+        """A scheduled run, or with ``forced`` a manual dispatch naming a program (``AUTOLOOP_PROGRAM``)."""
         self.runs += 1
-        return Run(self, f"{1000 + self.runs}")
+        return Run(self, f"{1000 + self.runs}", forced)
 
 
 @dataclass
@@ -127,6 +128,7 @@ class Run:
 
     world: World
     run_id: str
+    forced: str | None = None
     selected: str | None = None
     autoloop: dict[str, Any] = field(default_factory=dict)
     report: Report | None = None
@@ -176,7 +178,7 @@ class Run:
         clone.scheduler_clone(self.world.url, BRANCH, memory)
         # The real clock: statefile stamps Last Run with the time it records, as in a real run.
         code, self.autoloop = scheduler.run_scheduler(
-            self.workspace, memory, self.gh_aw / "autoloop.json", now=datetime.now(timezone.utc)
+            self.workspace, memory, self.gh_aw / "autoloop.json", now=datetime.now(timezone.utc), forced=self.forced
         )
         self.selected = self.autoloop.get("selected")
         if code != 0 or not self.selected:
