@@ -29,15 +29,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ghaw.component import bin_dir
+import yaml
+from ghaw.component import bin_dir, documented_frontmatter
 from ghaw.forkserver import ForkServer
-from ghaw.push_job import patch_size
-from ghaw.workflow import BRANCH, Run, World
+from ghaw.push_job import PushResult, patch_size
+from ghaw.workflow import BRANCH, DROP_IN_GUIDE, Run, World
 from upstream import upstream_machine_state
 
 from statefile.model.synthetic import synthetic_state
 
 ROUNDS = int(os.environ.get("STATEFILE_E2E_ROUNDS", "0"))
+#: How often the simulated agent reports a misspelt program (its job must fail alone, writing nothing), and how
+#: often a round ends with one of its safe-output jobs re-run ("Re-run failed jobs": it must record nothing twice).
+TYPO_RATE = 0.05
+RERUN_RATE = 0.3
 
 # No schedules: entries are stamped with the real time, so every program is due on every run and the scheduler
 # picks the one that ran longest ago (overlapping runs of a round pick the same one, as real ones would).
@@ -48,10 +53,10 @@ PROGRAMS = {
     "accuracy": "---\ntarget-metric: 1000\n---\n\n# Accuracy\n\n## Goal\n\nBetter answers.\n",
 }
 LOSSLESS_WORKFLOW = "---\non:\n  schedule: every 6h\nimports:\n  - shared/statefile.md\n---\n\n# Autoloop\n"
-DROP_IN_WORKFLOW = (
-    "---\non:\n  schedule: every 6h\ntools:\n  repo-memory:\n    branch-name: memory/autoloop\n"
-    '    file-glob: ["*.md"]\n    max-file-size: 30720\n    max-patch-size: 10240\n---\n\n# Autoloop\n'
-)
+# The drop-in path's workflow: repo-memory exactly as workflows/README.md configures it.
+DROP_IN_TOOLS = documented_frontmatter(DROP_IN_GUIDE)["tools"]
+DROP_IN_WORKFLOW = f"---\n{yaml.safe_dump({'on': {'schedule': 'every 6h'}, 'tools': DROP_IN_TOOLS})}---\n\n# Autoloop\n"
+LIMITS = DROP_IN_TOOLS["repo-memory"]
 _MARKER = re.compile(r"<!-- statefile-item: (run \d+ attempt \d+ item \d+) -->")
 _ARCHIVED = re.compile(r"compaction archived \d+ item\(s\), (\d+) bytes")
 
@@ -78,17 +83,29 @@ def _archived_in(files: dict[str, str]) -> int:
     return total
 
 
-TARGETS = {"perf": (Decimal(80), "lower"), "coverage": (None, "higher"), "accuracy": (Decimal(1000), "higher")}
+#: A program an existing Autoloop user brings along: its state file, written the upstream way, is already on the
+#: branch (29 KB, 88 iterations, never compacted), so its first recorded iteration compacts it.
+def _push(run: Run) -> PushResult:
+    """repo-memory's push job with the workflow's settings (the compiler joins a file-glob list with spaces)."""
+    return run.push_repo_memory(file_glob=" ".join(LIMITS["file-glob"]), max_file_size=LIMITS["max-file-size"],
+                                max_patch_size=LIMITS["max-patch-size"])  # fmt: skip
 
 
-def _expected_state(world: World, program: str) -> dict[str, Any]:
+LEGACY = "---\nmetric_direction: higher\n---\n\n# Legacy\n\n## Goal\n\nA program with a long history.\n"
+LEGACY_STATE = synthetic_state("legacy", 88, seed=1)
+TARGETS = {"perf": (Decimal(80), "lower"), "coverage": (None, "higher"), "accuracy": (Decimal(1000), "higher"),
+           "legacy": (None, "higher")}  # fmt: skip
+
+
+def _expected_state(world: World, program: str, seeded: dict[str, Any]) -> dict[str, Any]:
     """What the scheduler must read for ``program``: the upstream rules, re-stated plainly, applied to the reports
-    in the order their commits landed on the branch."""
+    in the order their commits landed on the branch, from the state ``seeded`` on the branch before (or none)."""
     by_marker = {f"run {r.run} attempt 1 item 1": r.arguments for r in world.reports if r.program == program}
     reports = [by_marker[m] for m in _git_log(world, program)]
     target, direction = TARGETS[program]
-    errors, paused, completed, best = 0, False, False, None
-    reason = None
+    errors, paused, completed = seeded.get("consecutive_errors", 0), seeded.get("paused", False), False
+    best = Decimal(seeded["best_metric"]) if seeded.get("best_metric") else None
+    reason = seeded.get("pause_reason")
     for report in reports:
         status = report["status"]
         metric = Decimal(report["metric"]) if "metric" in report else None
@@ -109,8 +126,8 @@ def _expected_state(world: World, program: str) -> dict[str, Any]:
             elif errors >= 3:
                 paused = True
     return {
-        "iteration_count": len(reports),
-        "recent_statuses": [r["status"] for r in reports][-10:],
+        "iteration_count": seeded.get("iteration_count", 0) + len(reports),
+        "recent_statuses": [*seeded.get("recent_statuses", []), *(r["status"] for r in reports)][-10:],
         "paused": paused,
         "completed": completed,
         "best_metric": best,
@@ -145,7 +162,8 @@ def _round(world: World, runs: list[Run]) -> list[Run]:
     """Pre-steps and agents one after the other (same branch state), then the safe-output jobs at once."""
     started = [run for run in runs if run.pre_steps()]
     for run in started:
-        run.agent()
+        typo = world.rng.random() < TYPO_RATE
+        run.agent(program=(run.selected or "")[:-1] if typo else None)
     threads = [threading.Thread(target=run.safe_output_job) for run in started]
     for thread in threads:
         thread.start()
@@ -168,13 +186,17 @@ def statefile_bin(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.mark.slow
 def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_bin: Path) -> None:
     rounds = ROUNDS or 10
-    world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, PROGRAMS, seed=7, bin_dir=statefile_bin)
+    world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, {**PROGRAMS, "legacy": LEGACY}, seed=7,
+                  bin_dir=statefile_bin)  # fmt: skip
+    world.seed_memory({"legacy.md": LEGACY_STATE})
+    seeded = {"legacy": upstream_machine_state(LEGACY_STATE)}
+    world.best["legacy"] = float(seeded["legacy"]["best_metric"])
     archived = 0
     landed = attempted = 0
     skipped_by: dict[str, str] = {}  # programs the next scheduler run must skip, and why
     skips_seen = 0
     overlaps: Counter[int] = Counter()
-    dispatched = 0
+    dispatched = refused = reruns = 0
     for number in range(rounds):
         overlap = world.rng.choice((2, 3, 4))
         created = [world.new_run() for _ in range(overlap)]
@@ -196,14 +218,33 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
         skipped_by = {}
         for run in runs:
             attempted += 1
+            assert run.report
+            if run.report.program != run.selected:  # a typo: one clear line, nothing written, the others land
+                assert run.job_returncode == 3, f"{run.run_id}: {run.job_stdout}{run.job_stderr}"
+                assert f"item 1 ({run.report.program}): unknown program" in run.job_stderr, run.job_stderr
+                assert run.job_stderr.count("statefile: error:") == 1 and "Traceback" not in run.job_stderr
+                assert world.branch_file(f"{run.report.program}.md") is None
+                refused += 1
+                continue
             assert run.job_returncode == 0, f"{run.run_id}: {run.job_stdout}{run.job_stderr}"
             assert "recorded iteration" in run.job_stdout, run.job_stdout
             landed += 1
             archived += sum(int(b) for b in _ARCHIVED.findall(run.job_stdout))
+        if world.rng.random() < RERUN_RATE:  # a safe-output job re-run after the others wrote: nothing twice
+            run = world.rng.choice(runs)
+            before = world.branch_files()
+            run.safe_output_job(attempt=2)
+            if run.report and run.report.program == run.selected:
+                assert run.job_returncode == 0 and "already on the branch" in run.job_stdout, run.job_stdout
+                assert "recorded iteration" not in run.job_stdout
+            else:
+                assert run.job_returncode == 3
+            assert world.branch_files() == before
+            reruns += 1
         # The scheduler reads what was recorded, every round.
         for program in {run.selected for run in runs if run.selected}:
             state = upstream_machine_state(world.branch_file(f"{program}.md") or "")
-            expected = _expected_state(world, program)
+            expected = _expected_state(world, program, seeded.get(program, {}))
             for key in ("iteration_count", "recent_statuses", "paused", "completed", "consecutive_errors"):
                 assert state[key] == expected[key], (number, program, key, state[key], expected[key])
             assert (Decimal(state["best_metric"]) if state["best_metric"] else None) == expected["best_metric"]
@@ -217,19 +258,23 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
             run.cleanup()
     # 0 updates lost, none twice; every folded entry verbatim in the archive.
     markers = _entries_by_marker(world)
-    assert len(world.reports) == attempted == landed
-    assert all(markers[f"run {r.run} attempt 1 item 1"] == 1 for r in world.reports), markers
+    assert len(world.reports) == attempted == landed + refused
+    for report in world.reports:  # each good report exactly once, a misspelt one never
+        assert markers[f"run {report.run} attempt 1 item 1"] == (report.program in world.programs), report
     assert archived > 0 and _chunk_bytes(world) == archived
+    on_branch = "\n".join(world.branch_files().values())
+    brought = _entries(LEGACY_STATE)
+    assert len(brought) == 88 and all(e in on_branch for e in brought), "the user's own entries, verbatim"
     perf = upstream_machine_state(world.branch_file("perf.md") or "")
     assert perf["metric_direction"] == "lower" and perf["target_metric"] == "80"
     spread = ", ".join(f"{count}×{size}" for size, count in sorted(overlaps.items()))
     print(f"\nlossless: {rounds} rounds of overlapping runs ({spread}; {dispatched} dispatched by hand when nothing "
-          f"was due), {landed}/{attempted} updates landed, {skips_seen} scheduler skips checked, "
+          f"was due), {landed}/{attempted - refused} updates landed ({refused} misspelt reports refused alone, "
+          f"{reruns} safe-output jobs re-run: nothing recorded twice), {skips_seen} scheduler skips checked, "
           f"{archived} bytes archived, {_chunk_bytes(world)} archived bytes on the branch, largest commit adds "
           f"{_largest_commit(world)} bytes (repo-memory's measure; no limit applies on this path)")  # fmt: skip
 
 
-LEGACY = "---\nmetric_direction: higher\n---\n\n# Legacy\n\n## Goal\n\nA program with a long history.\n"
 _ENTRY = re.compile(r"^### Iteration \d+ .*?(?=^### |^## |^---|\Z)", re.M | re.S)
 
 
@@ -242,7 +287,7 @@ def test_drop_in_path_sequential_runs_stay_within_every_push_limit(tmp_path: Pat
     rounds = ROUNDS or 6
     world = World(tmp_path, "drop-in", DROP_IN_WORKFLOW, {**PROGRAMS, "legacy": LEGACY}, seed=11,
                   bin_dir=statefile_bin)  # fmt: skip
-    legacy = synthetic_state("legacy", 88, seed=1)  # 29 KB, never compacted: its first compaction is ~25 KB
+    legacy = LEGACY_STATE  # its first compaction is ~25 KB, over 2× max-patch-size
     world.seed_memory({"legacy.md": legacy})
     written = _entries(legacy)
     patches = []
@@ -255,14 +300,14 @@ def test_drop_in_path_sequential_runs_stay_within_every_push_limit(tmp_path: Pat
         written.append(next(e for e in entries if f"run/{run.run_id} " in e or f"runs/{run.run_id})" in e))
         folder = run.gh_aw / "repo-memory" / "default"
         archived = _archived_in({p.name: p.read_text() for p in folder.glob("*.md")})
-        result = run.push_repo_memory(file_glob="*.md", max_file_size=30720, max_patch_size=10240)
+        result = _push(run)
         assert result.status == "pushed" and not result.skipped, (result, run.log)
         assert _chunk_bytes(world) == archived, "every byte statefile archived in the folder reached the branch"
         patches.append(result.patch_size)
         run.cleanup()
-    assert max(patches) <= 10240, patches  # statefile keeps each push at or under max-patch-size
+    assert max(patches) <= LIMITS["max-patch-size"], patches  # statefile keeps each push at or under the limit
     files = world.branch_files()
-    assert all(len(text.encode()) <= 30720 for text in files.values())
+    assert all(len(text.encode()) <= LIMITS["max-file-size"] for text in files.values())
     on_branch = "\n".join(files.values())
     missing = [e.splitlines()[0] for e in written if e not in on_branch]
     assert not missing, missing  # every entry ever written: in a state file or verbatim in an archive part
@@ -282,7 +327,7 @@ def test_drop_in_path_overlapping_runs_lose_updates(tmp_path: Path, statefile_bi
     This is gh-aw's behaviour, not statefile's: it is why the lossless path (a safe-output job with
     compare-and-swap) exists.  statefile's folder mode cannot prevent it, and the docs say so.
     """
-    world = World(tmp_path, "drop-in", DROP_IN_WORKFLOW, PROGRAMS, seed=3, bin_dir=statefile_bin)
+    world = World(tmp_path, "drop-in", DROP_IN_WORKFLOW, PROGRAMS, seed=9, bin_dir=statefile_bin)
     first, second = world.new_run(), world.new_run()
     assert first.pre_steps() and second.pre_steps()
     assert first.selected == second.selected
@@ -291,6 +336,6 @@ def test_drop_in_path_overlapping_runs_lose_updates(tmp_path: Path, statefile_bi
         run.post_steps()
     # gh-aw's concurrency group runs the two push jobs one after the other; both succeed.
     for run in (first, second):
-        assert run.push_repo_memory(file_glob="*.md", max_file_size=30720, max_patch_size=10240).status == "pushed"
+        assert _push(run).status == "pushed"
     state = upstream_machine_state(world.branch_file(f"{first.selected}.md") or "")
     assert state["iteration_count"] == 1, "two runs recorded, the branch keeps one: the other update is lost"

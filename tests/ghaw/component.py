@@ -65,14 +65,18 @@ def run_steps(
     bin_dir: Path,
     path_map: dict[str, str] | None = None,
 ) -> list[StepRun]:
-    """Run ``steps`` in order, stopping at the first failing one (as a job does).  ``bin_dir`` goes first on PATH.
+    """Run ``steps`` in order; after a failing one, only the steps with ``if: always()`` run (as in a job).
+    ``bin_dir`` goes first on PATH.
 
     ``path_map`` rewrites fixed runner paths in scripts (``/tmp/gh-aw`` → this run's folder): the one change made
     to a shipped script, so that runs of a test (and tests running at once) do not share ``/tmp/gh-aw``.
     """
     runs: list[StepRun] = []
+    failed = False
     for step in steps:
         if "uses" in step or step.get("id") == INSTALL_STEP_ID:
+            continue
+        if failed and "always()" not in str(step.get("if", "")):
             continue
         step_env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
         for key, value in (step.get("env") or {}).items():
@@ -83,9 +87,24 @@ def run_steps(
         done = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=step_env, capture_output=True, text=True,
                               check=False)  # fmt: skip
         runs.append(StepRun(str(step.get("name", "run")), done.returncode, done.stdout, done.stderr))
-        if done.returncode:
-            break
+        failed = failed or done.returncode != 0
     return runs
+
+
+GUIDE = COMPONENT.parents[1] / "README.md"
+
+
+def documented_frontmatter(heading: str, path: Path = GUIDE) -> dict[str, Any]:
+    """The frontmatter excerpt the guide (``workflows/README.md``) gives under ``heading``: its first ``yaml`` block
+    after that heading, parsed as the workflow's YAML (so a test runs the very steps a user copies)."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f"\n{heading}\n")
+    match = re.search(r"^```yaml\n(.*?)^```", text[start:], re.M | re.S)
+    assert match, f"{path}: no yaml block under {heading!r}"
+    body = re.sub(r"^---\s*$", "", match.group(1), flags=re.M)
+    data = yaml.safe_load(body)
+    assert isinstance(data, dict)
+    return data
 
 
 def bin_dir() -> Path:

@@ -5,16 +5,18 @@ A :class:`World` is a repository (a bare ``origin`` with ``main`` holding ``.aut
 
 1. **pre-steps** (agent job, before the agent): Autoloop's scheduler clone and scheduler; then, on the lossless
    path, the shipped component's ``pre-agent-steps`` (statefile ``report``, ``check``, ``prepare``); on the
-   drop-in path, gh-aw's own clone of the memory branch for the agent;
+   drop-in path, the steps workflows/README.md gives for it and gh-aw's own clone of the memory branch for the
+   agent;
 2. **the agent**: read-only — its checkout is made read-only and it gets no token.  On the lossless path it only
    calls the ``record_iteration`` tool (one JSONL line); on the drop-in path it runs ``statefile --repo-memory
-   record`` in the repo-memory folder, then the documented post-step compacts it;
+   record`` in the repo-memory folder, then the guide's post-steps (``compact --all``, ``check``) run;
 3. **after the agent**: ingestion into ``agent_output.json``; the custom safe-output job's steps from the shipped
    component, run with a real ``$GH_AW_AGENT_OUTPUT`` in a fresh job folder with no checkout (lossless path); or
    the artifact of the memory folder and repo-memory's push job (drop-in path).
 
-Every run keeps its own ``/tmp/gh-aw`` (a folder of the test); the component's scripts have that prefix rewritten
-to it, which is the only change made to them.
+Every run keeps its own ``/tmp/gh-aw`` (a folder of the test); the shipped and documented scripts have that
+prefix rewritten to it, which is the only change made to them, and ``STATEFILE_REPO_MEMORY_DIR`` moves the folder
+``--repo-memory`` derives from the frontmatter (``/tmp/gh-aw/repo-memory/default``) there too.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ghaw import clone, push_job, safe_outputs, scheduler
-from ghaw.component import bin_dir, job_config, load_component, run_steps
+from ghaw.component import bin_dir, documented_frontmatter, job_config, load_component, run_steps
 
 BRANCH = "memory/autoloop"
 GH_AW = "/tmp/gh-aw"
+#: The heading of workflows/README.md whose frontmatter excerpt the drop-in path runs (its steps and post-steps).
+DROP_IN_GUIDE = "## Path 2: the drop-in path (repo-memory kept)"
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -185,35 +189,38 @@ class Run:
             return False
         if self.world.path == "lossless":
             frontmatter, _ = load_component()
-            runs = run_steps(
-                frontmatter["pre-agent-steps"],
-                env=self.env(),
-                contexts=self.contexts(),
-                cwd=self.workspace,
-                bin_dir=self.world.bin_dir,
-                path_map={GH_AW: str(self.gh_aw)},
-            )
-            for step in runs:
-                self.log.append(f"{step.name}: {step.returncode}\n{step.stdout}{step.stderr}")
-                assert step.returncode == 0, f"pre-agent step {step.name} failed: {step.stderr}"
+            self._steps(frontmatter["pre-agent-steps"], "pre-agent step")
         else:
+            # The guide's own `steps:` (after Autoloop's two), then gh-aw's clone of the memory for the agent.
+            self._steps(documented_frontmatter(DROP_IN_GUIDE)["steps"], "step")
             clone.repo_memory_clone(self.world.url, BRANCH, self.gh_aw / "repo-memory" / "default")
         return True
 
+    def _steps(self, steps: list[dict[str, Any]], what: str) -> None:
+        """Run shipped or documented steps in the agent job (its checkout as the working directory); all must pass."""
+        runs = run_steps(steps, env=self.env(), contexts=self.contexts(), cwd=self.workspace,
+                         bin_dir=self.world.bin_dir, path_map={GH_AW: str(self.gh_aw)})  # fmt: skip
+        for step in runs:
+            self.log.append(f"{step.name}: {step.returncode}\n{step.stdout}{step.stderr}")
+            assert step.returncode == 0, f"{what} {step.name} failed: {step.stdout}{step.stderr}"
+
     # -- 2. the agent ----------------------------------------------------------------------------------------------
 
-    def agent(self, outcome: dict[str, Any] | None = None) -> Report | None:
-        """The simulated agent: one iteration of the selected program, reported the path's way."""
+    def agent(self, outcome: dict[str, Any] | None = None, *, program: str | None = None) -> Report | None:
+        """The simulated agent: one iteration of the selected program, reported the path's way.
+
+        ``program`` is the name the agent reports (lossless path), when it is not the selected one: a typo."""
         assert self.selected
         arguments = outcome if outcome is not None else self._iteration(self.selected)
-        self.report = Report(self.run_id, self.selected, arguments)
+        reported = program or self.selected
+        self.report = Report(self.run_id, reported, arguments)
         _read_only(self.workspace, True)
         try:
             if self.world.path == "lossless":
                 memory = (self.gh_aw / "agent" / "statefile" / "memory.md").read_text()
                 assert self.selected in memory, "the agent's memory view is not about the selected program"
                 safe_outputs.call_tool(self.gh_aw / "safeoutputs.jsonl", "record_iteration",
-                                       {"program": self.selected, **arguments})  # fmt: skip
+                                       {"program": reported, **arguments})  # fmt: skip
             else:
                 self._record_in_folder(arguments)
         finally:
@@ -276,16 +283,22 @@ class Run:
     # -- 3. after the agent ---------------------------------------------------------------------------------------
 
     def post_steps(self) -> None:
-        """Drop-in path only: the documented post-step, in the agent job (before the artifact upload)."""
+        """Drop-in path only: the guide's `post-steps:`, in the agent job (before the artifact upload)."""
         if self.world.path == "drop-in":
-            self._statefile(["--repo-memory", "compact", "--all"])
+            self._steps(documented_frontmatter(DROP_IN_GUIDE)["post-steps"], "post-step")
 
-    def safe_output_job(self) -> None:
-        """Lossless path: ingestion, the agent artifact, and the custom job's steps with $GH_AW_AGENT_OUTPUT."""
+    def safe_output_job(self, attempt: int = 1) -> None:
+        """Lossless path: ingestion, the agent artifact, and the custom job's steps with $GH_AW_AGENT_OUTPUT.
+
+        ``attempt`` > 1 is "Re-run failed jobs" on this job alone: the run's attempt number goes up, the agent
+        job and its artifact stay those of attempt 1, and the job downloads that artifact again."""
         frontmatter, _ = load_component()
         output = self.gh_aw / "agent_output.json"
-        data = safe_outputs.ingest(self.gh_aw / "safeoutputs.jsonl", output, job_config(frontmatter))
-        job_dir = self.base / "runner-temp" / "gh-aw" / "safe-jobs"
+        if attempt == 1:
+            data = safe_outputs.ingest(self.gh_aw / "safeoutputs.jsonl", output, job_config(frontmatter))
+        else:
+            data = json.loads(output.read_text(encoding="utf-8"))
+        job_dir = self.base / f"runner-temp-{attempt}" / "gh-aw" / "safe-jobs"
         # "Upload agent artifacts" (common root /tmp/gh-aw kept) → downloaded into the job's safe-jobs folder.
         job_dir.mkdir(parents=True)
         shutil.copyfile(output, job_dir / "agent_output.json")
@@ -294,11 +307,13 @@ class Run:
         job = frontmatter["safe-outputs"]["jobs"]["record-iteration"]
         if "record_iteration" not in types:  # the job's `if`: contains(output_types, 'record_iteration')
             return
-        empty = self.base / "job-workspace"  # a custom safe-output job has no checkout
+        empty = self.base / f"job-workspace-{attempt}"  # a custom safe-output job has no checkout
         empty.mkdir()
-        runs = run_steps(job["steps"], env={**self.env(), "GH_AW_AGENT_OUTPUT": str(job_dir / "agent_output.json")},
-                         contexts=self.contexts(), cwd=empty, bin_dir=self.world.bin_dir, path_map={})  # fmt: skip
-        self.job_returncode = runs[-1].returncode if runs else None
+        env = {**self.env(), "GITHUB_RUN_ATTEMPT": str(attempt),
+               "GH_AW_AGENT_OUTPUT": str(job_dir / "agent_output.json")}  # fmt: skip
+        runs = run_steps(job["steps"], env=env, contexts=self.contexts(), cwd=empty, bin_dir=self.world.bin_dir,
+                         path_map={})  # fmt: skip
+        self.job_returncode = next((r.returncode for r in runs if r.returncode), 0)
         self.job_stdout = "".join(r.stdout for r in runs)
         self.job_stderr = "".join(r.stderr for r in runs)
 
