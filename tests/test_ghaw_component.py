@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,3 +97,25 @@ def test_the_pre_agent_step_writes_where_the_prompt_says(component: tuple[dict[s
     assert f"--out {PREPARE_DIR}" in script and "report --out /tmp/gh-aw/autoloop.json" in script
     assert f"{PREPARE_DIR}/memory.md" in body
     assert "repo-memory:" not in frontmatter.get("tools", {}), "the component must not bring repo-memory back"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Every file that tells a user how to install statefile or use its action.
+INSTALL_DOCS = (
+    "README.md",
+    "workflows/README.md",
+    "workflows/shared/statefile.md",
+    "workflows/statefile-maintenance.yml",
+)
+_REF = re.compile(r"OWNER/statefile@([\w.-]+)")
+
+
+def test_every_install_line_names_a_ref_that_exists() -> None:
+    """An install line must work today: the ref it pins is this repository's main branch or one of its tags."""
+    done = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode:
+        pytest.skip(f"not a git checkout, so its tags are unknown: {done.stderr.strip()}")
+    refs = {ref for doc in INSTALL_DOCS for ref in _REF.findall((ROOT / doc).read_text(encoding="utf-8"))}
+    assert refs, "no install line found"
+    missing = refs - {"main", *done.stdout.split()}
+    assert not missing, f"install lines pin refs this repository does not have: {sorted(missing)}"
