@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ghaw.component import INSTALL_STEP_ID, load_component
+from ghaw import scheduler
+from ghaw.component import INSTALL_STEP_ID, bin_dir, load_component, run_steps
 from ghaw.schema import tool_name, validate_component
+from ghaw.workflow import World
 
 from statefile.app.ghaw import INPUTS, ITEM_TYPE, JOB_ID, PREPARE_DIR
 from statefile.integrations.ghaw import tool_type
+from statefile.model.synthetic import synthetic_state
 
 INSTALL = re.compile(r'^python3 -m pip install --quiet "git\+https://github\.com/[A-Za-z0-9_.-]+/statefile@[\w.-]+"$')
 
@@ -119,3 +124,42 @@ def test_every_install_line_names_a_ref_that_exists() -> None:
     assert refs, "no install line found"
     missing = refs - {"main", *done.stdout.split()}
     assert not missing, f"install lines pin refs this repository does not have: {sorted(missing)}"
+
+
+FAKE_TOKEN = "ghs_pReStEpT0kEnNeVeRpRiNtEd0123456789ab"
+PERF = "---\nmetric_direction: lower\ntarget-metric: 80\n---\n\n# Perf\n\n## Goal\n\nFaster parsing.\n"
+
+
+@pytest.mark.parametrize("branch", [False, True], ids=["first-run-no-branch", "branch-but-no-clone"])
+def test_pre_agent_steps_read_the_branch_by_url_without_the_schedulers_clone(tmp_path: Path, branch: bool) -> None:
+    """The component's fallback: no clone of memory/autoloop beside the scheduler (the first run of all, when the
+    branch does not exist yet, leaves an empty folder), so report, check and prepare read the branch through
+    "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" with GITHUB_TOKEN in the environment: they work, and the token is
+    neither printed nor stored in the checkout."""
+    world = World(tmp_path, "lossless", "---\non: {}\n---\n", {"perf": PERF})
+    state = synthetic_state("perf", 6, seed=3)
+    if branch:
+        world.seed_memory({"perf.md": state})
+    run = world.new_run()
+    clone = run.gh_aw / "repo-memory" / "autoloop"
+    clone.mkdir(parents=True)  # what Autoloop's clone step leaves when the branch does not exist: an empty folder
+    code, _ = scheduler.run_scheduler(
+        world.workspace, clone, run.gh_aw / "autoloop.json", now=datetime.now(timezone.utc)
+    )
+    assert code == 0
+    frontmatter, _ = load_component()
+    steps = run_steps(frontmatter["pre-agent-steps"], env={**run.env(), "GITHUB_TOKEN": FAKE_TOKEN},
+                      contexts=run.contexts(), cwd=world.workspace, bin_dir=bin_dir(),
+                      path_map={"/tmp/gh-aw": str(run.gh_aw)})  # fmt: skip
+    output = "".join(s.stdout + s.stderr for s in steps)
+    assert [s.returncode for s in steps] == [0] * len(steps), output
+    assert "--remote" in frontmatter["pre-agent-steps"][-1]["run"] and FAKE_TOKEN not in output
+    autoloop = json.loads((run.gh_aw / "autoloop.json").read_text())
+    assert autoloop["selected"] == "perf"
+    assert autoloop["state_file_size_bytes"] == (len(state.encode()) if branch else 0)
+    memory = (run.gh_aw / "agent" / "statefile" / "memory.md").read_text()
+    assert ("first iteration" in memory) != branch and "perf" in memory
+    context = json.loads((run.gh_aw / "agent" / "statefile" / "context.json").read_text())
+    assert context["metric_direction"] == "lower" and context["target_metric"] == "80"
+    config = (world.workspace / ".git" / "config").read_text()
+    assert FAKE_TOKEN not in config and "extraheader" not in config and "statefile" not in config
