@@ -87,6 +87,15 @@ def test_help_texts_have_no_runs_of_spaces_in_prose() -> None:
             assert "  " not in text.replace(".  ", ". "), (path, line)
 
 
+def test_gh_aw_examples_need_no_stored_credentials() -> None:
+    """An example for a gh-aw run (its /tmp/gh-aw paths or GH_AW_ variables) must work there: the checkout keeps no
+    credentials and the agent has none, so such an example reads a folder or a URL remote, never ``--remote origin``
+    (workflows/README.md, "What does not work under gh-aw")."""
+    for path, example in EXAMPLES:
+        if "/tmp/gh-aw" in example or "GH_AW_" in example:
+            assert "--remote origin" not in example, (path, example)
+
+
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("examples")

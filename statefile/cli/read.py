@@ -280,7 +280,10 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
     help="The scheduler's autoloop.json to merge into (it must exist; written atomically); without it, print the "
     "merged JSON.",
 )
-@example("statefile --remote origin report --out /tmp/gh-aw/autoloop.json")
+@example(
+    "statefile --dir /tmp/gh-aw/repo-memory/autoloop report --out /tmp/gh-aw/autoloop.json",
+    'statefile --remote "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" report --out /tmp/gh-aw/autoloop.json',
+)
 @pass_app
 def report_cmd(app: AppContext, program: str | None, all_programs: bool, out: Path | None) -> None:
     """Merge state_file_size_bytes / state_file_max_bytes (and a per-program map) into autoloop.json."""
