@@ -272,7 +272,7 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
           f"was due), {landed}/{attempted - refused} updates landed ({refused} misspelt reports refused alone, "
           f"{reruns} safe-output jobs re-run: nothing recorded twice), {skips_seen} scheduler skips checked, "
           f"{archived} bytes archived, {_chunk_bytes(world)} archived bytes on the branch, largest commit adds "
-          f"{_largest_commit(world)} bytes (repo-memory's measure; no limit applies on this path)")  # fmt: skip
+          f"{_largest_commit(world)} bytes (repo-memory's measure; no push limit applies on this path)")  # fmt: skip
 
 
 _ENTRY = re.compile(r"^### Iteration \d+ .*?(?=^### |^## |^---|\Z)", re.M | re.S)
@@ -312,13 +312,19 @@ def test_drop_in_path_sequential_runs_stay_within_every_push_limit(tmp_path: Pat
     missing = [e.splitlines()[0] for e in written if e not in on_branch]
     assert not missing, missing  # every entry ever written: in a state file or verbatim in an archive part
     counts = Counter(r.program for r in world.reports)
+    landed = 0
     for program, count in counts.items():
         state = upstream_machine_state(files[f"{program}.md"])
         assert state["iteration_count"] == count + (88 if program == "legacy" else 0)
-    archived = _chunk_bytes(world)
-    assert archived > 0 and all(p.startswith("_archive.") for p in files if "rchive" in p)
-    print(f"\ndrop-in: {len(world.reports)}/{len(world.reports)} updates landed, largest patch {max(patches)} "
-          f"bytes (patches {patches}), {archived} archived bytes on the branch")  # fmt: skip
+        landed += state["iteration_count"] - (88 if program == "legacy" else 0)
+    on_branch_bytes = _chunk_bytes(world)
+    assert on_branch_bytes == archived > 0 and all(p.startswith("_archive.") for p in files if "rchive" in p)
+    largest_file = max(len(text.encode()) for text in files.values())
+    print(f"\ndrop-in: {rounds} sequential runs, {landed}/{len(world.reports)} updates landed, {archived} bytes "
+          f"archived, {on_branch_bytes} archived bytes on the branch, largest patch {max(patches)} bytes against "
+          f"max-patch-size {LIMITS['max-patch-size']} (push aborts above {int(LIMITS['max-patch-size'] * 1.2)}), "
+          f"largest file {largest_file} bytes against max-file-size {LIMITS['max-file-size']}; "
+          f"patches {patches}")  # fmt: skip
 
 
 def test_drop_in_path_overlapping_runs_lose_updates(tmp_path: Path, statefile_bin: Path) -> None:
@@ -339,3 +345,4 @@ def test_drop_in_path_overlapping_runs_lose_updates(tmp_path: Path, statefile_bi
         assert _push(run).status == "pushed"
     state = upstream_machine_state(world.branch_file(f"{first.selected}.md") or "")
     assert state["iteration_count"] == 1, "two runs recorded, the branch keeps one: the other update is lost"
+    print(f"\ndrop-in, 2 overlapping runs: {state['iteration_count']}/2 updates on the branch (last writer wins)")
