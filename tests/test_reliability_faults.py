@@ -38,6 +38,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import SOAK
 from gitutil import STATEFILE
 from test_store_git import LOCAL, clone, fsck_clean, git, make_remote, rev
 
@@ -392,6 +393,7 @@ def test_a_writer_killed_at_random_points_leaves_old_or_new(tmp_path: Path, mode
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not SOAK, reason="a soak run (STATEFILE_SOAK=1): about 600 more kills, minutes of CPU")
 @pytest.mark.parametrize("mode", ["local", "remote", "folder", "cli"])
 def test_many_more_kills(tmp_path: Path, mode: str) -> None:
     run_mode(tmp_path, mode, SLOW_ROUNDS[mode] - ROUNDS[mode], seed=99)

@@ -34,6 +34,7 @@ from statefile.errors import EnvironmentFailure, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
 from statefile.store import Store
+from statefile.views.history import HistoryRow
 from statefile.views.search import hit_dict
 
 if TYPE_CHECKING:
@@ -104,26 +105,13 @@ def build_server(app: AppContext) -> "MCPServer":
         query: str
         hits: list[SearchHit]
 
-    class HistoryRow(BaseModel):
-        """One iteration (or one range line's aggregate) in ``history``."""
-
-        kind: str
-        first: int
-        last: int
-        date: str | None
-        status: str | None
-        metric: str | None
-        best: float | None
-        change: str | None
-        source: str
-
     class HistoryResult(BaseModel):
         """The ``history`` tool's answer: the newest ``rows`` of ``total``, oldest first."""
 
         program: str
         direction: str
         total: int
-        rows: list[HistoryRow]
+        rows: list[HistoryRow]  # the same rows as `statefile history --json` (a dataclass pydantic reads as is)
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)  # fmt: skip
@@ -185,7 +173,7 @@ def build_server(app: AppContext) -> "MCPServer":
         """Every iteration of PROGRAM the file, its range lines and its archive know, oldest first: number,
         date, status, metric, best so far, what changed and where the text lives."""
         found = call(lambda store: program_history(store, program))
-        rows = [HistoryRow(**pick(HistoryRow, row.as_dict())) for row in found.rows[-last:]]
+        rows = list(found.rows[-last:])
         return HistoryResult(program=program, direction=found.direction, total=len(found.rows), rows=rows)
 
     @server.tool(annotations=read_only)
