@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from ghaw import scheduler
 from ghaw.component import INSTALL_STEP_ID, bin_dir, load_component, run_steps
@@ -17,6 +18,7 @@ from ghaw.schema import tool_name, validate_component
 from ghaw.workflow import World
 
 from statefile.app.ghaw import INPUTS, ITEM_TYPE, JOB_ID, PREPARE_DIR
+from statefile.cli import cli
 from statefile.integrations.ghaw import tool_type
 from statefile.model.synthetic import synthetic_state
 
@@ -163,3 +165,17 @@ def test_pre_agent_steps_read_the_branch_by_url_without_the_schedulers_clone(tmp
     assert context["metric_direction"] == "lower" and context["target_metric"] == "80"
     config = (world.workspace / ".git" / "config").read_text()
     assert FAKE_TOKEN not in config and "extraheader" not in config and "statefile" not in config
+
+
+def test_the_path_2_prompt_uses_only_real_options() -> None:
+    """The paragraph the guide asks path-2 users to paste into their prompt names options that exist."""
+    text = (ROOT / "workflows" / "README.md").read_text(encoding="utf-8")
+    paragraph = text.split("<!-- statefile: path 2 prompt -->\n", 1)[1].split("\n\n", 1)[0]
+    known: set[str] = set()
+    for name in ("render", "record"):
+        assert f"statefile --repo-memory {name} {{selected}}" in paragraph
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None
+        known.update(opt for param in command.params for opt in getattr(param, "opts", []))
+    used = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", paragraph))
+    assert used and used <= known, sorted(used - known)
