@@ -21,6 +21,7 @@ from statefile.model.history import Iteration, IterationRange, render_iteration
 from statefile.model.template import new_state_file
 from statefile.store import Store
 from statefile.views.history import history_rows
+from statefile.views.summary import where_sentence
 
 
 def entry(n: int, status: str = "accepted", metric: str | None = None, change: str | None = None) -> str:
@@ -208,3 +209,14 @@ def on_terminal(cwd: Path, *args: str) -> str:
             os.close(slave)
     assert proc.returncode == 0, proc.stderr
     return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+
+
+def test_history_counts_each_known_number_once() -> None:
+    """A pair counts its two numbers (not the gap between them); a range and the entries it overlaps count once."""
+    doc = parse(state([entry(5), "### Iteration 7 & 12 — ✅ a pair\n\n", "### Iters 1–4 — ✅ 4 · folded\n\n"]))
+    history = history_rows(doc, "perf", [("0001.md", archive(entry(3) + entry(4)))])
+    # Known: 1–4 (the range; 3 and 4 also archived in detail), 5 (file), 7 and 12 (the pair); 6 and 8–11 never ran.
+    assert history.covered == ((1, 5), (7, 7), (12, 12))
+    assert history.iterations == 7
+    assert (history.in_file, history.archived, history.only_in_ranges) == (3, 2, 2)
+    assert where_sentence(history) == "7 iterations: 3 in perf.md, 2 in the archive, 2 only in range lines"

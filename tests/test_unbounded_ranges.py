@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from statefile.defaults import MAX_ITERATION
+from statefile.errors import EXIT_INVALID_DATA
 from statefile.model import spans
 from statefile.model.document import parse
 from statefile.model.history import IterationRange, OpaqueEntry
@@ -140,3 +141,44 @@ def test_no_command_hangs_or_exhausts_memory_on_huge_numbers(tmp_path: Path) -> 
         assert line in after
     assert "### Iteration 10000000 " in after
     assert "### Iteration 20260116" not in after
+
+
+# -- a next number beyond any history (review finding: exit 70 after the read-back) ----------------------------------
+
+
+def _folder_with(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "perf.md").write_text(text, encoding="utf-8")
+    return folder
+
+
+def _record(folder: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [STATEFILE, "--dir", str(folder), "record", "perf", "--status", "rejected", *more],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_count_beyond_any_history_is_an_error_naming_the_row(tmp_path: Path) -> None:
+    text = synthetic_state("perf", 5).replace("| Iteration Count | 5 |", "| Iteration Count | 123456789 |")
+    folder = _folder_with(tmp_path, text)
+    proc = _record(folder)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "'Iteration Count' row says 123,456,789" in proc.stderr
+    assert "statefile edit perf" in proc.stderr
+    assert (folder / "perf.md").read_text(encoding="utf-8") == text
+
+
+def test_recording_up_to_the_limit_then_past_it(tmp_path: Path) -> None:
+    folder = _folder_with(tmp_path, synthetic_state("perf", 5))
+    assert _record(folder, "--iteration", str(MAX_ITERATION - 1)).returncode == 0
+    assert _record(folder).returncode == 0  # MAX_ITERATION itself
+    before = (folder / "perf.md").read_text(encoding="utf-8")
+    assert f"### Iteration {MAX_ITERATION} " in before
+    proc = _record(folder)
+    assert proc.returncode == EXIT_INVALID_DATA and "would be 10,000,001, beyond 10,000,000" in proc.stderr
+    assert "internal error" not in proc.stderr
+    assert (folder / "perf.md").read_text(encoding="utf-8") == before

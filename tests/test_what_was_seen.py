@@ -41,7 +41,9 @@ from statefile.model.document import parse
 from statefile.model.history import Iteration, render_iteration
 from statefile.model.patterns import metric_direction, section_name
 from statefile.model.sections import SECTION_KINDS, section_kind
+from statefile.model.synthetic import synthetic_state
 from statefile.model.template import new_state_file
+from statefile.model.text import clip
 from statefile.policy import pruning, ranges
 from statefile.policy.compaction import CompactionPolicy, compact
 from statefile.policy.lessons import add_lesson, lessons
@@ -474,3 +476,21 @@ def test_a_three_point_band_reads_first_to_last() -> None:
     text = state_file("### Iters 1–9 — 2026-04-12 23:12–00:31 UTC — ✅ (metrics 112→127→130): steady\n\n")
     found = parse(text).ranges[0]
     assert (found.first, found.last, found.metric_from, found.metric_to) == (1, 9, "112", "130")
+
+
+@pytest.mark.parametrize("heading", ["## 2. ⚙️ Machine State", "## [1] ⚙️ Machine State", "## Machine State"])
+def test_a_machine_state_heading_the_scheduler_cannot_find_fails_check(tmp_path: Path, heading: str) -> None:
+    """statefile reads a decorated Machine State heading; the scheduler's re.search for the exact bytes does not,
+    so check fails (exit 1) and the next write restores the exact heading."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "perf.md").write_text(synthetic_state("perf", 3).replace("## ⚙️ Machine State", heading), "utf-8")
+    proc = run_statefile("--dir", str(folder), "check", "perf", cwd=tmp_path)
+    assert proc.returncode == 1 and "machine-state-heading" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert run_statefile("--dir", str(folder), "record", "perf", "--status", "rejected", cwd=tmp_path).returncode == 0
+    assert "\n## ⚙️ Machine State\n" in (folder / "perf.md").read_text("utf-8")
+    assert run_statefile("--dir", str(folder), "check", "perf", cwd=tmp_path).returncode == 0
+
+
+def test_clip_never_doubles_an_ellipsis() -> None:
+    assert clip("word… word… word… word… word… word…", 12) == "word… word…"

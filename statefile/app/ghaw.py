@@ -46,7 +46,7 @@ from statefile.model.document import StateDocument
 from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
-from statefile.policy.rules import RecordRequest, format_number, marker_comment, record
+from statefile.policy.rules import RecordRequest, format_number, marker_comment, record, recorded_iteration
 from statefile.policy.spreading import compact_within
 from statefile.store import Change, Store
 from statefile.store.names import validate_program
@@ -453,7 +453,7 @@ def _record_change(
         if doc is not None and needle in doc.render():
             return Change(doc)  # landed already (a re-run raced nothing: the marker only comes with this item)
         recorded = record(doc, request, program=program, now=now)
-        number = recorded.history[0].covers[0] if recorded.history else 0
+        number = recorded_iteration(recorded)
         result = (compactor or compact)(recorded, scoped)
         glyph = STATUS_GLYPHS.get(request.status, "•")
         message = (

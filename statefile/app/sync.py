@@ -35,7 +35,7 @@ from statefile.errors import StatefileError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration
 from statefile.policy.compaction import CompactionPolicy, compact
-from statefile.policy.rules import UPSTREAM_STATUSES, RecordRequest, record
+from statefile.policy.rules import UPSTREAM_STATUSES, RecordRequest, record, recorded_iteration
 from statefile.store import Change
 from statefile.store.git.store import GitStore
 from statefile.store.names import is_program_name
@@ -141,7 +141,7 @@ def _replay_record(
 
     def apply(doc: StateDocument | None) -> Change[int]:
         recorded = record(doc, request, program=program, now=now)
-        got = recorded.history[0].covers[0] if recorded.history else 0
+        got = recorded_iteration(recorded)
         result = compact(recorded, policy)
         return Change(
             restore_heading(result.document),

@@ -23,7 +23,7 @@ from statefile.model.template import new_state_file
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact
 from statefile.policy.edits import removed_by_edit
 from statefile.policy.repair import RepairResult, repair
-from statefile.policy.rules import RecordRequest, record
+from statefile.policy.rules import RecordRequest, record, recorded_iteration
 from statefile.store import Change, Store, UpdateFn
 from statefile.store.base import T
 
@@ -188,7 +188,7 @@ def record_iteration(
             raise missing_program(store, program, hint=hint)
         before = doc.machine_state if doc is not None else {}
         recorded = record(doc, request, program=program, now=now)
-        number = recorded.history[0].covers[0] if recorded.history else 0
+        number = recorded_iteration(recorded)
         result = (compactor or compact)(recorded, _policy_for(policy, program))
         document = restore_heading(result.document)
         changes = state_changes(before, document.machine_state)

@@ -8,6 +8,7 @@ pre-step never needs.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import shutil
 from pathlib import Path
@@ -93,7 +94,7 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
     if not rows:
         say(app, f"{program} has no iterations yet")
         return
-    shown = ProgramHistory(history.program, history.direction, rows)
+    shown = dataclasses.replace(history, rows=rows)
     for text in history_table(shown, shutil.get_terminal_size((120, 24)).columns):
         click.echo(text)
     metric = ""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from statefile.defaults import MAX_ITERATION
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 from statefile.model.sections import SECTION_KINDS
-from statefile.model.spans import Span, highest, merge, missing, of_numbers, spans_text
+from statefile.model.spans import Span, highest, inside, merge, missing, of_numbers, spans_text
 from statefile.model.text import clip
 
 if TYPE_CHECKING:
@@ -46,7 +46,9 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     if state_section is None:
         yield Anomaly("missing-machine-state", "no Machine State section: the scheduler treats this as a new program")
     else:
-        if state_section.title is not None and "⚙️ Machine State" not in state_section.title:
+        # The scheduler finds its table by the bytes "## ⚙️ Machine State" (re.search): a heading we recognise by
+        # its name ("## 2. ⚙️ Machine State", "## [1] ⚙️ Machine State") is still one it cannot see.
+        if state_section.title is not None and SECTION_KINDS["machine_state"][0] not in state_section.lines[0]:
             yield Anomaly(
                 "machine-state-heading",
                 f"heading '## {state_section.title}' is not the exact '## ⚙️ Machine State' the upstream scheduler "
@@ -85,7 +87,8 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     dupes = sorted(n for n, c in seen.items() if c > 1)
     if dupes:
         yield Anomaly("duplicate-iteration", f"iteration numbers appear more than once: {_numbers(of_numbers(dupes))}")
-    overlap = [n for n in seen if any(rng.first <= n <= rng.last for rng in ranges)]
+    in_ranges = merge(s for r in ranges for s in r.spans)
+    overlap = [n for n in seen if inside(in_ranges, n)]
     if overlap:
         yield Anomaly("range-overlaps-entry", f"detailed entries fall inside a range: {_numbers(of_numbers(overlap))}")
     ordered = sorted(ranges, key=lambda r: r.first)

@@ -8,7 +8,9 @@ works on sorted, merged, inclusive ``(first, last)`` spans, at a cost that grows
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 
 Span = tuple[int, int]
 """An inclusive interval of iteration numbers, ``first <= last``."""
@@ -56,10 +58,20 @@ def missing(spans: Iterable[Span], upto: int) -> list[Span]:
     return gaps
 
 
+def inside(merged: Sequence[Span], number: int) -> bool:
+    """Whether ``number`` is in ``merged`` (sorted, disjoint spans, as :func:`merge` returns), by bisection."""
+    at = bisect_right(merged, (number, math.inf)) - 1
+    return at >= 0 and merged[at][0] <= number <= merged[at][1]
+
+
 def holds(outer: Iterable[Span], inner: Iterable[Span]) -> bool:
     """Whether every number of ``inner`` is in ``outer``."""
     merged = merge(outer)
-    return all(any(a <= first and last <= b for a, b in merged) for first, last in merge(inner))
+    for first, last in merge(inner):
+        at = bisect_right(merged, (first, math.inf)) - 1
+        if at < 0 or merged[at][1] < last:
+            return False
+    return True
 
 
 def spans_text(spans: Iterable[Span], *, mark: str = "", limit: int = 10) -> str:

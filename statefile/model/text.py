@@ -75,4 +75,4 @@ def clip(text: str, limit: int) -> str:
     space = cut.rfind(" ")
     if space >= limit // 2:
         cut = cut[:space]
-    return cut.rstrip(" ,;:/·—–-") + ELLIPSIS
+    return cut.rstrip(" ,;:/·—–-" + ELLIPSIS) + ELLIPSIS  # never "……" when the text was already cut

@@ -63,7 +63,7 @@ from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
 from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
 from statefile.model.document import StateDocument, parse
-from statefile.model.history import render_iteration
+from statefile.model.history import Iteration, render_iteration
 from statefile.model.patterns import leading_number, state_direction, statuses_in_cell
 from statefile.model.template import new_state_file
 
@@ -221,7 +221,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
     old_count = _int(state, "iteration_count")
-    number = _iteration_number(base, req, old_count)
+    number = _iteration_number(base, req, old_count, program)
     if req.at is not None and (req.at - now > _CLOCK_SKEW or req.at.year < 1970):
         # Checked before converting: 9999-12-31T23:59:59-12:00 is a valid time whose UTC is not.
         raise UsageError(f"--at {req.at.isoformat()} is not a time an iteration ran at (after 1970, not in the future)")
@@ -341,6 +341,12 @@ def _pr_link(number: int | None, cell: Any, run_url: str | None) -> str | None:
     return f"[#{pr}]({match.group(1)}/pull/{pr})" if match else f"#{pr}"
 
 
+def recorded_iteration(doc: StateDocument) -> int:
+    """The number of the iteration :func:`record` just wrote into ``doc`` (its newest entry; 0 if there is none)."""
+    newest = doc.history[0] if doc.history else None
+    return newest.number if isinstance(newest, Iteration) else 0
+
+
 def _cell_number(cell: Any) -> int | None:
     match = re.search(r"#?(\d+)", cell) if isinstance(cell, str) else None
     return int(match.group(1)) if match else None
@@ -352,11 +358,23 @@ def _int(state: dict[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _iteration_number(doc: StateDocument, req: RecordRequest, count: int) -> int:
+def _iteration_number(doc: StateDocument, req: RecordRequest, count: int, program: str) -> int:
     if req.iteration is None:
         # One past everything known: a count that lags the history (agents forget to bump it) or a history that
         # lags the count (entries lost) must not make the new number collide with an old one.
-        return max(count, doc.highest_iteration) + 1
+        number = max(count, doc.highest_iteration) + 1
+        if number > MAX_ITERATION:
+            # A typo in the table or the history: the entry written would read back as no iteration at all.
+            where = (
+                f"the 'Iteration Count' row says {count:,}"
+                if count >= doc.highest_iteration
+                else f"the history goes up to iteration {doc.highest_iteration:,}"
+            )
+            raise InvalidDataError(
+                f"the next iteration of '{program}' would be {number:,}, beyond {MAX_ITERATION:,}: {where}; "
+                f"correct it with 'statefile edit {program}'"
+            )
+        return number
     for entry in doc.history:
         if req.iteration in entry.covers:
             raise ConflictError(

@@ -26,7 +26,7 @@ from statefile.model.archive import archive_entries
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.patterns import first_number
-from statefile.model.spans import holds, merge, of_numbers
+from statefile.model.spans import Span, holds, merge, of_numbers, size
 from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of
 from statefile.policy.rules import metric_direction
 
@@ -86,11 +86,21 @@ class ProgramHistory:
     program: str
     direction: str
     rows: tuple[HistoryRow, ...]
+    #: Every iteration number known, by a detailed entry or a range line (merged intervals).
+    covered: tuple[Span, ...] = ()
+    #: How many of those numbers have a detailed entry in the state file, and in the archive only.
+    in_file: int = 0
+    archived: int = 0
 
     @property
     def iterations(self) -> int:
-        """Iteration numbers covered (a range counts every number it stands for)."""
-        return sum(row.last - row.first + 1 for row in self.rows)
+        """How many iteration numbers are known (each once, however many rows mention it)."""
+        return size(self.covered)
+
+    @property
+    def only_in_ranges(self) -> int:
+        """How many known iteration numbers have no detailed entry left, only a range line."""
+        return self.iterations - self.in_file - self.archived
 
     def points(self) -> list[tuple[int, float]]:
         """``(iteration, metric)`` for every row with a numeric metric, oldest first (ranges at their end)."""
@@ -158,7 +168,15 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
         claimed = merge(claimed + entry.spans)
         rows.append(_range_row(item, entry))
     rows.sort(key=lambda r: (r.first, r.last, r.kind))
-    return ProgramHistory(program, direction, tuple(_with_best(rows, direction)))
+    only_archived = sum(1 for item in winner.values() if item.source.startswith("archive/"))
+    return ProgramHistory(
+        program,
+        direction,
+        tuple(_with_best(rows, direction)),
+        covered=tuple(claimed),
+        in_file=len(winner) - only_archived,
+        archived=only_archived,
+    )
 
 
 def _iteration_row(item: _Found) -> HistoryRow:

@@ -30,14 +30,11 @@ def _size(row: Mapping[str, Any], max_bytes: int) -> str:
 
 def where_sentence(history: ProgramHistory) -> str:
     """``240 iterations: 10 in perf.md, 228 in the archive, 2 only in range lines``."""
-    in_file = sum(1 for r in history.rows if r.kind == "iteration" and not r.source.startswith("archive/"))
-    archived = sum(1 for r in history.rows if r.kind == "iteration" and r.source.startswith("archive/"))
-    ranged = sum(r.last - r.first + 1 for r in history.rows if r.kind == "range")
-    parts = [f"{in_file} in {history.program}.md"]
-    if archived:
-        parts.append(f"{archived} in the archive")
-    if ranged:
-        parts.append(f"{ranged} only in range lines")
+    parts = [f"{history.in_file} in {history.program}.md"]
+    if history.archived:
+        parts.append(f"{history.archived} in the archive")
+    if history.only_in_ranges:
+        parts.append(f"{history.only_in_ranges} only in range lines")
     total = history.iterations
     return f"{total} iteration{'s' if total != 1 else ''}: " + ", ".join(parts)
 
