@@ -494,3 +494,29 @@ def test_a_machine_state_heading_the_scheduler_cannot_find_fails_check(tmp_path:
 
 def test_clip_never_doubles_an_ellipsis() -> None:
     assert clip("word… word… word… word… word… word…", 12) == "word… word…"
+
+
+def test_a_summary_that_mentions_an_iteration_never_claims_it(tmp_path: Path) -> None:
+    """'· Iteration 7 approach restored' in entry 12's summary is prose, not a joined entry: 7 stays the real 7."""
+    text = state_file(
+        "### Iteration 12 — ✅ reverted the cache · Iteration 7 approach restored\n\n- **Notes**: twelve's text\n\n"
+        + "".join(entry(n, metric=str(n)) for n in range(11, 7, -1))
+        + "### Iteration 7 — ❌ cache\n\n- **Notes**: seven's own text\n\n"
+        + "".join(entry(n, metric=str(n)) for n in range(6, 0, -1))
+    )
+    (tmp_path / "perf.md").write_text(text, encoding="utf-8")
+    assert parse(text).iterations[0].covers == (12,)
+
+    def run(*args: str) -> str:
+        proc = run_statefile("--dir", str(tmp_path), *args, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    shown = run("expand", "perf", "7")
+    assert "seven's own text" in shown and "twelve's text" not in shown
+    rows = json.loads(run("--json", "history", "perf"))["rows"]
+    assert [(r["first"], r["last"]) for r in rows] == [(n, n) for n in range(1, 13)]
+    assert next(r for r in rows if r["first"] == 7)["status"] == "rejected"
+    assert "duplicate-iteration" not in run("--json", "check", "perf")
+    run("compact", "perf", "--max-bytes", "1000000")
+    assert "seven's own text" in (tmp_path / "perf.md").read_text(encoding="utf-8")

@@ -27,7 +27,11 @@ ONE_RANGE_HEAD = re.compile(r"^\s*Iters\s+#?(\d+)(?![\d&,/+])(?!\s*(?:&|and\b|,|
 PAIR_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+)(?!\d)", re.I)
 SINGLE_HEAD = re.compile(r"^\s*Iter(?:ation)?\.?\s+#?(\d+)(?!\d)", re.I)
 # "### Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": more iterations joined by " · ".
-JOINED_HEAD = re.compile(r"\s·\s+Iter(?:ation)?\.?\s+#?(\d+)(?!\d)", re.I)
+# A joined part has an entry's own shape — its number, a dash, then a status glyph or a date — so a summary that
+# merely mentions an iteration ("✅ reverted · Iteration 7 approach restored") never claims that iteration.
+JOINED_HEAD = re.compile(
+    r"\s·\s+Iter(?:ation)?\.?\s+#?(\d+)(?!\d)\s*[—–-]{1,2}\s*(?=[✅❌⚠⏳]|\d{4}-\d{2}-\d{2})", re.I
+)
 # A bullet that is an entry of its own: "- Iter 1: ❌ CI failed", "- **Iteration 192**: …", "- Iters 168-170: …".
 # The number(s) must be followed by a label's end (":", a dash, "·", "|", or the end of the line), so prose such as
 # "- Iteration 190 and 189 both had wrong branch" is never an entry.
