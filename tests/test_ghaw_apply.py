@@ -231,3 +231,15 @@ def test_overlapping_jobs_all_land(job: Job) -> None:
     assert state["iteration_count"] == 4
     text = job.file("perf.md") or ""
     assert all(f"run {600 + n} attempt 1 item 1" in text for n in range(4))
+
+
+def test_status_words_are_read_as_the_state_file_reads_them(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent's "✅", "Accepted ✅", "accepted." or "Rejected (metric worse)" is its status, not a refused report;
+    a word that is truly no status (or one negated) is still refused."""
+    job.context()
+    job.output(*({"program": "perf", "status": s} for s in ["✅", "Accepted ✅", "accepted.", "Rejected (metric worse)",
+                                                             "CI_fix_exhausted", "not accepted"]))  # fmt: skip
+    code, out, err = job.apply(capsys)
+    assert code == 2 and "item 6 (perf): status 'not-accepted'" in err, err
+    state = upstream_machine_state(job.file("perf.md") or "")
+    assert state["recent_statuses"] == ["accepted", "accepted", "accepted", "rejected", "ci-fix-exhausted"], out

@@ -43,7 +43,7 @@ from statefile.integrations.ghaw import (
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import StateDocument
-from statefile.model.patterns import STATUS_GLYPHS
+from statefile.model.patterns import STATUS_GLYPHS, leading_status
 from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
 from statefile.policy.rules import RecordRequest, format_number, marker_comment, record, recorded_iteration
@@ -297,16 +297,18 @@ def item_marker(item: Mapping[str, Any], index: int, run_id: str | None, attempt
     return f"run {run_id} item {index} sha {digest}" if run_id else f"item {index} sha {digest}"
 
 
-_STATUS_SPELLINGS = {"ci fix exhausted": "ci-fix-exhausted", "ci_fix_exhausted": "ci-fix-exhausted"}
-
-
 def _status(item: Mapping[str, Any]) -> str:
     raw = text_value(item, "status")
     if raw is None:
         raise InputError("status is missing; report accepted, rejected, error or ci-fix-exhausted")
-    word = re.sub(r"^[^A-Za-z]+", "", raw).strip().lower()  # "✅ Accepted" → "accepted"
-    word = _STATUS_SPELLINGS.get(word, word.replace("_", "-").replace(" ", "-"))
-    return word
+    # The one reading of a status for every module: "✅", "Accepted ✅", "accepted." and "Rejected (metric worse)"
+    # all state theirs first.  Only a text that *starts* with its status counts, so "not accepted" is no "accepted".
+    known = leading_status(raw)
+    if known is not None:
+        return known
+    # A word the patterns do not know (a new status, or a typo the record rules refuse with a hint).
+    word = re.sub(r"^[^A-Za-z]+", "", raw).strip().lower()
+    return word.replace("_", "-").replace(" ", "-")
 
 
 def _text(item: Mapping[str, Any], name: str) -> str | None:
