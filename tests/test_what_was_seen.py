@@ -520,3 +520,30 @@ def test_a_summary_that_mentions_an_iteration_never_claims_it(tmp_path: Path) ->
     assert "duplicate-iteration" not in run("--json", "check", "perf")
     run("compact", "perf", "--max-bytes", "1000000")
     assert "seven's own text" in (tmp_path / "perf.md").read_text(encoding="utf-8")
+
+
+def test_a_level_two_range_heading_is_an_entry_not_a_second_history(tmp_path: Path) -> None:
+    """'## Iterations 1–12 — condensed' under the history is its range line written a level up: check does not call
+    it a duplicate section, history counts 1–12, repair leaves it, and compaction keeps it readable."""
+    text = state_file(
+        "".join(entry(n, metric=str(n)) for n in range(15, 12, -1))
+        + "## Iterations 1–12 — condensed\n\n- ✅ (metrics 0→12): the early work\n\n"
+    )
+    (tmp_path / "perf.md").write_text(text, encoding="utf-8")
+
+    def run(*args: str) -> str:
+        proc = run_statefile("--dir", str(tmp_path), *args, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    checked = run("check", "perf")
+    assert "duplicate-section" not in checked and "history-gap" not in checked, checked
+    rows = json.loads(run("--json", "history", "perf"))["rows"]
+    assert [(r["first"], r["last"]) for r in rows] == [(1, 12), (13, 13), (14, 14), (15, 15)]
+    run("repair", "perf")
+    assert "## Iterations 1–12 — condensed\n" in (tmp_path / "perf.md").read_text(encoding="utf-8")
+    run("compact", "perf", "--max-bytes", str(len(text.encode()) - 100))
+    archived = "".join(p.read_text("utf-8") for p in sorted((tmp_path / "archive" / "perf").glob("*.md")))
+    assert "the early work" in archived + (tmp_path / "perf.md").read_text(encoding="utf-8")
+    after = json.loads(run("--json", "history", "perf"))
+    assert after["rows"][0]["first"] == 1 and "history-gap" not in run("check", "perf")

@@ -47,6 +47,11 @@ class HistoryLayout:
     misplaced: bool
 
 
+# An archive part's chunk heading ("## Archived 2026-01-02T03:04:05Z — compaction of perf.md", see
+# statefile.model.archive): its entries are read like the history's, level-2 entry headings included.
+_ARCHIVE_CHUNK = re.compile(r"^Archived .*? — ")
+
+
 class StateDocument:
     """A parsed state file.  Build one with :func:`parse`; ``render()`` gives the text back."""
 
@@ -65,7 +70,17 @@ class StateDocument:
     # -- reading -------------------------------------------------------------------------------------------------
 
     def _split_sections(self) -> tuple[Section, ...]:
-        cuts = [h for h in self._scan.headings if h.level <= 2 and h.line < len(self._lines)]
+        cuts: list[Heading] = []
+        holds_entries = False
+        for head in self._scan.headings:
+            if head.level > 2 or head.line >= len(self._lines):
+                continue
+            if holds_entries and head.level == 2 and is_entry_heading(head.text):
+                # "## Iterations 1–12 — condensed" in a history is one more entry written a level up: it stays in
+                # that section (an entry of it, see _entry_headings) rather than starting a section of its own.
+                continue
+            holds_entries = section_kind(head.text, head.level) == "history" or bool(_ARCHIVE_CHUNK.match(head.text))
+            cuts.append(head)
         sections: list[Section] = []
         first = cuts[0].line if cuts else len(self._lines)
         if first > 0 or not cuts:
@@ -130,11 +145,17 @@ class StateDocument:
 
     @cached_property
     def _entry_headings(self) -> dict[int, list[Heading]]:
-        """Level-3 headings (where entries start) by the index of the section that holds them."""
+        """Entry headings (level 3, or level 2 inside the history) by the index of the section that holds them."""
         by_section: dict[int, list[Heading]] = {}
         starts = [section.start for section in self._sections]
+        section_starts = set(starts)
         for head in self._scan.headings:
-            if head.level == 3 and head.line < len(self._lines) and self._lines[head.line].startswith("###"):
+            if head.line >= len(self._lines) or head.line in section_starts:
+                continue
+            # Level 3 as written ("###"), or a level-2 entry heading _split_sections kept inside the history.
+            if (head.level == 3 and self._lines[head.line].startswith("###")) or (
+                head.level == 2 and self._lines[head.line].startswith("##") and is_entry_heading(head.text)
+            ):
                 by_section.setdefault(bisect_right(starts, head.line) - 1, []).append(head)
         return by_section
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefile.model.patterns import section_name
+from statefile.model.patterns import is_entry_heading, section_name
 from statefile.model.text import utf8_size
 
 # Known sections: kind → (canonical heading, names).  A heading is of a kind when, once decorations are removed
@@ -50,6 +50,9 @@ def section_kind(title: str | None, level: int) -> str:
         return "preamble"
     if level == 1:
         return "title"
+    if is_entry_heading(title):
+        # "## Iterations 1–12 — condensed" is an entry written one level up, not a second history section.
+        return "other"
     key = section_name(title)
     for name, kind in _NAMES:
         if key == name or key.startswith(name + " "):
