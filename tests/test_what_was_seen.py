@@ -547,3 +547,18 @@ def test_a_level_two_range_heading_is_an_entry_not_a_second_history(tmp_path: Pa
     assert "the early work" in archived + (tmp_path / "perf.md").read_text(encoding="utf-8")
     after = json.loads(run("--json", "history", "perf"))
     assert after["rows"][0]["first"] == 1 and "history-gap" not in run("check", "perf")
+
+
+def test_a_budget_error_names_the_opaque_entries_that_keep_the_file_over(tmp_path: Path) -> None:
+    """An entry compaction cannot fold (here a typo'd range) is what stands in the way: the error names it and says
+    how to fix it, not some unrelated maintainer text."""
+    body = "".join(f"- line {i}: " + "x" * 80 + "\n" for i in range(60))
+    text = state_file(
+        "".join(entry(n, metric=str(n)) for n in range(6, 0, -1)) + "### Iters 2–1000000000000 — typo\n\n" + body
+    )
+    (tmp_path / "perf.md").write_text(text, encoding="utf-8")
+    proc = run_statefile("--dir", str(tmp_path), "compact", "perf", "--max-bytes", "4000", cwd=tmp_path)
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr
+    assert "'### Iters 2–1000000000000 — typo' (" in proc.stderr and "`statefile edit perf`" in proc.stderr
+    assert "maintainer-owned text such as" not in proc.stderr
+    assert (tmp_path / "perf.md").read_text(encoding="utf-8") == text

@@ -42,7 +42,7 @@ from typing import Any
 from statefile.defaults import AGGRESSIVE_AT, AGGRESSIVE_KEEP, DEFAULT_MAX_BYTES, KEEP_RECENT, SUMMARY_CAP
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
-from statefile.model.history import Entry, Iteration
+from statefile.model.history import Entry, Iteration, OpaqueEntry
 from statefile.model.patterns import is_bullet_entry, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.text import clip, detect_newline, line_body, plural, split_lines, utf8_size
@@ -749,17 +749,39 @@ def _budget_error(
 ) -> CompactionBudgetError:
     """The error for a file that cannot fit: its size, a per-section byte table and what to do."""
     rows: list[tuple[str, int, bool]] = []
-    for section in parse(candidate.text).sections:
+    result = parse(candidate.text)
+    for section in result.sections:
         label = section.title or ("(text before the first heading)" if section.kind == "preamble" else section.kind)
         rows.append((label, section.size, section.kind in MAINTAINER_OWNED))
     table = "; ".join(f"{label} {size}{' [maintainer-owned]' if owned else ''}" for label, size, owned in rows)
-    owned = sorted(((size, label) for label, size, owned in rows if owned), reverse=True)
-    biggest = ", ".join(f"'{label}' ({size} bytes)" for size, label in owned[:3]) or "the Machine State table"
+    over = candidate.size - policy.max_bytes
     name = f"{program}.md" if program else "the state file"
+    # History entries compaction cannot read (a heading that is no iteration or range, or one naming an
+    # implausible number) are kept verbatim and never folded: when they are what stands in the way, name them —
+    # the maintainer text is then beside the point.
+    opaque = sorted(
+        ((utf8_size(entry.raw), entry) for entry in result.history if isinstance(entry, OpaqueEntry)),
+        key=lambda pair: -pair[0],
+    )
+    if opaque and sum(size for size, _ in opaque) >= over:
+        named = ", ".join(
+            f"'{clip(entry.heading, 60)}' ({size} bytes"
+            + (f"; {entry.implausible} is no plausible iteration number" if entry.implausible else "")
+            + ")"
+            for size, entry in opaque[:3]
+        )
+        fix = f"statefile edit {program}" if program else "statefile edit PROGRAM"
+        advice = (
+            f"the history holds {plural(len(opaque), 'entry', 'entries')} compaction cannot fold, largest {named}; "
+            f"fix their headings (or remove them) with `{fix}`, or raise max_bytes"
+        )
+    else:
+        owned = sorted(((size, label) for label, size, owned in rows if owned), reverse=True)
+        biggest = ", ".join(f"'{label}' ({size} bytes)" for size, label in owned[:3]) or "the Machine State table"
+        advice = f"shorten maintainer-owned text such as {biggest}, or raise max_bytes"
     return CompactionBudgetError(
         f"{name} is still {candidate.size} bytes after moving everything compaction may move, over max_bytes "
-        f"{policy.max_bytes} by {candidate.size - policy.max_bytes} (bytes per section: {table}); shorten "
-        f"maintainer-owned text such as {biggest}, or raise max_bytes",
+        f"{policy.max_bytes} by {over} (bytes per section: {table}); {advice}",
         size=candidate.size,
         max_bytes=policy.max_bytes,
         sections=tuple(rows),
