@@ -8,6 +8,17 @@ from typing import Any
 from statefile.model.machine_state import CANONICAL_ROWS, cell_text, field_key, label_for
 from statefile.model.text import one_line
 
+# The template's fixed lines, named so that fixtures and tests that want the exact upstream wording can reuse them.
+BANNER = "🤖 *This file is maintained by the Autoloop agent. Maintainers may freely edit any section.*"
+MACHINE_STATE_NOTE = (
+    "> 🤖 *Updated automatically after each iteration. The pre-step scheduler reads this table — keep it accurate.*"
+)
+NO_PRIORITIES = "*(No specific priorities set — agent is exploring freely.)*"
+LESSONS_INTRO = "Key findings and insights accumulated across iterations."
+FORECLOSED_INTRO = "Approaches that have been conclusively ruled out, with reasons."
+FUTURE_INTRO = "Ideas for future iterations, from maintainers and the agent."
+HISTORY_INTRO = "All iterations in reverse chronological order (newest first)."
+
 
 def new_state_file(program: str, **fields: Any) -> str:
     """A fresh ``{program}.md``.  ``fields`` set Machine State rows by key (``metric_direction="lower"``)
@@ -41,14 +52,13 @@ def new_state_file(program: str, **fields: Any) -> str:
         [
             f"# Autoloop: {program}",
             "",
-            "🤖 *This file is maintained by the Autoloop agent. Maintainers may freely edit any section.*",
+            BANNER,
             "",
             "---",
             "",
             "## ⚙️ Machine State",
             "",
-            "> 🤖 *Updated automatically after each iteration. The pre-step scheduler reads this table — keep it "
-            "accurate.*",
+            MACHINE_STATE_NOTE,
             "",
             "| Field | Value |",
             "|-------|-------|",
@@ -70,13 +80,13 @@ def new_state_file(program: str, **fields: Any) -> str:
             "",
             "<!-- Maintainers: add priorities here to steer the agent. The agent reads this before each iteration. -->",
             "",
-            "*(No specific priorities set — agent is exploring freely.)*",
+            NO_PRIORITIES,
             "",
             "---",
             "",
             "## 📚 Lessons Learned",
             "",
-            "Key findings and insights accumulated across iterations.",
+            LESSONS_INTRO,
             "",
             "- *(none yet)*",
             "",
@@ -84,7 +94,7 @@ def new_state_file(program: str, **fields: Any) -> str:
             "",
             "## 🚧 Foreclosed Avenues",
             "",
-            "Approaches that have been conclusively ruled out, with reasons.",
+            FORECLOSED_INTRO,
             "",
             "- *(none yet)*",
             "",
@@ -92,7 +102,7 @@ def new_state_file(program: str, **fields: Any) -> str:
             "",
             "## 🔭 Future Directions",
             "",
-            "Ideas for future iterations, from maintainers and the agent.",
+            FUTURE_INTRO,
             "",
             "- *(none yet)*",
             "",
@@ -100,7 +110,7 @@ def new_state_file(program: str, **fields: Any) -> str:
             "",
             "## 📊 Iteration History",
             "",
-            "All iterations in reverse chronological order (newest first).",
+            HISTORY_INTRO,
             "",
             "<!-- New entries are prepended below this line -->",
             "",

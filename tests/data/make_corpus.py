@@ -19,10 +19,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from statefile.model.machine_state import CANONICAL_ROWS, NONE_VALUE
+from statefile.model.sections import SECTION_KINDS
+from statefile.model.template import BANNER, FORECLOSED_INTRO, LESSONS_INTRO, NO_PRIORITIES
+from statefile.model.template import HISTORY_INTRO as INTRO
+from statefile.model.template import MACHINE_STATE_NOTE as NOTE
+
 OUT = Path(__file__).resolve().parent / "corpus"
-BANNER = "🤖 *This file is maintained by the Autoloop agent. Maintainers may freely edit any section.*"
-NOTE = "> 🤖 *Updated automatically after each iteration. The pre-step scheduler reads this table — keep it accurate.*"
-INTRO = "All iterations in reverse chronological order (newest first)."
+# Older files carry the banner without its second sentence.
+SHORT_BANNER = "🤖 *This file is maintained by the Autoloop agent.*"
 
 FIXTURES: dict[str, Callable[[], bytes]] = {}
 
@@ -35,8 +40,100 @@ def fixture(name: str) -> Callable[[Callable[[], bytes]], Callable[[], bytes]]:
     return register
 
 
+# -- the pieces every file is built from ----------------------------------------------------------------------------
+# Each builds what the template writes; a fixture's quirks are the places where it calls them differently (or not).
+
+
+def title(program: str, banner: str = BANNER) -> list[str]:
+    """The ``# Autoloop:`` title and the banner, each followed by a blank line."""
+    return [f"# Autoloop: {program}", "", banner, ""]
+
+
+def section(kind: str, *body: str, rule: bool = True, gap: bool = True, heading: str | None = None) -> list[str]:
+    """A section as the template lays it out: ``---``, blank, the kind's heading, blank, the body, blank.
+
+    ``rule=False`` leaves out the ``---`` and its blank line, ``gap=False`` the blank line after the heading;
+    ``heading`` replaces the template's heading."""
+    return [*(["---", ""] if rule else []), heading or SECTION_KINDS[kind][0], *([""] if gap else []), *body, ""]
+
+
 def table(rows: list[tuple[str, str]]) -> list[str]:
     return ["| Field | Value |", "|-------|-------|", *[f"| {k} | {v} |" for k, v in rows]]
+
+
+def machine_state(rows: list[tuple[str, str]], note: bool = True) -> list[str]:
+    """The ⚙️ Machine State section: the template's note and a blank line (unless ``note`` is false), the table."""
+    return section("machine_state", *([NOTE, ""] if note else []), *table(rows))
+
+
+def upstream_rows(
+    program: str,
+    *,
+    last_run: str,
+    iterations: str,
+    best: str,
+    target: str,
+    direction: str,
+    pr: str,
+    issue: str,
+    errors: str,
+    statuses: str,
+) -> list[tuple[str, str]]:
+    """The template's rows in its order, for a program that is neither paused nor completed."""
+    branch = f"`autoloop/{program}`"
+    values = [last_run, iterations, best, target, direction, branch, pr, issue]
+    values += ["false", NONE_VALUE, "false", NONE_VALUE, errors, statuses]  # Paused … Recent Statuses
+    return list(zip(CANONICAL_ROWS, values, strict=True))
+
+
+def program_info(
+    program: str, goal: str, metric: str, *links: tuple[str, str], end: str = "", rule: bool = True
+) -> list[str]:
+    """📋 Program Info: Goal, Metric, the Branch link, then ``links`` as (label, value); each line ends with ``end``."""
+    branch = f"[`autoloop/{program}`](../../tree/autoloop/{program})"
+    lines = [("Goal", goal), ("Metric", metric), ("Branch", branch), *links]
+    return section("program_info", *[f"**{label}**: {value}{end}" for label, value in lines], rule=rule)
+
+
+def upstream_head(
+    program: str, goal: str, metric: str, rows: list[tuple[str, str]], hard_breaks: bool = False
+) -> list[str]:
+    """Title, banner, Machine State with the note, and Program Info naming the rows' PR and Issue, as the template
+    writes them.  ``hard_breaks`` ends every Program Info line with two spaces."""
+    cells = dict(rows)
+    metric_line = f"{metric} ({cells['Metric Direction']} is better)"
+    links = [("Pull Request", cells["PR"]), ("Issue", cells["Issue"])]
+    end = "  " if hard_breaks else ""
+    return [*title(program), *machine_state(rows), *program_info(program, goal, metric_line, *links, end=end)]
+
+
+def run_heading(n: int, stamp: str, run: str) -> str:
+    return f"### Iteration {n} — {stamp} UTC — [Run]({run})"
+
+
+def bullets(*fields: tuple[str, str | None]) -> list[str]:
+    """An entry's body: ``- **Label**: value`` for each field whose value is not None."""
+    return [f"- **{label}**: {value}" for label, value in fields if value is not None]
+
+
+def block(*lines: str) -> str:
+    """Lines as one history entry, ending with a newline."""
+    return "\n".join(lines) + "\n"
+
+
+def document(lines: list[str], entries: list[str]) -> str:
+    """The file: its lines (the last one blank), then the history entries with a blank line between them."""
+    return "\n".join(lines) + "\n" + "\n".join(entries)
+
+
+def trailing_errors(statuses: list[str]) -> int:
+    """Consecutive Errors: how many of the newest statuses are errors."""
+    errors = 0
+    for status in reversed(statuses):
+        if status != "error":
+            break
+        errors += 1
+    return errors
 
 
 def sha(rng: random.Random, n: int = 7) -> str:
@@ -108,9 +205,9 @@ def headless_entries_near_budget() -> bytes:
         ]
         if n in headless:
             # The heading of this entry was lost when an agent rewrote the file: its bullets follow the entry above.
-            entries.append("\n".join(body) + "\n")
+            entries.append(block(*body))
         else:
-            entries.append(f"### Iteration {n} — {stamp} UTC — [Run]({run})\n\n" + "\n".join(body) + "\n")
+            entries.append(block(run_heading(n, stamp, run), "", *body))
     entries.append(
         "### Iteration 103 — 2026-05-12 22:05 UTC — [Run](https://github.com/example-org/qbuild/actions/runs/71920304417)\n\n"
         "- **Status**: ✅ Accepted\n"
@@ -153,24 +250,16 @@ def headless_entries_near_budget() -> bytes:
         "- **Lint**: block statements auto-fixable with `--write --unsafe`. The complexity rule (max 15) needs helper extraction. Use `Number.NaN` and `Number.POSITIVE_INFINITY`.",
         "- **Iter 96 lesson**: quote identifiers through `dialect.quoteIdent`, never with template strings.",
     ]
+    program = "port-query-builder"
     out = [
-        "# Autoloop: port-query-builder",
-        "",
-        BANNER,
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        NOTE,
-        "",
-        *table(
+        *title(program),
+        *machine_state(
             [
                 ("Last Run", "2026-05-14T18:40:05Z"),
                 ("Iteration Count", "121"),
                 ("Best Metric", "58"),
                 ("Target Metric", "—"),
-                ("Branch", "`autoloop/port-query-builder`"),
+                ("Branch", f"`autoloop/{program}`"),
                 ("PR", "—"),
                 ("Steering Issue", "—"),
                 ("Paused", "true"),
@@ -184,59 +273,40 @@ def headless_entries_near_budget() -> bytes:
                 ("Recent Statuses", ", ".join(["error"] * 18)),
             ]
         ),
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Port the SQL query builder to TypeScript with identical output for every supported dialect, one feature at a time.",
-        "**Metric**: builder_features_ported (higher is better)",
-        "**Branch**: [`autoloop/port-query-builder`](../../tree/autoloop/port-query-builder)",
-        "**Pull Request**: — (safe-output server filtered — cannot open one)",
-        "**Steering Issue**: — (pending)",
-        "**Experiment Log**: — (pending)",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "*(No specific priorities — continue porting missing builder features.)*",
-        "",
-        "Next features to implement (by impact):",
-        "- `cte_builder.ts` — recursive and materialised CTEs (written once on a runner, never pushed — redo)",
-        "- `upsert.ts` — ON CONFLICT / ON DUPLICATE KEY (written once on a runner, never pushed — redo)",
-        "- `json_path.ts` — JSON path operators per dialect (written once on a runner, never pushed — redo)",
-        "- `window_frames.ts` — DONE (iter 121, commit 9b3f0e2, pushed)",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        *lessons,
-        "",
-        "---",
-        "",
-        "## 🚧 Foreclosed Avenues",
-        "",
-        "- *(none)*",
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        "**Next priorities**:",
-        "- `cte_builder.ts` — DONE (iter 120, commit 4a71c0e, committed locally — needs push)",
-        "- `upsert.ts` — DONE (iter 119, commit e52b9d8, committed locally — needs push)",
-        "- `json_path.ts` — DONE (iter 118, commit 1d6b8f3, committed locally — needs push)",
-        "- `window_frames.ts` — window frame clauses",
-        "- `merge_into.ts` — MERGE statements for the two dialects that have them",
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        INTRO,
-        "",
+        # No `---` rule between the table and Program Info.
+        *program_info(
+            program,
+            "Port the SQL query builder to TypeScript with identical output for every supported dialect, one feature at a time.",
+            "builder_features_ported (higher is better)",
+            ("Pull Request", "— (safe-output server filtered — cannot open one)"),
+            ("Steering Issue", "— (pending)"),
+            ("Experiment Log", "— (pending)"),
+            rule=False,
+        ),
+        *section(
+            "priorities",
+            "*(No specific priorities — continue porting missing builder features.)*",
+            "",
+            "Next features to implement (by impact):",
+            "- `cte_builder.ts` — recursive and materialised CTEs (written once on a runner, never pushed — redo)",
+            "- `upsert.ts` — ON CONFLICT / ON DUPLICATE KEY (written once on a runner, never pushed — redo)",
+            "- `json_path.ts` — JSON path operators per dialect (written once on a runner, never pushed — redo)",
+            "- `window_frames.ts` — DONE (iter 121, commit 9b3f0e2, pushed)",
+        ),
+        *section("lessons", *lessons),
+        *section("foreclosed", "- *(none)*"),
+        *section(
+            "future",
+            "**Next priorities**:",
+            "- `cte_builder.ts` — DONE (iter 120, commit 4a71c0e, committed locally — needs push)",
+            "- `upsert.ts` — DONE (iter 119, commit e52b9d8, committed locally — needs push)",
+            "- `json_path.ts` — DONE (iter 118, commit 1d6b8f3, committed locally — needs push)",
+            "- `window_frames.ts` — window frame clauses",
+            "- `merge_into.ts` — MERGE statements for the two dialects that have them",
+        ),
+        *section("history", INTRO),
     ]
-    return ("\n".join(out) + "\n" + "\n".join(entries)).encode()
+    return document(out, entries).encode()
 
 
 def upper_first(text: str) -> str:
@@ -338,7 +408,7 @@ def headless_entry_time_span_ranges() -> bytes:
         names = ", ".join(rng.sample(PAIRS, count))
         minute -= rng.randint(35, 75)
         stamp = when(9, minute, "2026-06")
-        head = f"### Iteration {n} — {stamp} UTC — [Run]({url.format(73_400_000_000 + n * 2_111_337)})"
+        head = run_heading(n, stamp, url.format(73_400_000_000 + n * 2_111_337))
         body = [
             "- **Status**: ✅ Accepted",
             f"- **Change**: Rebuilt the canonical branch on {base}. Added {count} new benchmark pairs: {names}.",
@@ -347,9 +417,9 @@ def headless_entry_time_span_ranges() -> bytes:
         ]
         if n == 24:
             # Its heading was lost: two blank lines, then the bullets, read as part of the entry above.
-            entries.append("\n" + "\n".join(body) + "\n")
+            entries.append(block("", *body))
         else:
-            entries.append(head + "\n" + "\n".join(body) + "\n")
+            entries.append(block(head, *body))  # no blank line after the heading
     entries.append(
         "### Iters 16–18 — 2026-06-08 22:40–00:05 UTC — ✅ (metrics 48→57→60): Canonical branch created locally several times but the push failed (hash-suffixed branch names). Iter 18: 60 pairs claimed, commits lost.\n"
     )
@@ -390,22 +460,16 @@ def headless_entry_time_span_ranges() -> bytes:
         "6. `readJsonLines` chunked over 1M lines",
         "7. Round-trip helpers: `toDict`/`fromDict` with every orient",
     ]
+    program = "bench-io-formats"
     out = [
-        "# Autoloop: bench-io-formats",
-        "",
-        "🤖 *This file is maintained by the Autoloop agent.*",
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        *table(
+        *title(program, SHORT_BANNER),
+        *machine_state(
             [
                 ("Last Run", "2026-06-09T15:02:00Z"),
                 ("Iteration Count", "33"),
                 ("Best Metric", "163"),
                 ("Target Metric", "—"),
-                ("Branch", "`autoloop/bench-io-formats`"),
+                ("Branch", f"`autoloop/{program}`"),
                 ("PR", "— (opening a new one; #77 was the last)"),
                 ("Steering Issue", "#57"),
                 ("Experiment Log", "#56"),
@@ -414,51 +478,23 @@ def headless_entry_time_span_ranges() -> bytes:
                 ("Completed Reason", "—"),
                 ("Consecutive Errors", "0"),
                 ("Recent Statuses", ", ".join(["accepted"] * 10)),
-            ]
+            ],
+            note=False,
         ),
-        "",
-        "---",
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Benchmark every I/O format reader and writer against the reference implementation, one batch per iteration.",
-        "**Metric**: benchmarked_io_functions (higher is better)",
-        "**Branch**: [`autoloop/bench-io-formats`](../../tree/autoloop/bench-io-formats)",
-        "**Pull Request**: — (to be opened)",
-        "**Steering Issue**: #57",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "*(No priorities — the agent chooses.)*",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        *lessons,
-        "",
-        "---",
-        "",
-        "## 🚧 Foreclosed Avenues",
-        "",
-        "- *(none yet)*",
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        *future,
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        INTRO,
-        "",
+        *program_info(
+            program,
+            "Benchmark every I/O format reader and writer against the reference implementation, one batch per iteration.",
+            "benchmarked_io_functions (higher is better)",
+            ("Pull Request", "— (to be opened)"),
+            ("Steering Issue", "#57"),
+        ),
+        *section("priorities", "*(No priorities — the agent chooses.)*"),
+        *section("lessons", *lessons),
+        *section("foreclosed", "- *(none yet)*"),
+        *section("future", *future),
+        *section("history", INTRO),
     ]
-    return ("\n".join(out) + "\n" + "\n".join(entries)).encode()
+    return document(out, entries).encode()
 
 
 # -- paused-overlapping-ranges.md ---------------------------------------------------------------------------------
@@ -536,7 +572,7 @@ def paused_overlapping_ranges() -> bytes:
     for n in range(88, 61, -1):
         minute -= rng.randint(26, 55)
         stamp = when(21, minute, "2026-07")
-        head = f"### Iteration {n} — {stamp} UTC — [Run]({url.format(75_000_000_000 + n * 1_119_773)})"
+        head = run_heading(n, stamp, url.format(75_000_000_000 + n * 1_119_773))
         if n in accepted:
             metric, prev = accepted[n]
             body = [
@@ -557,9 +593,9 @@ def paused_overlapping_ranges() -> bytes:
                 f"- **Notes**: Twelve files written and committed on the runner's branch. {rng.choice(['The agent log lists both MCP servers as filtered by policy.', 'Same 6 pairs as the runs before.', 'Next run should push when the tools are available.'])} {rng.choice(['The branch base was checked first: the previous local commit is not on the remote.', 'Both sides of every pair were syntax-checked; the reference side also ran locally.', 'Pairs cover the kernels listed as planned in Future Directions.'])}",
             ]
         if n == 83:
-            entries.append("\n".join(body) + "\n")  # heading lost
+            entries.append(block(*body))  # heading lost
         else:
-            entries.append(head + "\n\n" + "\n".join(body) + "\n")
+            entries.append(block(head, "", *body))
     entries.append(
         "### Iters 51–61 (except 54) — ⚠️ Error: no safe-output server. Pairs written on the runner each time; no push got through.\n"
     )
@@ -635,22 +671,16 @@ def paused_overlapping_ranges() -> bytes:
         "- Markdown inline escaping.",
         "- CSV field quoting as a text kernel.",
     ]
+    program = "bench-text-kernels"
     out = [
-        "# Autoloop: bench-text-kernels",
-        "",
-        "🤖 *This file is maintained by the Autoloop agent.*",
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        *table(
+        *title(program, SHORT_BANNER),
+        *machine_state(
             [
                 ("Last Run", "2026-07-21T22:30:00Z"),
                 ("Iteration Count", "88"),
                 ("Best Metric", "232"),
                 ("Target Metric", "—"),
-                ("Branch", "`autoloop/bench-text-kernels`"),
+                ("Branch", f"`autoloop/{program}`"),
                 ("PR", "#71"),
                 ("Steering Issue", "#66"),
                 ("Experiment Log", "#65"),
@@ -662,46 +692,24 @@ def paused_overlapping_ranges() -> bytes:
                 ("Completed Reason", "—"),
                 ("Consecutive Errors", "7"),
                 ("Recent Statuses", "error, error, error, error, error, error, error, accepted, error, accepted"),
-                ("Paused", "true"),
-            ]
+                ("Paused", "true"),  # after Recent Statuses, out of order
+            ],
+            note=False,
         ),
-        "",
-        "---",
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Benchmark every text-processing kernel against the reference implementation, one batch per iteration.",
-        "**Metric**: benchmarked_kernels (higher is better)",
-        "**Branch**: [`autoloop/bench-text-kernels`](../../tree/autoloop/bench-text-kernels)",
-        "**Pull Request**: #71",
-        "**Steering Issue**: #66",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "*(No specific priorities set — agent is exploring freely.)*",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        *lessons,
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        *done,
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        INTRO,
-        "",
+        *program_info(
+            program,
+            "Benchmark every text-processing kernel against the reference implementation, one batch per iteration.",
+            "benchmarked_kernels (higher is better)",
+            ("Pull Request", "#71"),
+            ("Steering Issue", "#66"),
+        ),
+        *section("priorities", NO_PRIORITIES),
+        *section("lessons", *lessons),
+        # No Foreclosed Avenues section.
+        *section("future", *done),
+        *section("history", INTRO),
     ]
-    return ("\n".join(out) + "\n" + "\n".join(entries)).encode()
+    return document(out, entries).encode()
 
 
 # -- near-budget-lower-is-better.md -------------------------------------------------------------------------------
@@ -795,45 +803,51 @@ def near_budget_lower_is_better() -> bytes:
     minute = 0
     for n in range(31, 200):
         minute += rng.randint(300, 760)
-        day = 3 + minute // (24 * 60)
-        stamp = f"2026-09-{day:02d} {minute // 60 % 24:02d}:{minute % 60:02d}"
+        head = run_heading(n, when(3 + minute // 1440, minute, "2026-09"), url.format(78_100_000_000 + n * 3_331_907))
         change, note = COLD_START_CHANGES[(n * 7) % len(COLD_START_CHANGES)]
         roll = rng.random()
-        lines = [f"### Iteration {n} — {stamp} UTC — [Run]({url.format(78_100_000_000 + n * 3_331_907)})", ""]
         if roll < 0.45:
             value = round(best * rng.uniform(0.93, 0.995), 1)
-            delta = round(value - best, 1)
-            lines += [
-                "- **Status**: ✅ Accepted",
-                f"- **Change**: {change}.",
-                f"- **Metric**: {value} (previous best: {best}, delta: {delta})",
-                f"- **Commit**: {sha(rng)}",
-            ]
-            if rng.random() < 0.25:
-                lines.append(f"- **CI fix attempts**: {rng.randint(1, 3)}")
-            lines.append(
-                f"- **Notes**: {note} Median of 30 cold runs on the CI runner; p95 moved from {round(best * 1.21, 1)} to {round(value * 1.19, 1)} ms."
+            body = bullets(
+                ("Status", "✅ Accepted"),
+                ("Change", f"{change}."),
+                ("Metric", f"{value} (previous best: {best}, delta: {round(value - best, 1)})"),
+                ("Commit", sha(rng)),
+                ("CI fix attempts", str(rng.randint(1, 3)) if rng.random() < 0.25 else None),
+                (
+                    "Notes",
+                    f"{note} Median of 30 cold runs on the CI runner; p95 moved from {round(best * 1.21, 1)} to {round(value * 1.19, 1)} ms.",
+                ),
             )
             best = value
             status = "accepted"
         elif roll < 0.85:
             value = round(best * rng.uniform(1.0, 1.06), 1)
-            delta = round(value - best, 1)
-            lines += [
-                "- **Status**: ❌ Rejected",
-                f"- **Change**: {change}.",
-                f"- **Metric**: {value} (previous best: {best}, delta: +{delta})",
-                f"- **Notes**: Hypothesis: {note[0].lower() + note[1:]} No measurable gain over noise (±{rng.randint(6, 14)} ms); reverted.",
-            ]
+            body = bullets(
+                ("Status", "❌ Rejected"),
+                ("Change", f"{change}."),
+                ("Metric", f"{value} (previous best: {best}, delta: +{round(value - best, 1)})"),
+                (
+                    "Notes",
+                    f"Hypothesis: {note[0].lower() + note[1:]} No measurable gain over noise (±{rng.randint(6, 14)} ms); reverted.",
+                ),
+            )
             status = "rejected"
         else:
-            lines += [
-                "- **Status**: ⚠️ Error",
-                f"- **Change**: {change}.",
-                f"- **Notes**: The benchmark job {rng.choice(['timed out while installing the toolchain', 'could not download the fixture project', 'failed before measuring: the bundle step ran out of memory'])}; nothing measured.",
-            ]
+            failure = rng.choice(
+                [
+                    "timed out while installing the toolchain",
+                    "could not download the fixture project",
+                    "failed before measuring: the bundle step ran out of memory",
+                ]
+            )
+            body = bullets(
+                ("Status", "⚠️ Error"),
+                ("Change", f"{change}."),
+                ("Notes", f"The benchmark job {failure}; nothing measured."),
+            )
             status = "error"
-        entries_oldest_first.append((n, "\n".join(lines) + "\n", status))
+        entries_oldest_first.append((n, block(head, "", *body), status))
         statuses.append(status)
         text = render_near_budget(entries_oldest_first, statuses)
         if len(text.encode()) > target_size:
@@ -855,11 +869,7 @@ def render_near_budget(entries: list[tuple[int, str, str]], statuses: list[str])
         for line in text.splitlines()
         if line.startswith("- **Metric**: ")
     )
-    errors = 0
-    for status in reversed(statuses):
-        if status != "error":
-            break
-        errors += 1
+    errors = trailing_errors(statuses)
     lessons = [
         "- Measure cold starts only: the CI job drops the page cache before each of the 30 runs. Warm numbers hide import cost.",
         "- Import cost dominates: `--cpu-prof` on a cold start attributes 70% of the time to module evaluation, not to our code paths.",
@@ -889,83 +899,38 @@ def render_near_budget(entries: list[tuple[int, str, str]], statuses: list[str])
         "- Teach the config loader to skip validation when the file hash is unchanged.",
         "- Add a start-up budget check to CI so regressions fail the PR.",
     ]
+    program = "cold-start-latency"
+    rows = upstream_rows(
+        program,
+        last_run=last_run,
+        iterations=str(newest),
+        best=str(best),
+        target="250",
+        direction="lower",
+        pr="#214",
+        issue="#198",
+        errors=str(errors),
+        statuses=", ".join(statuses[-10:]),
+    )
     out = [
-        "# Autoloop: cold-start-latency",
-        "",
-        BANNER,
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        NOTE,
-        "",
-        *table(
-            [
-                ("Last Run", last_run),
-                ("Iteration Count", str(newest)),
-                ("Best Metric", str(best)),
-                ("Target Metric", "250"),
-                ("Metric Direction", "lower"),
-                ("Branch", "`autoloop/cold-start-latency`"),
-                ("PR", "#214"),
-                ("Issue", "#198"),
-                ("Paused", "false"),
-                ("Pause Reason", "—"),
-                ("Completed", "false"),
-                ("Completed Reason", "—"),
-                ("Consecutive Errors", str(errors)),
-                ("Recent Statuses", ", ".join(statuses[-10:])),
-            ]
+        *upstream_head(
+            program,
+            "Cut the CLI's cold-start time (`cli --version` on a fresh process) without changing behaviour",
+            "cold_start_ms",
+            rows,
         ),
-        "",
-        "---",
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Cut the CLI's cold-start time (`cli --version` on a fresh process) without changing behaviour",
-        "**Metric**: cold_start_ms (lower is better)",
-        "**Branch**: [`autoloop/cold-start-latency`](../../tree/autoloop/cold-start-latency)",
-        "**Pull Request**: #214",
-        "**Issue**: #198",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "Import-time work first; network and filesystem second. Do not touch the plugin API.",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        *lessons,
-        "",
-        "---",
-        "",
-        "## 🚧 Foreclosed Avenues",
-        "",
-        *foreclosed,
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        *future,
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        INTRO,
-        "",
+        *section("priorities", "Import-time work first; network and filesystem second. Do not touch the plugin API."),
+        *section("lessons", *lessons),
+        *section("foreclosed", *foreclosed),
+        *section("future", *future),
+        *section("history", INTRO),
     ]
     history = [text for _, text, _ in reversed(entries)]
     history.append(
         "### Iters 16–30 — ✅ (metrics 1840→1310): code cache, lazy router, config fast path, no network at start\n"
     )
     history.append("### Iters 1–15 — ✅ (metrics 2950→1840): baseline harness, profiling, first import-time removals\n")
-    return "\n".join(out) + "\n" + "\n".join(history)
+    return document(out, history)
 
 
 # -- over-budget-long-history.md ----------------------------------------------------------------------------------
@@ -1009,122 +974,87 @@ def over_budget_long_history() -> bytes:
         day = 1 + minute // (24 * 60)
         month = "2026-10" if day <= 31 else "2026-11"
         day = day if day <= 31 else day - 31
-        stamp = f"{month}-{day:02d} {minute // 60 % 24:02d}:{minute % 60:02d}"
+        head = run_heading(n, when(day, minute, month), url.format(82_000_000_000 + n * 2_718_281))
         topic = DOC_TOPICS[(n * 5) % len(DOC_TOPICS)]
         roll = rng.random()
-        lines = [f"### Iteration {n} — {stamp} UTC — [Run]({url.format(82_000_000_000 + n * 2_718_281)})", ""]
         documented = rng.randint(4, 19)
         if roll < 0.62:
             value = round(best + rng.uniform(0.3, 1.4), 1)
-            lines += [
-                "- **Status**: ✅ Accepted",
-                f"- **Change**: Documented {documented} public symbols in {topic}: parameters, return values, raised errors and one example each.",
-                f"- **Metric**: {value}% (previous best: {best}%, delta: +{round(value - best, 1)})",
-                f"- **Commit**: {sha(rng)}",
+            notes = [
+                "Examples are doctested, so each one runs in CI.",
+                "Two symbols turned out to be private and were renamed with a leading underscore instead.",
+                "Cross-references added to the related guide pages.",
+                "The docstring linter now passes for the whole module.",
             ]
-            if rng.random() < 0.2:
-                lines.append(f"- **CI fix attempts**: {rng.randint(1, 2)}")
-            lines.append(
-                f"- **Notes**: {rng.choice(['Examples are doctested, so each one runs in CI.', 'Two symbols turned out to be private and were renamed with a leading underscore instead.', 'Cross-references added to the related guide pages.', 'The docstring linter now passes for the whole module.'])}"
+            body = bullets(
+                ("Status", "✅ Accepted"),
+                (
+                    "Change",
+                    f"Documented {documented} public symbols in {topic}: parameters, return values, raised errors and one example each.",
+                ),
+                ("Metric", f"{value}% (previous best: {best}%, delta: +{round(value - best, 1)})"),
+                ("Commit", sha(rng)),
+                ("CI fix attempts", str(rng.randint(1, 2)) if rng.random() < 0.2 else None),
+                ("Notes", rng.choice(notes)),
             )
             best = value
             statuses.append("accepted")
         elif roll < 0.88:
-            lines += [
-                "- **Status**: ❌ Rejected",
-                f"- **Change**: Generated docstrings for {documented} symbols in {topic} from their type annotations.",
-                f"- **Metric**: {round(best + rng.uniform(0.1, 0.9), 1)}% (previous best: {best}%, delta: +{round(rng.uniform(0.1, 0.9), 1)})",
-                "- **Notes**: Coverage went up but the review check rejected the text as restating the signature; coverage only counts reviewed docstrings from now on.",
-            ]
+            body = bullets(
+                ("Status", "❌ Rejected"),
+                ("Change", f"Generated docstrings for {documented} symbols in {topic} from their type annotations."),
+                (
+                    "Metric",
+                    f"{round(best + rng.uniform(0.1, 0.9), 1)}% (previous best: {best}%, delta: +{round(rng.uniform(0.1, 0.9), 1)})",
+                ),
+                (
+                    "Notes",
+                    "Coverage went up but the review check rejected the text as restating the signature; coverage only counts reviewed docstrings from now on.",
+                ),
+            )
             statuses.append("rejected")
         else:
-            lines += [
-                "- **Status**: ⚠️ Error",
-                f"- **Change**: Documented {topic}.",
-                f"- **Notes**: {rng.choice(['The docs build failed on a broken cross-reference in an unrelated page.', 'Doctests timed out on the shared runner.', 'The coverage tool crashed on a decorated class.'])}",
+            notes = [
+                "The docs build failed on a broken cross-reference in an unrelated page.",
+                "Doctests timed out on the shared runner.",
+                "The coverage tool crashed on a decorated class.",
             ]
+            body = bullets(("Status", "⚠️ Error"), ("Change", f"Documented {topic}."), ("Notes", rng.choice(notes)))
             statuses.append("error")
-        entries.append("\n".join(lines) + "\n")
-    errors = 0
-    for status in reversed(statuses):
-        if status != "error":
-            break
-        errors += 1
+        entries.append(block(head, "", *body))
+    program = "docs-coverage"
+    rows = upstream_rows(
+        program,
+        last_run="2026-11-12T06:41:00Z",
+        iterations=str(len(entries)),
+        best=f"{best}%",
+        target="95%",
+        direction="higher",
+        pr="#61",
+        issue="#60",
+        errors=str(trailing_errors(statuses)),
+        statuses=", ".join(statuses[-10:]),
+    )
     out = [
-        "# Autoloop: docs-coverage",
-        "",
-        BANNER,
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        NOTE,
-        "",
-        *table(
-            [
-                ("Last Run", "2026-11-12T06:41:00Z"),
-                ("Iteration Count", str(len(entries))),
-                ("Best Metric", f"{best}%"),
-                ("Target Metric", "95%"),
-                ("Metric Direction", "higher"),
-                ("Branch", "`autoloop/docs-coverage`"),
-                ("PR", "#61"),
-                ("Issue", "#60"),
-                ("Paused", "false"),
-                ("Pause Reason", "—"),
-                ("Completed", "false"),
-                ("Completed Reason", "—"),
-                ("Consecutive Errors", str(errors)),
-                ("Recent Statuses", ", ".join(statuses[-10:])),
-            ]
+        *upstream_head(
+            program,
+            "Document every public symbol of the library with a reviewed docstring and a runnable example",
+            "documented_public_symbols_pct",
+            rows,
         ),
-        "",
-        "---",
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Document every public symbol of the library with a reviewed docstring and a runnable example",
-        "**Metric**: documented_public_symbols_pct (higher is better)",
-        "**Branch**: [`autoloop/docs-coverage`](../../tree/autoloop/docs-coverage)",
-        "**Pull Request**: #61",
-        "**Issue**: #60",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "*(No specific priorities set — agent is exploring freely.)*",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        "- Docstrings generated from type annotations are rejected by review; write what the type does not say.",
-        "- Doctested examples catch stale docs immediately — keep every example runnable.",
-        "- Private helpers inflate the denominator; renaming them with a leading underscore is a legitimate fix.",
-        "- The coverage tool skips overloads; document the implementation signature.",
-        "",
-        "---",
-        "",
-        "## 🚧 Foreclosed Avenues",
-        "",
-        "- Generating docstrings from annotations: rejected by review in every attempt.",
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        "- A glossary page linked from every module docstring.",
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        INTRO,
-        "",
+        *section("priorities", NO_PRIORITIES),
+        *section(
+            "lessons",
+            "- Docstrings generated from type annotations are rejected by review; write what the type does not say.",
+            "- Doctested examples catch stale docs immediately — keep every example runnable.",
+            "- Private helpers inflate the denominator; renaming them with a leading underscore is a legitimate fix.",
+            "- The coverage tool skips overloads; document the implementation signature.",
+        ),
+        *section("foreclosed", "- Generating docstrings from annotations: rejected by review in every attempt."),
+        *section("future", "- A glossary page linked from every module docstring."),
+        *section("history", INTRO),
     ]
-    return ("\n".join(out) + "\n" + "\n".join(reversed(entries))).encode()
+    return document(out, list(reversed(entries))).encode()
 
 
 # -- over-budget-lessons-heavy.md ---------------------------------------------------------------------------------
@@ -1214,112 +1144,62 @@ def over_budget_lessons_heavy() -> bytes:
     minute = 0
     for n in range(52, 64):
         minute += rng.randint(500, 900)
-        stamp = f"2026-08-{1 + minute // 1440:02d} {minute // 60 % 24:02d}:{minute % 60:02d}"
+        head = run_heading(n, when(1 + minute // 1440, minute, "2026-08"), url.format(77_600_000_000 + n * 4_441_003))
         area = FLAKY_AREAS[n % len(FLAKY_AREAS)]
         if n % 3:
             value = best - 1 if best > 3 else best
-            entries.append(
-                f"### Iteration {n} — {stamp} UTC — [Run]({url.format(77_600_000_000 + n * 4_441_003)})\n\n"
-                "- **Status**: ✅ Accepted\n"
-                f"- **Change**: Fixed the flake in {area}: it {causes[n % len(causes)]}.\n"
-                f"- **Metric**: {value} (previous best: {best}, delta: {value - best})\n"
-                f"- **Commit**: {sha(rng)}\n"
-                "- **Notes**: Verified with 200 repeated CI runs of the affected suite.\n"
+            body = bullets(
+                ("Status", "✅ Accepted"),
+                ("Change", f"Fixed the flake in {area}: it {causes[n % len(causes)]}."),
+                ("Metric", f"{value} (previous best: {best}, delta: {value - best})"),
+                ("Commit", sha(rng)),
+                ("Notes", "Verified with 200 repeated CI runs of the affected suite."),
             )
             best = value
         else:
-            entries.append(
-                f"### Iteration {n} — {stamp} UTC — [Run]({url.format(77_600_000_000 + n * 4_441_003)})\n\n"
-                "- **Status**: ❌ Rejected\n"
-                f"- **Change**: Tried to fix {area} by retrying the assertion.\n"
-                f"- **Metric**: {best} (previous best: {best}, delta: 0)\n"
-                "- **Notes**: Retrying is foreclosed; the flake rate did not change.\n"
+            body = bullets(
+                ("Status", "❌ Rejected"),
+                ("Change", f"Tried to fix {area} by retrying the assertion."),
+                ("Metric", f"{best} (previous best: {best}, delta: 0)"),
+                ("Notes", "Retrying is foreclosed; the flake rate did not change."),
             )
+        entries.append(block(head, "", *body))
+    program = "flaky-test-hunt"
+    rows = upstream_rows(
+        program,
+        last_run="2026-08-08T17:12:00Z",
+        iterations="63",
+        best=str(best),
+        target="0",
+        direction="lower",
+        pr="#140",
+        issue="#139",
+        errors="0",
+        statuses="accepted, rejected, accepted, accepted, rejected, accepted, accepted, rejected, accepted, accepted",
+    )
     out = [
-        "# Autoloop: flaky-test-hunt",
-        "",
-        BANNER,
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        NOTE,
-        "",
-        *table(
-            [
-                ("Last Run", "2026-08-08T17:12:00Z"),
-                ("Iteration Count", "63"),
-                ("Best Metric", str(best)),
-                ("Target Metric", "0"),
-                ("Metric Direction", "lower"),
-                ("Branch", "`autoloop/flaky-test-hunt`"),
-                ("PR", "#140"),
-                ("Issue", "#139"),
-                ("Paused", "false"),
-                ("Pause Reason", "—"),
-                ("Completed", "false"),
-                ("Completed Reason", "—"),
-                ("Consecutive Errors", "0"),
-                (
-                    "Recent Statuses",
-                    "accepted, rejected, accepted, accepted, rejected, accepted, accepted, rejected, accepted, accepted",
-                ),
-            ]
+        *upstream_head(
+            program,
+            "Drive the number of known-flaky tests (failing at least once in 200 reruns) to zero",
+            "flaky_tests",
+            rows,
         ),
-        "",
-        "---",
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Drive the number of known-flaky tests (failing at least once in 200 reruns) to zero",
-        "**Metric**: flaky_tests (lower is better)",
-        "**Branch**: [`autoloop/flaky-test-hunt`](../../tree/autoloop/flaky-test-hunt)",
-        "**Pull Request**: #140",
-        "**Issue**: #139",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "Fix causes, never symptoms: no retries, no sleeps, no longer timeouts.",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        "Key findings and insights accumulated across iterations.",
-        "",
-        *lessons,
-        "",
-        "---",
-        "",
-        "## 🚧 Foreclosed Avenues",
-        "",
-        "Approaches that have been conclusively ruled out, with reasons.",
-        "",
-        *foreclosed,
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        "- A nightly job that reruns the whole suite 50 times and files an issue per new flake.",
-        "- Lint rule against real timers in tests.",
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        INTRO,
-        "",
+        *section("priorities", "Fix causes, never symptoms: no retries, no sleeps, no longer timeouts."),
+        *section("lessons", LESSONS_INTRO, "", *lessons),
+        *section("foreclosed", FORECLOSED_INTRO, "", *foreclosed),
+        *section(
+            "future",
+            "- A nightly job that reruns the whole suite 50 times and files an issue per new flake.",
+            "- Lint rule against real timers in tests.",
+        ),
+        *section("history", INTRO),
     ]
     history = [
         *reversed(entries),
         "### Iters 20–51 — ✅ (metrics 31→9): clock injection, per-worker ports, ordered assertions\n",
         "### Iters 1–19 — ✅ (metrics 58→31): quarantine list, rerun harness, first fixes\n",
     ]
-    return ("\n".join(out) + "\n" + "\n".join(history)).encode()
+    return document(out, history).encode()
 
 
 # -- bom-crlf-no-final-newline.md ---------------------------------------------------------------------------------
@@ -1329,97 +1209,62 @@ def over_budget_lessons_heavy() -> bytes:
 
 @fixture("bom-crlf-no-final-newline.md")
 def bom_crlf_no_final_newline() -> bytes:
+    program = "bundle-size-trim"
+    rows = upstream_rows(
+        program,
+        last_run="2026-04-09T10:15:00Z",
+        iterations="3",
+        best="412.6",
+        target="350",
+        direction="lower",
+        pr="#8",
+        issue="#7",
+        errors="0",
+        statuses="accepted, rejected, accepted",
+    )
     lines = [
-        "# Autoloop: bundle-size-trim",
-        "",
-        BANNER,
-        "",
-        "---",
-        "",
-        "## ⚙️ Machine State",
-        "",
-        NOTE,
-        "",
-        *table(
-            [
-                ("Last Run", "2026-04-09T10:15:00Z"),
-                ("Iteration Count", "3"),
-                ("Best Metric", "412.6"),
-                ("Target Metric", "350"),
-                ("Metric Direction", "lower"),
-                ("Branch", "`autoloop/bundle-size-trim`"),
-                ("PR", "#8"),
-                ("Issue", "#7"),
-                ("Paused", "false"),
-                ("Pause Reason", "—"),
-                ("Completed", "false"),
-                ("Completed Reason", "—"),
-                ("Consecutive Errors", "0"),
-                ("Recent Statuses", "accepted, rejected, accepted"),
-            ]
+        *upstream_head(
+            program,
+            "Shrink the production web bundle without removing features",
+            "bundle_kb_gzip",
+            rows,
+            hard_breaks=True,
         ),
-        "",
-        "---",
-        "",
-        "## 📋 Program Info",
-        "",
-        "**Goal**: Shrink the production web bundle without removing features  ",
-        "**Metric**: bundle_kb_gzip (lower is better)  ",
-        "**Branch**: [`autoloop/bundle-size-trim`](../../tree/autoloop/bundle-size-trim)  ",
-        "**Pull Request**: #8  ",
-        "**Issue**: #7  ",
-        "",
-        "---",
-        "",
-        "## 🎯 Current Priorities",
-        "",
-        "Edited by a maintainer on Windows: keep the date picker, it is used on three pages. ",
-        "",
-        "---",
-        "",
-        "## 📚 Lessons Learned",
-        "",
-        "- The chart library is imported whole by one dashboard widget; a per-chart import saves 48 KB gzip.",
-        "- Moment-style locale bundles are the largest single item; only `en` and `de` are used.\t",
-        "",
-        "---",
-        "",
-        "## 🚧 Foreclosed Avenues",
-        "",
-        "- *(none yet)*",
-        "",
-        "---",
-        "",
-        "## 🔭 Future Directions",
-        "",
-        "- Replace the icon font with inline SVG sprites.",
-        "",
-        "---",
-        "",
-        "## 📊 Iteration History",
-        "",
-        "### Iteration 3 — 2026-04-09 10:15 UTC — [Run](https://github.com/example-org/webapp/actions/runs/70112334908)",
-        "",
-        "- **Status**: ✅ Accepted",
-        "- **Change**: Import chart types individually in the dashboard widget.",
-        "- **Metric**: 412.6 (previous best: 460.9, delta: -48.3)",
-        "- **Commit**: 2c8e0f1",
-        "",
-        "### Iteration 2 — 2026-04-08 22:40 UTC — [Run](https://github.com/example-org/webapp/actions/runs/70087720143)",
-        "",
-        "- **Status**: ❌ Rejected",
-        "- **Change**: Drop the polyfill bundle.",
-        "- **Metric**: 458.1 (previous best: 460.9, delta: -2.8)",
-        "- **Notes**: Breaks the supported older browser; a maintainer vetoed it.",
-        "",
-        "### Iteration 1 — 2026-04-08 11:02 UTC — [Run](https://github.com/example-org/webapp/actions/runs/70061938270)",
-        "",
-        "- **Status**: ✅ Accepted",
-        "- **Change**: Restrict date-library locales to `en` and `de`.",
-        "- **Metric**: 460.9 (previous best: 503.4, delta: -42.5)",
-        "- **Commit**: 9f1b3a7",
+        *section("priorities", "Edited by a maintainer on Windows: keep the date picker, it is used on three pages. "),
+        *section(
+            "lessons",
+            "- The chart library is imported whole by one dashboard widget; a per-chart import saves 48 KB gzip.",
+            "- Moment-style locale bundles are the largest single item; only `en` and `de` are used.\t",
+        ),
+        *section("foreclosed", "- *(none yet)*"),
+        *section("future", "- Replace the icon font with inline SVG sprites."),
+        *section(
+            "history",
+            "### Iteration 3 — 2026-04-09 10:15 UTC — [Run](https://github.com/example-org/webapp/actions/runs/70112334908)",
+            "",
+            "- **Status**: ✅ Accepted",
+            "- **Change**: Import chart types individually in the dashboard widget.",
+            "- **Metric**: 412.6 (previous best: 460.9, delta: -48.3)",
+            "- **Commit**: 2c8e0f1",
+            "",
+            "### Iteration 2 — 2026-04-08 22:40 UTC — [Run](https://github.com/example-org/webapp/actions/runs/70087720143)",
+            "",
+            "- **Status**: ❌ Rejected",
+            "- **Change**: Drop the polyfill bundle.",
+            "- **Metric**: 458.1 (previous best: 460.9, delta: -2.8)",
+            "- **Notes**: Breaks the supported older browser; a maintainer vetoed it.",
+            "",
+            "### Iteration 1 — 2026-04-08 11:02 UTC — [Run](https://github.com/example-org/webapp/actions/runs/70061938270)",
+            "",
+            "- **Status**: ✅ Accepted",
+            "- **Change**: Restrict date-library locales to `en` and `de`.",
+            "- **Metric**: 460.9 (previous best: 503.4, delta: -42.5)",
+            "- **Commit**: 9f1b3a7",
+        ),
     ]
-    return b"\xef\xbb\xbf" + "\r\n".join(lines).encode()
+    # Program Info lines end in two spaces (hard breaks).  Written with a BOM and CRLF line endings, and without the
+    # blank line that ends every section: no newline after the last line.
+    return b"\xef\xbb\xbf" + "\r\n".join(lines[:-1]).encode()
 
 
 # -- invalid-utf8-bytes.md ----------------------------------------------------------------------------------------
@@ -1429,105 +1274,66 @@ def bom_crlf_no_final_newline() -> bytes:
 
 @fixture("invalid-utf8-bytes.md")
 def invalid_utf8_bytes() -> bytes:
-    robot_cut = b"\xf0\x9f\xa4"  # the first three bytes of U+1F916 (robot face)
-    telescope_cut = b"\xf0\x9f\x94"  # the first three bytes of U+1F52D (telescope)
-    head = "\n".join(
-        [
-            "# Autoloop: i18n-catalog-sync",
-            "",
-            BANNER,
-            "",
-            "---",
-            "",
-            "## ⚙️ Machine State",
-            "",
-        ]
-    ).encode()
-    note = (
-        b"> "
-        + robot_cut
-        + " *Updated automatically after each iteration. The pre-step scheduler reads this table — keep it accurate.*".encode()
+    # The file is written as text and encoded with surrogateescape, which turns each escaped byte back into itself.
+    def raw(data: bytes) -> str:
+        return data.decode("utf-8", "surrogateescape")
+
+    def cut(emoji: str) -> str:
+        """The first three of the emoji's four bytes."""
+        return raw(emoji.encode()[:3])
+
+    utf16_mark, lone_byte = raw(b"\xff\xfe"), raw(b"\x80")
+    priority = "The French catalog was once saved as Latin-1 by a tool: strings like café and crème must be re-encoded, not deleted."
+
+    program = "i18n-catalog-sync"
+    rows = upstream_rows(
+        program,
+        last_run="2026-07-02T05:30:00Z",
+        iterations="4",
+        best="0.913",
+        target="1.0",
+        direction="higher",
+        pr="#19",
+        issue="#18",
+        errors="0",
+        statuses="accepted, accepted, error, accepted",
     )
-    rows = "\n".join(
-        [
-            "",
-            *table(
-                [
-                    ("Last Run", "2026-07-02T05:30:00Z"),
-                    ("Iteration Count", "4"),
-                    ("Best Metric", "0.913"),
-                    ("Target Metric", "1.0"),
-                    ("Metric Direction", "higher"),
-                    ("Branch", "`autoloop/i18n-catalog-sync`"),
-                    ("PR", "#19"),
-                    ("Issue", "#18"),
-                    ("Paused", "false"),
-                    ("Pause Reason", "—"),
-                    ("Completed", "false"),
-                    ("Completed Reason", "—"),
-                    ("Consecutive Errors", "0"),
-                    ("Recent Statuses", "accepted, accepted, error, accepted"),
-                ]
-            ),
-            "",
-            "---",
-            "",
-            "## 📋 Program Info",
-            "",
-            "**Goal**: Keep every translation catalog in sync with the source strings, with no stale or missing keys",
-            "**Metric**: catalog_sync_ratio (higher is better)",
-            "**Branch**: [`autoloop/i18n-catalog-sync`](../../tree/autoloop/i18n-catalog-sync)",
-            "**Pull Request**: #19",
-            "**Issue**: #18",
-            "",
-            "---",
-            "",
-            "## 🎯 Current Priorities",
-            "",
-        ]
-    ).encode()
-    priorities = b"The French catalog was once saved as Latin-1 by a tool: strings like caf\xe9 and cr\xe8me must be re-encoded, not deleted.\n"
-    middle = "\n".join(
-        [
-            "",
-            "---",
-            "",
-            "## 📚 Lessons Learned",
-            "",
+    lines = [
+        *title(program),
+        # The note's 🤖 is cut after three bytes; no blank line after the heading, none after the note.
+        *section("machine_state", NOTE.replace("🤖", cut("🤖")), *table(rows), gap=False),
+        *program_info(
+            program,
+            "Keep every translation catalog in sync with the source strings, with no stale or missing keys",
+            "catalog_sync_ratio (higher is better)",
+            ("Pull Request", "#19"),
+            ("Issue", "#18"),
+        ),
+        # Saved as Latin-1 by a tool (é and è are the single bytes E9 and E8); no blank line after the heading.
+        *section("priorities", raw(priority.encode("latin-1")), gap=False),
+        *section(
+            "lessons",
             "- Compare catalogs by message id, never by line number.",
             "- Plural forms differ per language; a key is complete only when every plural category has a string.",
-            "",
-            "---",
-            "",
-            "## 🚧 Foreclosed Avenues",
-            "",
-            "- *(none yet)*",
-            "",
-            "---",
-            "",
-        ]
-    ).encode()
-    future_heading = b"## " + telescope_cut + b" Future Directions\n"
-    tail = "\n".join(
-        [
-            "",
+        ),
+        *section("foreclosed", "- *(none yet)*"),
+        # The heading's 🔭 is cut after three bytes; no blank line between the rule and the heading.
+        "---",
+        *section(
+            "future",
             "- Detect catalogs whose encoding is not UTF-8 before parsing them.",
-            "",
-            "---",
-            "",
-            "## 📊 Iteration History",
-            "",
+            rule=False,
+            heading=SECTION_KINDS["future"][0].replace("🔭", cut("🔭")),
+        ),
+        *section(
+            "history",
             "### Iteration 4 — 2026-07-02 05:30 UTC — [Run](https://github.com/example-org/i18n/actions/runs/75210093341)",
             "",
             "- **Status**: ✅ Accepted",
             "- **Change**: Re-encode the French catalog from Latin-1 to UTF-8 before syncing.",
             "- **Metric**: 0.913 (previous best: 0.871, delta: +0.042)",
             "- **Commit**: 1b0c9e2",
-        ]
-    ).encode()
-    notes = b"\n- **Notes**: The importer's log still shows the raw bytes it choked on: \xff\xfe at the start of one file (a UTF-16 mark) and a lone \x80.\n"
-    rest = "\n".join(
-        [
+            f"- **Notes**: The importer's log still shows the raw bytes it choked on: {utf16_mark} at the start of one file (a UTF-16 mark) and a lone {lone_byte}.",
             "",
             "### Iteration 3 — 2026-07-01 17:12 UTC — [Run](https://github.com/example-org/i18n/actions/runs/75183556270)",
             "",
@@ -1536,10 +1342,9 @@ def invalid_utf8_bytes() -> bytes:
             "- **Notes**: The parser failed on the first non-UTF-8 byte and aborted the whole run.",
             "",
             "### Iters 1–2 — ✅ (metrics 0.55→0.871): key extraction, catalog diff, missing-key report",
-            "",
-        ]
-    ).encode()
-    return head + note + rows + priorities + middle + future_heading + tail + notes + rest
+        ),
+    ]
+    return "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
 def main(argv: list[str]) -> int:
