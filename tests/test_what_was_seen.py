@@ -21,6 +21,8 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -82,6 +84,15 @@ def test_tests_reach_the_real_corpus_only_through_conftest() -> None:
         if re.search(r"shared/corpus|parents\[2\]|__[0-9a-f]{7}\.md|idx\d{11}\.md", text):
             offenders.append(path.name)
     assert offenders == []
+
+
+def test_the_generated_fixtures_match_their_generator() -> None:
+    """tests/data/make_corpus.py builds some fixtures from the package's own template words: a template change must
+    not leave the files on disk describing a format the generator no longer writes."""
+    proc = subprocess.run(
+        [sys.executable, str(TESTS / "data" / "make_corpus.py"), "--check"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_no_docstring_points_outside_the_repository() -> None:
