@@ -243,3 +243,35 @@ def test_status_words_are_read_as_the_state_file_reads_them(job: Job, capsys: py
     assert code == 2 and "item 6 (perf): status 'not-accepted'" in err, err
     state = upstream_machine_state(job.file("perf.md") or "")
     assert state["recent_statuses"] == ["accepted", "accepted", "accepted", "rejected", "ci-fix-exhausted"], out
+
+
+def test_an_item_recorded_as_a_bullet_keeps_its_marker_out_of_the_fields(
+    job: Job, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A history written as bullets gets a bullet entry; the hidden item marker must not become part of its Notes
+    (nor show in the views), and a re-run must still find it."""
+    from gitutil import git
+
+    from statefile.model.document import parse
+    from statefile.model.template import new_state_file
+
+    seed = tmp_path / "seed"
+    git("clone", "-q", str(job.remote), str(seed), cwd=tmp_path)
+    git("checkout", "-q", "-b", BRANCH, cwd=seed)
+    bullets = "- Iter 2: ❌ CI failed · commit 24bbe85\n- Iter 1: ✅ first try\n"
+    (seed / "perf.md").write_text(new_state_file("perf").replace("*(No iterations yet.)*\n", bullets), "utf-8")
+    git("add", "perf.md", cwd=seed)
+    git("-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "seed", cwd=seed)
+    git("push", "-q", "origin", BRANCH, cwd=seed)
+    job.context()
+    job.output({"program": "perf", "status": "accepted", "metric": "9", "change": "Cache rows", "notes": "faster"})
+    assert job.apply(capsys)[0] == 0
+    text = job.file("perf.md") or ""
+    newest = parse(text).iterations[0]
+    assert newest.number == 3 and newest.raw.startswith("- Iter")
+    assert newest.notes == "faster" and all("<!--" not in value for value in newest.fields.values()), newest.fields
+    shown = run_statefile("--remote", "origin", "render", "perf", cwd=seed)
+    assert shown.returncode == 0 and "statefile-item" not in shown.stdout, shown.stdout + shown.stderr
+    code, out, _ = job.apply(capsys)
+    assert code == 0 and "already on the branch" in out
+    assert (job.file("perf.md") or "") == text

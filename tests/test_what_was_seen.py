@@ -573,3 +573,13 @@ def test_a_budget_error_names_the_opaque_entries_that_keep_the_file_over(tmp_pat
     assert "'### Iters 2–1000000000000 — typo' (" in proc.stderr and "`statefile edit perf`" in proc.stderr
     assert "maintainer-owned text such as" not in proc.stderr
     assert (tmp_path / "perf.md").read_text(encoding="utf-8") == text
+
+
+def test_a_marker_written_as_the_last_bullet_field_is_no_part_of_the_notes() -> None:
+    """Older versions joined the item marker to a bullet entry's fields with " · "; such files still read clean."""
+    text = state_file(
+        "- Iteration 3 — 2026-01-01 10:00 UTC: **Status**: ✅ Accepted · **Notes**: faster"
+        " · <!-- statefile-item: run 500 attempt 1 item 1 -->\n- Iter 2: ❌ CI failed\n- Iter 1: ✅ first\n"
+    )
+    newest = parse(text).iterations[0]
+    assert newest.notes == "faster" and newest.fields == {"status": "✅ Accepted", "notes": "faster"}

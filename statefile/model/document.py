@@ -485,8 +485,13 @@ def _as_bullet(entry_text: str, nl: str) -> str:
     same number, status and fields.
     """
     lines = [line_body(line).strip() for line in split_lines(entry_text) if line_body(line).strip()]
-    fields = [line.lstrip("-*+").strip() for line in lines[1:]]
-    return f"- {entry_title(lines[0])}" + (": " + " · ".join(fields) if fields else "") + nl
+    # A hidden line (statefile's item marker, an HTML comment) is no field: joined with " · " it would read back as
+    # part of the last field's value.  It goes on a line of its own inside the bullet, where the re-run lookup
+    # (a substring search for the comment) still finds it and no field or view does.
+    hidden = [line for line in lines[1:] if line.startswith("<!--")]
+    fields = [line.lstrip("-*+").strip() for line in lines[1:] if not line.startswith("<!--")]
+    head = f"- {entry_title(lines[0])}" + (": " + " · ".join(fields) if fields else "") + nl
+    return head + "".join(f"  {line}{nl}" for line in hidden)
 
 
 def _append_block(lines: list[str], block: list[str], nl: str) -> list[str]:

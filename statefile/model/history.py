@@ -32,6 +32,9 @@ from statefile.model.text import line_body, one_line
 
 _FIELD_SPLIT = re.compile(r"\s*[|·;]\s*(?=\*\*[^*\n]{1,40}\*\*\s*:)")
 _FIELD = re.compile(r"\*\*([^*\n]{1,40}?)\*\*\s*:?\s*(.*)")
+# A hidden comment inside a field line (statefile's item marker, which older versions wrote as the last " · " part
+# of a bullet-form entry) is no part of any field's value.
+_HIDDEN = re.compile(r"\s*[|·;]?\s*<!--.*?-->")
 _PREV_BEST = re.compile(r"previous best[^:]*:\s*([^,)]+)", re.I)
 _DELTA = re.compile(r"delta:\s*([+\-−]?\s*[\d.]+)", re.I)
 
@@ -173,7 +176,7 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
     else:
         lines = lines[1:]
     for line in lines:
-        stripped = line.strip().lstrip("-*+").strip()
+        stripped = _HIDDEN.sub("", line).strip().lstrip("-*+").strip()
         if not stripped.startswith("**"):
             continue
         for part in _FIELD_SPLIT.split(stripped):
