@@ -221,3 +221,29 @@ def test_an_unclosed_fence_is_an_anomaly() -> None:
     codes = {w.code for w in parse(text).warnings}
     assert "unclosed-block" in codes
     assert "unclosed-block" not in {w.code for w in parse(statefile.new_state_file("x")).warnings}
+
+
+@pytest.mark.parametrize("rule", ["---", "***", "___", "* * *", " - - -"])
+def test_an_added_bullet_or_table_goes_above_the_section_separator_whatever_its_shape(rule: str) -> None:
+    """Every thematic break is a section separator (planning.split_tail reads them so too), not just ``---``."""
+    text = (
+        "# Autoloop: x\n\n## ⚙️ Machine State\n\nNo table yet.\n\n"
+        f"{rule}\n\n## 📚 Lessons Learned\n\nWhat we learned.\n\n{rule}\n\n## 🔭 Future Directions\n\n- more\n"
+    )
+    doc = parse(text).add_lesson("cache the parser").set_field("Iteration Count", 3)
+    assert doc.list_items("lessons")[0].text == "- cache the parser\n"
+    assert doc.machine_state["iteration_count"] == 3
+    lessons = doc.section("lessons")
+    state = doc.section("machine_state")
+    assert lessons is not None and state is not None
+    assert lessons.text.endswith(f"What we learned.\n\n- cache the parser\n\n{rule}\n\n")
+    assert state.text.endswith(f"| Iteration Count | 3 |\n\n{rule}\n\n")
+
+
+def test_a_rule_inside_a_fence_is_content_not_a_separator() -> None:
+    from statefile.model.blocks import content_end
+
+    lines = ["## Notes\n", "\n", "```\n", "---\n", "```\n", "\n", "***\n", "\n"]
+    assert content_end(lines) == 5
+    assert content_end(["## Notes\n", "---\n"]) == 1
+    assert content_end([]) == 0

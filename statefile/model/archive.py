@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from statefile.model.blocks import HEADING, ITEM, outline
 from statefile.model.document import parse
 from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.text import split_lines, utf8_size
@@ -266,8 +267,8 @@ def continuation(text: str) -> tuple[str, bool] | None:
     """
     marker = f"\n{CONTINUED}\n"
     at = text.find(marker)
-    if at < 0 or re.search(r"^(?:#{2,}\s|\s*[-*+]\s)", text[:at], re.M):
-        return None
+    if at < 0 or any(block.kind == ITEM or (block.kind == HEADING and block.level > 1) for block in outline(text[:at])):
+        return None  # the marker is not right after the header: it is some entry's text
     start = at + len(marker)
     end = text.find(f"{CONTINUED_END}\n", start)
     if end < 0:

@@ -19,6 +19,8 @@ never a heading.  Tables are off: a Machine State table is read row by row the w
 from __future__ import annotations
 
 import gc
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -186,3 +188,40 @@ def _trim(lines: list[str], start: int, end: int) -> int:
     while end > start + 1 and not lines[end - 1].strip():
         end -= 1
     return end
+
+
+def content_end(lines: Sequence[str]) -> int:
+    """The index just past a section's last line of content (line 0 is its heading, so never below 1).
+
+    Trailing blank lines and thematic breaks — ``---``, ``***``, ``___`` and their spaced forms, the separator
+    agents put between sections — are not content: a block appended to the section goes before them.  Read with
+    :func:`outline` (code and HTML blocks on, lists off), so a ``---`` inside a fence is content.
+    """
+    end = next((block.end for block in reversed(outline("".join(lines), lists=False)) if block.kind != RULE), 0)
+    return max(end, min(1, len(lines)))
+
+
+# The one line-level heading matcher, for :func:`statefile.model.document.read_machine_state` alone.  The scheduler's
+# pre-step reads every program's Machine State table, which sits near the top of the file; running markdown-it's
+# block rules over whole files for it would cost many times more (a C regex search skips every other line).  It is
+# safe only as :func:`top_heading_lines` uses it: it matches ATX headings of level 1-2 (up to three spaces of
+# indent) and every line that could open a fenced code or HTML block, and at the first such opener the caller falls
+# back to :func:`scan_blocks` — with lists, quotes, tables and setext headings off (as :func:`_heading_parser`
+# has them), only a fence or an HTML block can turn a heading line into text or text into a heading.
+_TOP_HEADING_LINE = re.compile(r"^ {0,3}(?:(#{1,2})(?=[ \t\r\n]|$)([^\r\n]*)|```|~~~|<)", re.MULTILINE)
+
+
+def top_heading_lines(text: str) -> Iterator[tuple[int, int, str]]:
+    """Level 1-2 ATX heading lines of ``text`` as ``(offset, level, text)``, found without markdown-it.
+
+    A line that could open a fenced code or HTML block comes as ``(offset, 0, "")``: from there on only
+    :func:`scan_blocks` can say which lines are headings, so the caller must stop and use it.  The heading text
+    still carries a closing ``##`` sequence (markdown-it drops it); :func:`statefile.model.patterns.heading_key`
+    ignores it.  Bare ``\\r`` line endings are not lines here: callers with them use :func:`scan_blocks`.
+    """
+    for match in _TOP_HEADING_LINE.finditer(text):
+        marks = match.group(1)
+        if marks is None:
+            yield match.start(), 0, ""
+        else:
+            yield match.start(), len(marks), match.group(2).strip()

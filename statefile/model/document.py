@@ -8,7 +8,6 @@ which keeps every derived view (machine state, history, warnings) consistent wit
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,16 @@ from statefile.errors import InvalidDataError
 from statefile.model import history, machine_state
 from statefile.model import lists as bullets
 from statefile.model.anomalies import Anomaly, find_anomalies
-from statefile.model.blocks import ITEM, PARAGRAPH, BlockScan, Heading, outline, scan_blocks
+from statefile.model.blocks import (
+    ITEM,
+    PARAGRAPH,
+    BlockScan,
+    Heading,
+    content_end,
+    outline,
+    scan_blocks,
+    top_heading_lines,
+)
 from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.patterns import entry_title, is_bullet_entry, is_entry_heading, is_placeholder
 from statefile.model.sections import CANONICAL_ORDER, SECTION_KINDS, Section, section_kind
@@ -495,9 +503,7 @@ def _as_bullet(entry_text: str, nl: str) -> str:
 
 
 def _append_block(lines: list[str], block: list[str], nl: str) -> list[str]:
-    end = len(lines)
-    while end > 1 and (not line_body(lines[end - 1]).strip() or line_body(lines[end - 1]).strip() == "---"):
-        end -= 1
+    end = content_end(lines)
     out = list(lines)
     if not out[end - 1].endswith(("\n", "\r")):
         out[end - 1] += nl
@@ -512,11 +518,6 @@ def parse(text: str) -> StateDocument:
 
 # -- the Machine State alone, cheaply --------------------------------------------------------------------------------
 
-# Lines that matter to finding the Machine State section: ATX headings of level 1-2 (up to three spaces of indent)
-# and what could open a fenced code or HTML block, since only markdown-it decides whether a heading after those is
-# real.  Searching for them (in C) skips every other line.
-_SECTION_LINE = re.compile(r"^ {0,3}(?:(#{1,2})(?=[ \t\r\n]|$)([^\r\n]*)|```|~~~|<)", re.MULTILINE)
-
 
 def read_machine_state(text: str) -> dict[str, Any]:
     """``parse(text).machine_state``, reading only the lines up to the end of that section when that is safe.
@@ -525,7 +526,8 @@ def read_machine_state(text: str) -> dict[str, Any]:
     the way :func:`parse` does and stops where the Machine State section ends.  With markdown-it's heading rules as
     configured (lists, quotes, tables and setext headings off), a line can only stop being a heading inside a
     fenced code block or an HTML block, so at the first line that could open one — or with bare CR line endings —
-    it falls back to the full parse.  The result is always equal to ``parse(text).machine_state`` (a property the
+    it falls back to the full parse.  The line matcher is :func:`statefile.model.blocks.top_heading_lines`, kept
+    beside the scanner it stands in for.  The result is always equal to ``parse(text).machine_state`` (a property the
     reliability tests check on fuzzed files).
     """
     if "\r" in text and text.count("\r") != text.count("\r\n"):
@@ -534,16 +536,15 @@ def read_machine_state(text: str) -> dict[str, Any]:
     body = text[1:] if text.startswith("\ufeff") else text
     start: int | None = None
     end = len(body)
-    for match in _SECTION_LINE.finditer(body):
-        level = match.group(1)
-        if level is None:
+    for offset, level, title in top_heading_lines(body):
+        if not level:
             return parse(text).machine_state  # a fence or HTML block could hide or fake a heading
         if start is not None:
-            end = match.start()
+            end = offset
             break
         # heading_key ignores '#' and spacing, so markdown-it's trimming of a closing '##' does not matter.
-        if section_kind(match.group(2).strip(), len(level)) == "machine_state":
-            start = match.start()
+        if section_kind(title, level) == "machine_state":
+            start = offset
     if start is None:
         return {}
     return machine_state.read_state(split_lines(body[start:end]))

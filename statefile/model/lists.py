@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from statefile.model.blocks import ITEM, outline
+from statefile.model.blocks import ITEM, content_end, outline
 from statefile.model.patterns import is_placeholder
-from statefile.model.text import line_body
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,7 @@ def add_item(lines: list[str], text: str, newline: str) -> list[str]:
         out.insert(last.end, bullet)
         return out
     # No list yet: after the intro, before the trailing blank lines / rule that separate sections.
-    end = len(out)
-    while end > 1 and (not line_body(out[end - 1]).strip() or line_body(out[end - 1]).strip() == "---"):
-        end -= 1
+    end = content_end(out)
     if end >= 1 and not out[end - 1].endswith(("\n", "\r")):
         out[end - 1] += newline
     out[end:end] = [newline, bullet]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from statefile.model.blocks import content_end
 from statefile.model.text import line_body, line_ending
 
 # Rows of a fresh file, in the upstream template's order.  New rows are inserted in this order.
@@ -186,14 +187,7 @@ def _insert_position(lines: list[str], rows: list[Row], key: str) -> int:
     for index, line in enumerate(lines):
         if _SEPARATOR.match(line_body(line)) and "-" in line:
             return index + 1
-    return _end_of_content(lines)
-
-
-def _end_of_content(lines: list[str]) -> int:
-    end = len(lines)
-    while end > 1 and (not line_body(lines[end - 1]).strip() or line_body(lines[end - 1]).strip() == "---"):
-        end -= 1
-    return end
+    return content_end(lines)
 
 
 def new_table(fields: dict[str, str], newline: str) -> list[str]:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from statefile.model.blocks import RULE, outline
+from statefile.model.blocks import RULE, content_end, outline
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry
 from statefile.model.text import split_lines
@@ -135,10 +135,9 @@ def _entries_region(doc: StateDocument, entries: Sequence[Entry]) -> tuple[int, 
 
 
 def split_tail(raw: str) -> tuple[str, str]:
-    """Split the trailing blank lines and rules (``---``, the section separator) off the last entry."""
+    """Split the trailing blank lines and rules (``---``, ``***``, ``___``: section separators) off the last entry."""
     lines = split_lines(raw)
-    cut = next((block.end for block in reversed(outline(raw, lists=False)) if block.kind != RULE), 1)
-    cut = max(cut, 1)
+    cut = content_end(lines)
     return "".join(lines[:cut]), "".join(lines[cut:])
 
 
