@@ -8,6 +8,7 @@ which keeps every derived view (machine state, history, warnings) consistent wit
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
