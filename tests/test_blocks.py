@@ -1,0 +1,77 @@
+"""The markdown scanner's process-wide state: the collector pause across threads, and the bounded outline cache."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from statefile.model import blocks
+from statefile.model.blocks import outline, scan_blocks
+
+
+@pytest.fixture
+def collecting() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_the_collector_stays_off_until_the_last_parse_ends_and_then_comes_back(
+    collecting: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two threads parsing at once (the MCP server's workers): the first to finish must not turn the collector
+    back on under the other, and once both are done it is on again, as it was."""
+    md = blocks._heading_parser()
+    real_parse = md.block.parse
+    inside = {"a": threading.Event(), "b": threading.Event()}
+    release = {"a": threading.Event(), "b": threading.Event()}
+    seen: dict[str, bool] = {}
+
+    def parse(src: str, *args: object) -> None:
+        who = threading.current_thread().name
+        inside[who].set()
+        assert release[who].wait(10)
+        seen[who] = gc.isenabled()
+        real_parse(src, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(md.block, "parse", parse)
+    threads = {name: threading.Thread(target=scan_blocks, args=("# t\n",), name=name) for name in ("a", "b")}
+    threads["a"].start()
+    assert inside["a"].wait(10)
+    threads["b"].start()
+    assert inside["b"].wait(10)
+    release["a"].set()
+    threads["a"].join(10)
+    assert not gc.isenabled()  # b is still parsing
+    release["b"].set()
+    threads["b"].join(10)
+    assert seen == {"a": False, "b": False}
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_turned_off_stays_off() -> None:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        scan_blocks("# t\n\ntext\n")
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_the_outline_cache_is_bounded_by_the_size_of_the_texts_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = blocks._OutlineCache(max_chars=10_000, max_text=4_000)
+    monkeypatch.setattr(blocks, "_outlines", cache)
+    texts = [f"- item {n}\n" + "x" * 990 + "\n" for n in range(50)]
+    for text in texts:
+        assert outline(text) == blocks._outline(text, True)
+    assert cache.chars <= 10_000
+    assert cache.get((texts[-1], True)) is not None and cache.get((texts[0], True)) is None
+    big = "para\n" * 1_000
+    assert outline(big) and cache.get((big, True)) is None  # too long to keep: parsed, not held
