@@ -86,6 +86,27 @@ def heading_words(heading: str) -> str:
     return re.sub(r"^[\s—–|:·-]+|[\s—–|:·-]+$", "", title).strip()
 
 
+# -- range lines statefile writes ---------------------------------------------------------------------------------
+
+# The canonical range line (statefile.policy.ranges.render_band): "### Iters 11–40 — ✅ 17 ❌ 9 (metrics 1→2): …".
+RANGE_LINE = re.compile(r"^#{3}\s+Iters (\d+)(?:–(\d+))? — (.*)$")
+_BUCKET = r"(?:✅|❌|⚠️|other)"
+_RANGE_COUNTS = rf"{_BUCKET} \d+(?: {_BUCKET} \d+)*(?: \(\+\d+ uncounted\))?"
+# Its head in the upstream shape: "✅ 17 ❌ 9 (metrics 101.2→131.5): summary", each part optional.
+RANGE_LINE_HEAD = re.compile(
+    rf"^(?P<counts>{_RANGE_COUNTS})?\s?(?:\(metrics (?P<from>\S+?)→(?P<to>\S+?)\))?(?:: (?P<summary>.*))?$"
+)
+# Its " · " fields: the archive folder (always last), counts, dates and metric (the earlier shape's fields).
+RANGE_ARCHIVE_FIELD = re.compile(r"^archive/\S*$")
+RANGE_COUNTS_FIELD = re.compile(rf"^{_RANGE_COUNTS}$")
+RANGE_COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
+RANGE_DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
+RANGE_METRIC_FIELD = re.compile(r"^metric (\S+?)→(\S+)$")
+# What history.parse_entry would take for a metric band (the arrows of METRIC_BAND between two numbers): a range
+# line's summary must not offer one when the line has none.
+ARROW_BAND = re.compile(rf"(\d%?\s*){_ARROW}(\s*~?-?\d)")
+
+
 # -- statuses ----------------------------------------------------------------------------------------------------
 
 #: The glyph written in front of each status word (the scheduler's Recent Statuses use the words).

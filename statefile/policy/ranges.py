@@ -28,7 +28,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from statefile.model.history import Iteration, IterationRange
-from statefile.model.patterns import DATE, first_number, heading_words, number_text
+from statefile.model.patterns import (
+    ARROW_BAND,
+    DATE,
+    RANGE_ARCHIVE_FIELD,
+    RANGE_COUNT_ITEM,
+    RANGE_COUNTS_FIELD,
+    RANGE_DATES_FIELD,
+    RANGE_LINE,
+    RANGE_LINE_HEAD,
+    RANGE_METRIC_FIELD,
+    first_number,
+    heading_words,
+    number_text,
+)
 from statefile.model.text import ELLIPSIS, clip
 
 SEP = " · "
@@ -37,17 +50,6 @@ PART_SEP = " / "
 STATUS_BUCKETS: tuple[str, ...] = ("✅", "❌", "⚠️", "other")
 _BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
 
-_CANONICAL = re.compile(r"^#{3}\s+Iters (\d+)(?:–(\d+))? — (.*)$")
-_COUNTS = r"(?:✅|❌|⚠️|other) \d+(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?"
-# The head of the upstream shape: "✅ 17 ❌ 9 (metrics 101.2→131.5): summary", each part optional.
-_HEAD = re.compile(rf"^(?P<counts>{_COUNTS})?\s?(?:\(metrics (?P<from>\S+?)→(?P<to>\S+?)\))?(?:: (?P<summary>.*))?$")
-_ARCHIVE_FIELD = re.compile(r"^archive/\S*$")
-_COUNTS_FIELD = re.compile(r"^(?:(?:✅|❌|⚠️|other) \d+)(?: (?:✅|❌|⚠️|other) \d+)*(?: \(\+\d+ uncounted\))?$")
-_COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
-_DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
-_METRIC_FIELD = re.compile(r"^metric (\S+?)→(\S+)$")
-# What history.parse_entry would take for a metric band; a summary must not offer one when the line has none.
-_ARROW_BAND = re.compile(r"(\d%?\s*)(?:→|->|–>|=>)(\s*~?-?\d)")
 _CLAUSE_END = re.compile(r"\s+[—–]\s+|[.;:]\s|\s\(")
 
 
@@ -141,39 +143,39 @@ def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str
 def parse_canonical(heading: str) -> Band | None:
     """The band of a canonical range line statefile wrote, in the current shape or the earlier one (``None`` for
     any other line)."""
-    match = _CANONICAL.match(heading.rstrip("\r\n"))
+    match = RANGE_LINE.match(heading.rstrip("\r\n"))
     if not match:
         return None
     fields = match.group(3).split(SEP)
-    if not _ARCHIVE_FIELD.match(fields[-1]):
+    if not RANGE_ARCHIVE_FIELD.match(fields[-1]):
         return None
     fields.pop()
     counts = [0, 0, 0, 0]
     date_from = date_to = metric_from = metric_to = None
     parts: list[str] = []
-    head = _HEAD.match(fields[0]) if fields else None
+    head = RANGE_LINE_HEAD.match(fields[0]) if fields else None
     # Counts alone read the same in both shapes ("✅ 3 · dates · …"): the earlier shape's reading handles them.
     if head and (head.group("from") or head.group("summary") is not None):
         # The upstream shape: "counts (metrics a→b): summary", the rest of the summary, then the dates.
         fields.pop(0)
         if head.group("counts"):
-            for glyph, count in _COUNT_ITEM.findall(head.group("counts")):
+            for glyph, count in RANGE_COUNT_ITEM.findall(head.group("counts")):
                 counts[STATUS_BUCKETS.index(glyph)] += int(count)
         metric_from, metric_to = head.group("from"), head.group("to")
         if head.group("summary") is not None:
             parts.append(head.group("summary"))
     else:
         # The earlier shape: "counts · dates · metric a→b · summary".
-        if fields and _COUNTS_FIELD.match(fields[0]):
-            for glyph, count in _COUNT_ITEM.findall(fields.pop(0)):
+        if fields and RANGE_COUNTS_FIELD.match(fields[0]):
+            for glyph, count in RANGE_COUNT_ITEM.findall(fields.pop(0)):
                 counts[STATUS_BUCKETS.index(glyph)] += int(count)
-        if fields and (dates := _DATES_FIELD.match(fields[0])):
+        if fields and (dates := RANGE_DATES_FIELD.match(fields[0])):
             fields.pop(0)
             date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
-        if fields and (metric := _METRIC_FIELD.match(fields[0])):
+        if fields and (metric := RANGE_METRIC_FIELD.match(fields[0])):
             fields.pop(0)
             metric_from, metric_to = metric.group(1), metric.group(2)
-    if date_from is None and fields and (dates := _DATES_FIELD.match(fields[-1])):
+    if date_from is None and fields and (dates := RANGE_DATES_FIELD.match(fields[-1])):
         fields.pop()
         date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
     summary = SEP.join([*parts, *fields]).strip()
@@ -279,14 +281,14 @@ def render_band(band: Band, *, program: str | None, text_cap: int, newline: str 
     summary = join_parts(band.parts, text_cap)
     if summary and not has_metric:
         # Without a metric band of our own, an arrow between numbers in the summary would be read as the band.
-        summary = _ARROW_BAND.sub(r"\1 to \2", summary)
+        summary = ARROW_BAND.sub(r"\1 to \2", summary)
     if summary and head:
         lead = f"{head}: {summary}"
     elif head:
         lead = head
     else:
         # No head: the summary leads, unless it would read as a head itself ("✅ 3", "(metrics …)").
-        lead = f": {summary}" if summary and _HEAD.match(summary.split(SEP)[0]) else summary
+        lead = f": {summary}" if summary and RANGE_LINE_HEAD.match(summary.split(SEP)[0]) else summary
     fields = [lead] if lead else []
     if band.date_from:
         to = band.date_to or band.date_from
