@@ -33,6 +33,9 @@ SUMMARIZER_TIMEOUT = 30.0
 SUMMARY_CAP = 160
 """Characters a range line's summary may take; a summarizer's line must be shorter."""
 
+RANGE_TEXT_CAP = 320
+"""Characters of summary text a merged range line keeps (compaction's default; repair merges with it too)."""
+
 SHARED_PROGRAM = "_shared"
 """The program name of ``_shared.md``: lessons promoted for every program, not a program of its own."""
 

@@ -14,10 +14,11 @@ import statefile
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, IterationRange, parse_entry, render_iteration
+from statefile.model.patterns import is_placeholder
 from statefile.model.synthetic import synthetic_state
 from statefile.model.template import new_state_file
 from statefile.policy.compaction import CompactionBudgetError, CompactionPolicy, compact, program_name
-from statefile.policy.pruning import is_pinned, is_placeholder
+from statefile.policy.pruning import is_pinned
 from statefile.policy.ranges import (
     Band,
     band_from_entries,

@@ -16,13 +16,13 @@ from upstream import meaningful, upstream_machine_state
 from statefile.errors import ConflictError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration
+from statefile.model.patterns import leading_number
 from statefile.model.template import new_state_file
 from statefile.policy.rules import (
     UPSTREAM_STATUSES,
     RecordRequest,
     format_delta,
     format_number,
-    parse_number,
     record,
 )
 
@@ -378,7 +378,7 @@ def test_deltas_are_exact_decimal_differences() -> None:
     ],
 )
 def test_parse_number(cell: str | None, number: str | None) -> None:
-    parsed = parse_number(cell)
+    parsed = leading_number(cell)
     assert (str(parsed) if parsed is not None else None) == number
 
 

@@ -41,12 +41,12 @@ from statefile.integrations.summarizer import command_summarizer
 from statefile.model.archive import make_chunk, part_header
 from statefile.model.document import parse
 from statefile.model.history import Iteration, render_iteration
-from statefile.model.patterns import metric_direction, section_name
+from statefile.model.patterns import is_placeholder, metric_direction, section_name
 from statefile.model.sections import SECTION_KINDS, section_kind
 from statefile.model.synthetic import synthetic_state
 from statefile.model.template import new_state_file
 from statefile.model.text import clip
-from statefile.policy import pruning, ranges
+from statefile.policy import ranges
 from statefile.policy.compaction import CompactionPolicy, compact
 from statefile.policy.lessons import add_lesson, lessons
 from statefile.policy.rules import RecordRequest, record
@@ -272,7 +272,7 @@ def test_none_is_a_placeholder_everywhere() -> None:
     section = doc.section("lessons")
     assert section is not None and "- *(none)*" in section.text
     assert lessons(doc) == []
-    assert all(item.is_placeholder and pruning.is_placeholder(item.text) for item in doc.list_items("lessons"))
+    assert all(item.is_placeholder and is_placeholder(item.text) for item in doc.list_items("lessons"))
     assert pressure(doc, max_bytes=30720)["counts"]["lessons"] == 0
     assert "(none)" not in render_view(doc, program="perf").text
     added = add_lesson(doc, "Warm the cache first")

@@ -39,11 +39,18 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
-from statefile.defaults import AGGRESSIVE_AT, AGGRESSIVE_KEEP, DEFAULT_MAX_BYTES, KEEP_RECENT, SUMMARY_CAP
+from statefile.defaults import (
+    AGGRESSIVE_AT,
+    AGGRESSIVE_KEEP,
+    DEFAULT_MAX_BYTES,
+    KEEP_RECENT,
+    RANGE_TEXT_CAP,
+    SUMMARY_CAP,
+)
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, OpaqueEntry
-from statefile.model.patterns import is_bullet_entry, state_direction
+from statefile.model.patterns import is_bullet_entry, is_placeholder, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.text import clip, detect_newline, line_body, plural, split_lines, utf8_size
 from statefile.policy import pruning, ranges
@@ -95,7 +102,7 @@ class CompactionPolicy:
     foreclosed_similarity: float = 0.6
     max_foreclosed_aggressive: int = 15
     summary_cap: int = SUMMARY_CAP
-    range_text_cap: int = 320
+    range_text_cap: int = RANGE_TEXT_CAP
     today: date | None = None
     summarizer: Summarizer | None = None
     program: str | None = None
@@ -531,7 +538,7 @@ class _Compactor:
 
 def _left(texts: Sequence[str], plan: pruning.ListPlan) -> tuple[int, int]:
     """Bullets a plan keeps (placeholders aside), and how many of those are unpinned."""
-    kept = [t for k, t in enumerate(texts) if k not in plan.remove and not pruning.is_placeholder(t)]
+    kept = [t for k, t in enumerate(texts) if k not in plan.remove and not is_placeholder(t)]
     return len(kept), sum(1 for t in kept if not pruning.is_pinned(t))
 
 

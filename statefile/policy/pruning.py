@@ -55,11 +55,6 @@ def is_important(text: str) -> bool:
     return bool(_IMPORTANT.search(text))
 
 
-def is_placeholder(text: str) -> bool:
-    """Whether a bullet is a template placeholder like ``- *(none yet)*`` (never counted, never removed)."""
-    return patterns.is_placeholder(text)
-
-
 def expiry(text: str) -> date | None:
     """The date in ``(expires YYYY-MM-DD)``, or ``None`` (also for an impossible date)."""
     match = _EXPIRES.search(text)
@@ -138,7 +133,7 @@ def plan_lessons(
     """Which lessons leave: expired ones; with ``collapse``, older duplicates; then beyond ``limit`` (``None``: no
     limit) the oldest unpinned ones, those marked important last."""
     plan = ListPlan()
-    live = [i for i, t in enumerate(texts) if not is_placeholder(t)]
+    live = [i for i, t in enumerate(texts) if not patterns.is_placeholder(t)]
     age = _age_rank(len(texts), order_newest_last)
     for i in live:
         when = expiry(texts[i])
@@ -163,7 +158,7 @@ def plan_foreclosed(
 ) -> ListPlan:
     """Which foreclosed avenues consolidate (when ``consolidate``) and which leave beyond ``limit``."""
     plan = ListPlan()
-    live = [i for i, t in enumerate(texts) if not is_placeholder(t)]
+    live = [i for i, t in enumerate(texts) if not patterns.is_placeholder(t)]
     age = _age_rank(len(texts), order_newest_last)
     if consolidate:
         _collapse_duplicates(texts, live, similarity, age, plan, "avenue", mark=True)

@@ -25,24 +25,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from statefile.defaults import RANGE_TEXT_CAP
 from statefile.model import lists as bullets
 from statefile.model.anomalies import REPAIRABLE, Anomaly
 from statefile.model.blocks import RULE, outline
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, IterationRange, parse_entry
-from statefile.model.patterns import heading_key
+from statefile.model.patterns import heading_key, state_direction
 from statefile.model.sections import SECTION_KINDS, Section
 from statefile.model.spans import holds
 from statefile.model.text import line_body, line_ending, split_lines
 from statefile.policy.planning import join_entries, split_tail
 from statefile.policy.ranges import band_from_range, merge_bands, render_band
-from statefile.policy.rules import metric_direction
 
 #: The ``check`` warning codes repair answers.
 FIXABLE = REPAIRABLE
 _LIST_KINDS = frozenset({"lessons", "foreclosed", "future"})
-#: Width of the summary text in a merged range line (what compaction's policy allows by default).
-RANGE_TEXT_CAP = 320
 
 
 @dataclass(frozen=True)
@@ -414,7 +412,7 @@ def _merge_overlapping_ranges(doc: StateDocument, program: str | None) -> tuple[
     groups = [group for group in groups if len(group) > 1]
     if not groups:
         return doc, [], []
-    direction = metric_direction(doc.machine_state)
+    direction = state_direction(doc.machine_state)
     replace_at: dict[int, str] = {}
     drop: set[int] = set()
     archived: list[str] = []

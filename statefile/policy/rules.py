@@ -226,7 +226,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         # Checked before converting: 9999-12-31T23:59:59-12:00 is a valid time whose UTC is not.
         raise UsageError(f"--at {req.at.isoformat()} is not a time an iteration ran at (after 1970, not in the future)")
     at = (req.at or now).astimezone(timezone.utc)
-    direction = req.metric_direction or metric_direction(state)
+    direction = req.metric_direction or state_direction(state)
     previous_best = _table_number(state, "best_metric", "Best Metric", program)
     metric = _decimal(req.metric) if req.metric is not None else None
 
@@ -416,11 +416,6 @@ def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any
 # -- numbers ----------------------------------------------------------------------------------------------------------
 
 
-def parse_number(cell: Any) -> Decimal | None:
-    """The leading number of a Machine State cell, leniently: ``606 (canonical)`` → 606, ``— (CI failed)`` → None."""
-    return leading_number(cell)
-
-
 def plausible(value: Decimal) -> bool:
     """A finite number whose magnitude a measurement could have (0, or within 1e±308)."""
     return value.is_finite() and (value == 0 or -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT)
@@ -444,7 +439,7 @@ def parse_metric(text: str, what: str) -> Decimal:
 
 def _table_number(state: dict[str, Any], key: str, label: str, program: str) -> Decimal | None:
     """A number the rules compare against; one no measurement could be is an error in the file, not a value."""
-    number = parse_number(state.get(key))
+    number = leading_number(state.get(key))
     if number is not None and not plausible(number):
         raise InvalidDataError(
             f"the Machine State row '{label}' of {program} holds {str(state.get(key))[:40]!r}, not a plausible "
@@ -486,11 +481,6 @@ def format_delta(value: Decimal) -> str:
     if value == 0:
         return "0"
     return ("+" if value > 0 else "-") + format_number(abs(value))
-
-
-def metric_direction(state: dict[str, Any]) -> str:
-    """``"lower"`` or ``"higher"`` (the default) from the Metric Direction row (see patterns.metric_direction)."""
-    return state_direction(state)
 
 
 def improves(metric: Decimal, best: Decimal, direction: str) -> bool:

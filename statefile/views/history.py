@@ -25,10 +25,9 @@ from typing import Any
 from statefile.model.archive import archive_entries
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
-from statefile.model.patterns import first_number
+from statefile.model.patterns import first_number, state_direction
 from statefile.model.spans import Span, holds, merge, of_numbers, size
 from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of
-from statefile.policy.rules import metric_direction
 
 _BUCKET_WORDS = ("accepted", "rejected", "error", "other")
 
@@ -145,7 +144,7 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
             partial = isinstance(entry, Iteration) and entry.partial
             # File entries are newest first; the top one is the most recent copy.
             found.append(_Found(entry, f"{program}.md", lines[index] + 1, (not partial, 1, -index)))
-    direction = metric_direction(doc.machine_state) if doc is not None else "higher"
+    direction = state_direction(doc.machine_state) if doc is not None else "higher"
 
     winner: dict[int, _Found] = {}
     for item in found:
