@@ -156,12 +156,52 @@ async def test_the_server_sees_new_records_without_a_restart(session: ClientSess
     assert after.structured_content is not None and after.structured_content["total"] == 42
 
 
-def test_the_server_never_writes() -> None:
-    """Read-only by design: nothing the MCP module reaches imports the write side or calls a store write."""
-    source = (PACKAGE / "cli" / "mcp_server.py").read_text()
-    tree = ast.parse(source)
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-    assert not {m for m in imported if m.startswith(("statefile.app.writing", "statefile.policy.compaction"))}
+# What writes, or exists only to write: the write use cases, the record rules, compaction and its planner and
+# summarizer, repair and edits, lesson promotion, export/import, and the write commands.  None of it may load in the
+# server, so no code path of a tool can reach it.
+WRITE_SIDE = (
+    "statefile.app.writing",
+    "statefile.app.ghaw",
+    "statefile.app.sync",
+    "statefile.policy.rules",
+    "statefile.policy.compaction",
+    "statefile.policy.planning",
+    "statefile.policy.repair",
+    "statefile.policy.edits",
+    "statefile.policy.lessons",
+    "statefile.integrations.summarizer",
+    "statefile.store.exchange",
+    "statefile.cli.write",
+    "statefile.cli.ghaw",
+    "statefile.cli.backup",
+)
+_BUILD_AND_CALL = """
+import json, sys
+import anyio
+from statefile.app.context import AppContext
+from statefile.cli.mcp_server import READ_ONLY_TOOLS, build_server
+server = build_server(AppContext(folder=__import__("pathlib").Path(sys.argv[1])))
+calls = {"render": {"program": "mid"}, "search": {"query": "parser"}, "expand": {"program": "mid", "iteration": 1},
+         "history": {"program": "mid"}, "status": {"program": "mid"}, "list": {}}
+assert set(calls) == set(READ_ONLY_TOOLS)
+for name, arguments in calls.items():
+    result = anyio.run(server.call_tool, name, arguments)
+    assert not result.is_error, (name, result)  # each tool really ran its read
+print(json.dumps(sorted(name for name in sys.modules if name.startswith("statefile."))))
+"""
+
+
+def test_the_server_never_writes(tmp_path: Path) -> None:
+    """Read-only by design: building the server and calling every tool loads no module of the write side."""
+    (tmp_path / "mid.md").write_text((SAMPLES / "mid-life.md").read_text())
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUILD_AND_CALL, str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout.splitlines()[-1]))
+    assert "statefile.cli.mcp_server" in loaded and "statefile.app.reading" in loaded  # the probe saw the server
+    assert loaded.isdisjoint(WRITE_SIDE), sorted(loaded & set(WRITE_SIDE))
+    tree = ast.parse((PACKAGE / "cli" / "mcp_server.py").read_text())
     called = {
         node.func.attr for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     }

@@ -1,10 +1,11 @@
 """``statefile mcp``: the memory's read side as an MCP server over stdio, for agents that call tools by name.
 
 Six tools — ``render``, ``search``, ``expand``, ``history``, ``status``, ``list`` — each a thin call of the same
-read use case the command of that name runs (:mod:`statefile.app.reading`).  Read-only by design: nothing here
-imports the write side, every tool is annotated ``readOnlyHint``, and writes go through the gh-aw safe-output job.
-Each call opens the store afresh (with ``--remote``, one fetch), so a long-lived server always answers from the
-branch as it is now, and concurrent calls (the SDK runs sync tools in worker threads) share nothing.
+read use case the command of that name runs (:mod:`statefile.app.reading`).  Read-only by design: nothing the
+server loads is on the write side (a test builds it, calls every tool and looks at what was imported), every tool
+is annotated ``readOnlyHint``, and writes go through the gh-aw safe-output job.  Each call opens the store afresh
+(with ``--remote``, one fetch), so a long-lived server always answers from the branch as it is now, and concurrent
+calls (the SDK runs sync tools in worker threads) share nothing.
 
 The MCP SDK (package ``mcp``, an optional extra: ``pip install 'statefile[mcp]'``) costs about 0.7 s to import, so
 it is imported only here, inside :func:`build_server`; no other command loads it (a test checks).

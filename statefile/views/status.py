@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
+from statefile.defaults import AGGRESSIVE_AT, AGGRESSIVE_KEEP
 from statefile.model import archive
 from statefile.model.document import StateDocument
 from statefile.model.text import plural, utf8_size
-from statefile.policy.compaction import CompactionPolicy
 from statefile.policy.pruning import is_pinned
 
-_DEFAULTS = CompactionPolicy()
 # The median size of a detailed iteration entry in the real corpus (154 entries, 27 files): used when a file has
 # no detailed entry of its own to measure.
 TYPICAL_ENTRY_BYTES = 640
@@ -56,8 +55,8 @@ def pressure(
     max_bytes: int,
     archived_entries: int = 0,
     archive_parts: int = 0,
-    aggressive_at: float = _DEFAULTS.aggressive_at,
-    keep_aggressive: int = _DEFAULTS.keep_recent_aggressive,
+    aggressive_at: float = AGGRESSIVE_AT,
+    keep_aggressive: int = AGGRESSIVE_KEEP,
 ) -> dict[str, Any]:
     """How close ``doc`` is to ``max_bytes``, per-section sizes and token estimates, and what comes next.
 
