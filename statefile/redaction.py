@@ -14,6 +14,9 @@ MASK = "***"
 # userinfo in a URL.  With a colon (user:password) anything up to the last '@' before whitespace or a quote is
 # hidden, since people do write passwords with '/', '?' and '@' unescaped; without one, a bare user or token.
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^\s@/?#:]*:[^\s'\"]*|[^\s@/?#]+)@")
+# The scp-like form git also takes, user:password@host:path (no scheme), whose password no URL pattern sees.  Only a
+# user *with* a password is hidden: git@github.com:o/r.git names no secret.
+_SCP_USERINFO = re.compile(r"(?<![^\s'\"=(<\[])([^\s@/:'\"=]+):[^\s'\"]*@(?=[A-Za-z0-9.\[\]-]+:)")
 # Query parameters that carry credentials (GitLab's private_token, OAuth's access_token, signed URLs' sig, …).
 _QUERY_SECRET = re.compile(
     r"(?i)([?&;](?:access_token|private_token|token|auth|key|api_key|apikey|password|passwd|pwd|secret|sig|"
@@ -27,9 +30,11 @@ _KNOWN_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]{10,
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``***``: URL userinfo and credential query parameters, Authorization
-    header values, ``*_TOKEN=``-style assignments, and GitHub/GitLab tokens."""
+    """``text`` with credentials replaced by ``***``: URL userinfo (also in git's scp-like ``user:pw@host:path``)
+    and credential query parameters, Authorization header values, ``*_TOKEN=``-style assignments, and GitHub/GitLab
+    tokens."""
     text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+    text = _SCP_USERINFO.sub(rf"\1:{MASK}@", text)
     text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
     text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
     text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)

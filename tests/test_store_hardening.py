@@ -33,7 +33,9 @@ from statefile.model.synthetic import synthetic_state
 from statefile.store import Change, FolderStore, GitStore, Store
 from statefile.store.exchange import check_path
 from statefile.store.folder import STALE_TEMP_SECONDS
+from statefile.store.git import store as git_store
 from statefile.store.git.refs import Refs
+from statefile.store.git.remote import Remote
 from statefile.store.names import validate_branch, validate_path, validate_program
 
 
@@ -111,6 +113,20 @@ def test_a_branch_that_is_a_symbolic_ref_is_never_written_through(tmp_path: Path
         with pytest.raises(InvalidDataError, match="symbolic ref to refs/heads/elsewhere"):
             store.update("perf", appender("- x"), "statefile: x")
     assert rev(work, "refs/heads/elsewhere") is None and rev(remote, LOCAL) is None
+
+
+def test_a_remote_branch_that_is_a_symbolic_ref_is_never_pushed_through(tmp_path: Path) -> None:
+    """On the remote, receive-pack follows a symbolic ref: a push to memory/autoloop would move main there."""
+    remote = make_remote(tmp_path)
+    first = clone(remote, tmp_path / "first")
+    Store.open(first, remote="origin").update("perf", appender("- one"), "statefile: one")
+    git(remote, "symbolic-ref", LOCAL, "refs/heads/main")
+    main = rev(remote, "refs/heads/main")
+    work = clone(remote, tmp_path / "work")
+    proc = sf("--remote", "origin", "record", "perf", "--create", "--status", "accepted", cwd=work)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert "symbolic ref to refs/heads/main" in one_error_line(proc)
+    assert rev(remote, "refs/heads/main") == main
 
 
 # -- 5. FIFOs and devices in a folder store ------------------------------------------------------------------------
@@ -277,6 +293,28 @@ def test_a_stale_lock_on_the_remote_is_named_as_such(tmp_path: Path) -> None:
     message = str(info.value)
     assert "kept changing" not in message and "stale" in message and "autoloop.lock" in message
     assert "\n" not in message
+
+
+def test_a_stale_lock_on_the_remote_is_given_up_on_without_the_whole_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default tries and budget (100 tries, 300 s), a lock that stays held while the remote's tip stays
+    put is taken for a stale one after STALE_REMOTE_LOCK seconds, not retried for five minutes.  (Here the grace
+    is 0 s, so the second locked push already gives up; the old loop pushed until its tries ran out.)"""
+    remote = make_remote(tmp_path)
+    work = clone(remote, tmp_path / "work")
+    store = Store.open(work, remote="origin")
+    store.update("perf", appender("- one"), "statefile: one")
+    before = rev(remote, LOCAL)
+    (remote / "refs" / "heads" / "memory" / "autoloop.lock").write_text("")
+    monkeypatch.setattr(git_store, "STALE_REMOTE_LOCK", 0.0)
+    pushes = []
+    push = Remote.push
+    monkeypatch.setattr(Remote, "push", lambda self, new: pushes.append(new) or push(self, new))
+    with pytest.raises(GitError, match="stale"):
+        store.update("perf", appender("- two"), "statefile: two")
+    assert len(pushes) == 2
+    assert rev(remote, LOCAL) == before
 
 
 def test_a_pre_receive_hooks_own_message_is_kept(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from statefile.integrations.ghaw import (
     REPO_MEMORY_ROOT,
 )
 from statefile.redaction import redact, redact_value
+from statefile.store.atomic import INPUT_LIMIT, read_regular_file
 from statefile.store.names import validate_branch
 
 if sys.version_info >= (3, 11):  # pragma: no cover - depends on the interpreter
@@ -377,7 +378,7 @@ def _config_files(root: Path) -> list[tuple[str, dict[str, object]]]:
 
 def _read_toml(path: Path, name: str) -> dict[str, Any] | None:
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, limit=INPUT_LIMIT, what=name)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -456,7 +457,7 @@ def _repo_memory_entries(path: Path, source: str) -> list[tuple[dict[str, Any], 
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, limit=INPUT_LIMIT, what="the workflow").decode("utf-8")
         # frontmatter.parse, not loads(): a workflow's "on:" key is the boolean True in YAML 1.1, and loads()
         # passes the keys as keyword arguments, which fails on a non-string key.
         metadata, _ = frontmatter.parse(text)

@@ -49,6 +49,7 @@ from statefile.policy.compaction import CompactionPolicy, CompactionResult, comp
 from statefile.policy.rules import RecordRequest, format_number, marker_comment, record, recorded_iteration
 from statefile.policy.spreading import compact_within
 from statefile.store import Change, Store
+from statefile.store.atomic import INPUT_LIMIT, read_regular_file
 from statefile.store.names import validate_program
 from statefile.views.render import render_view
 
@@ -180,8 +181,8 @@ def context_from_autoloop(autoloop: Mapping[str, Any], *, goal: str | None, env:
 def program_goal(path: Path) -> str | None:
     """The first paragraph of the ``## Goal`` section of a program definition, on one line (at most 240 chars)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_regular_file(path, limit=INPUT_LIMIT).decode("utf-8")
+    except (OSError, UnicodeDecodeError, StatefileError):
         return None
     match = re.search(r"^##\s+Goal\s*\n(.*?)(?=^#{1,2}\s|\Z)", text, re.M | re.S)
     if not match:

@@ -15,11 +15,13 @@ from statefile.app.context import AppContext
 from statefile.app.writing import restore_heading, restoring_heading
 from statefile.cli.support import emit_json, example, pass_app, plural, say, unchanged
 from statefile.defaults import SHARED_PROGRAM
-from statefile.errors import ConflictError, NotFoundError
+from statefile.errors import ConflictError, NotFoundError, UsageError
 from statefile.integrations.autoloop import write_text_atomic
 from statefile.model.document import StateDocument
 from statefile.model.text import encode
 from statefile.store import GitStore, Store
+from statefile.store.atomic import IMPORT_LIMIT
+from statefile.store.base import decode_text
 from statefile.store.exchange import dumps, export_json, import_json, loads
 from statefile.store.files import read_text_file
 from statefile.store.names import is_program_name
@@ -61,7 +63,7 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
     iterations.  The branch is created if it does not exist.
     """
 
-    raw = sys.stdin.read() if str(source) == "-" else _read(source)
+    raw = _read_stdin() if str(source) == "-" else _read(source)
     files = import_json(loads(raw))
     budget = app.config().max_bytes.value
     sizes = {path: len(encode(text)) for path, text in files.items()}
@@ -121,6 +123,13 @@ def _same(doc: StateDocument | None) -> StateDocument:
     if doc is None:
         raise NotFoundError("the imported file disappeared before its heading could be restored; run import again")
     return doc
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read(IMPORT_LIMIT + 1)
+    if len(data) > IMPORT_LIMIT:
+        raise UsageError(f"the export on stdin is over the {IMPORT_LIMIT:,} bytes statefile reads; nothing was read")
+    return decode_text(data, "stdin")
 
 
 def _read(path: Path) -> str:

@@ -29,6 +29,7 @@ from statefile.cli.support import (
     without_checkout,
 )
 from statefile.store import Store
+from statefile.store.atomic import write_output
 from statefile.views.history import HistoryRow, ProgramHistory
 from statefile.views.summary import step_summary, where_sentence
 
@@ -135,8 +136,7 @@ def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, ma
     if out is None:
         click.echo(text, nl=False)
         return
-    with out.open("a", encoding="utf-8") as fh:
-        fh.write(text + "\n")
+    write_output(out, (text + "\n").encode("utf-8"), append=True)  # $GITHUB_STEP_SUMMARY, a file or a device
     say(app, f"appended the summary of {plural(count, 'program')} to {out}")
 
 

@@ -5,13 +5,15 @@ Light on purpose (click and the base modules only): ``statefile --version`` impo
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 
 import click
 
 from statefile.cli.style import paint
-from statefile.errors import EXIT_INTERNAL, EXIT_USAGE, StatefileError
+from statefile.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USAGE, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
 
@@ -30,8 +32,14 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
     """
     try:
         command.main(args=argv, prog_name="statefile", standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit: output that cannot be written is an error with its own line
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except _NO_ARGS_IS_HELP as exc:
+        # `statefile lesson`: the group's help is what was asked for (click 8.1 printed it and exited 0, 8.2 made it
+        # an error whose message is the whole help on one line).
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        return 0
     except click.UsageError as exc:
         # click's own form is three lines (usage, a hint, the error); ours is one, with where to look.
         where = exc.ctx.command_path if exc.ctx is not None else "statefile"
@@ -54,16 +62,57 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
     except SystemExit as exc:
         # A command that chose its exit code (check: 1 when a file fails).
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except Exception as exc:
-        if os.environ.get("STATEFILE_DEBUG"):
-            raise
+    except MemoryError:
+        _discard_output()
         click.echo(
-            f"statefile: internal error: {type(exc).__name__}: {shown(str(exc))} "
-            "(set STATEFILE_DEBUG=1 for a traceback and report it)",
+            f"statefile: {_error()} out of memory: the input is larger than this machine lets statefile hold; "
+            "nothing was written — check the input's size, or raise the memory limit",
             err=True,
         )
-        return EXIT_INTERNAL
+        return EXIT_ENVIRONMENT
+    except OSError as exc:
+        if exc.errno not in _ENVIRONMENT_ERRNOS:
+            return _internal(exc)
+        # Output into a full disk or device, or a read-only place nobody checked for: the machine's problem.
+        _discard_output()
+        click.echo(
+            f"statefile: {_error()} cannot write ({exc.strerror}): the disk or device is full or read-only; free "
+            "space or write elsewhere, then run the command again",
+            err=True,
+        )
+        return EXIT_ENVIRONMENT
+    except Exception as exc:
+        return _internal(exc)
     return 0
+
+
+def _internal(exc: Exception) -> int:
+    """A bug: one line, exit 70 (the traceback with STATEFILE_DEBUG=1)."""
+    if os.environ.get("STATEFILE_DEBUG"):
+        raise exc
+    click.echo(
+        f"statefile: internal error: {type(exc).__name__}: {shown(str(exc))} "
+        "(set STATEFILE_DEBUG=1 for a traceback and report it)",
+        err=True,
+    )
+    return EXIT_INTERNAL
+
+
+def _discard_output() -> None:
+    """Point stdout at /dev/null, so what is still buffered for it cannot fail again when Python exits (which
+    would print its own multi-line complaint and change the exit code)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+# Writes the machine refused: a full disk or device, a quota, a file-size limit, a read-only file system.
+_ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+# click 8.2+: a group run without a command raises this (8.1 printed the help and exited 0).
+_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(
+    click.exceptions, "NoArgsIsHelpError", type("_Never", (click.UsageError,), {})
+)
 
 
 # A word longer than this in a message is someone's input (a 100 KB program name, a pasted file): it is cut so the

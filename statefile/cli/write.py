@@ -51,7 +51,7 @@ from statefile.cli.support import (
     unchanged,
 )
 from statefile.defaults import SHARED_PROGRAM
-from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
+from statefile.errors import EnvironmentFailure, InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
@@ -73,6 +73,8 @@ from statefile.policy.lessons import (
 from statefile.policy.repair import LEFT_BECAUSE
 from statefile.policy.rules import RecordRequest, format_number, parse_metric
 from statefile.store import Change, GitStore
+from statefile.store.atomic import read_regular_file
+from statefile.store.files import read_limit
 from statefile.store.names import validate_program
 
 
@@ -204,9 +206,9 @@ def record_cmd(
     _writable_program(program)
     context = None
     if autoloop_json is not None:
-        if not autoloop_json.is_file():
+        if not autoloop_json.exists():
             raise NotFoundError(f"--autoloop-json {autoloop_json}: no such file; pass the scheduler's autoloop.json")
-        autoloop = read_json_object(autoloop_json)
+        autoloop = read_json_object(autoloop_json)  # a FIFO or a device is refused there, unread
         selected_file = autoloop.get("selected_file")
         goal = program_goal(Path(selected_file)) if isinstance(selected_file, str) else None
         context = context_from_autoloop(autoloop, goal=goal, env={})
@@ -330,8 +332,8 @@ def compact_cmd(
                     compactor=compactor(name) if compactor else None,
                 )
             except StatefileError as exc:
-                if not all_programs:
-                    raise
+                if not all_programs or isinstance(exc, EnvironmentFailure):
+                    raise  # a full disk or a read-only folder fails every program alike: say it once
                 # With --all, one broken file must not keep the others over budget: report it, go on, fail at the end.
                 failures.append((label, exc))
                 continue
@@ -453,7 +455,7 @@ def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dr
         try:
             outcomes.append(repair_program(ctx.reader() if dry_run else ctx.writer(), name, dry_run=dry_run))
         except StatefileError as exc:
-            if not all_programs:
+            if not all_programs or isinstance(exc, EnvironmentFailure):
                 raise
             failures.append((name, exc))
     if app.as_json:
@@ -514,7 +516,7 @@ def edit_cmd(app: AppContext, program: str) -> None:
     original = store.read_text(program)
     if original is None:
         raise missing_program(store, program, hint=f"'statefile init {program}' creates it")
-    edited = _run_editor(program, original)
+    edited = _run_editor(program, original, read_limit(app.config().max_bytes.value))
     if edited is None or edited == original:
         unchanged(app, "the editor left the text as it was")
         return
@@ -535,8 +537,12 @@ def edit_cmd(app: AppContext, program: str) -> None:
         say(app, "  restored the ⚙️ Machine State heading the scheduler looks for (the edit had changed it)")
 
 
-def _run_editor(program: str, original: str) -> str | None:
-    """Open ``original`` in $EDITOR through a temporary file; ``None`` when the editor left it unchanged."""
+def _run_editor(program: str, original: str, limit: int) -> str | None:
+    """Open ``original`` in $EDITOR through a temporary file; ``None`` when the editor left it unchanged.
+
+    What the editor left is read back only if it is a regular file of at most ``limit`` bytes: an editor (or
+    anything else) that put a FIFO, a link to a device or a huge file in its place gets a clear error.
+    """
 
     handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
     path = Path(name)
@@ -547,13 +553,15 @@ def _run_editor(program: str, original: str) -> str | None:
     except click.ClickException as exc:
         raise UsageError(f"the editor failed ({exc.format_message()}); your text is in {path}") from None
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, limit=limit, what="the edited file")
     except OSError as exc:
         # Some editors save by replacing the file, and a failed one may leave nothing behind.
         raise UsageError(
             f"the edited file {path} could not be read back ({exc.strerror or exc}); nothing was saved, "
             "run 'statefile edit' again"
         ) from None
+    except StatefileError as exc:
+        raise UsageError(f"{str(exc).split(';')[0]}; nothing was saved, run 'statefile edit' again") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,7 +13,6 @@ two size keys from the real branch and the configured budget, and adds a ``state
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from statefile import __version__
 from statefile.defaults import AGGRESSIVE_AT, DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
-from statefile.store.atomic import replace_file
+from statefile.store.atomic import INPUT_LIMIT, output_error, read_regular_file, write_output
 
 if TYPE_CHECKING:
     from statefile.model.document import StateDocument
@@ -106,29 +105,20 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` as UTF-8, atomically: a reader sees the old file or the new one.
 
-    Parent folders are created; an existing file's permissions are kept.
+    Parent folders are created; an existing file's permissions are kept.  A device or FIFO (``--out
+    /dev/stdout``) is written into, never replaced (:func:`statefile.store.atomic.write_output`).
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-        replace_file(path, text.encode("utf-8"), mode=mode)
     except OSError as exc:
-        raise UsageError(f"cannot write {path} ({exc.strerror}); check the folder exists and is writable") from None
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
+        raise output_error(exc, path) from None
+    write_output(path, text.encode("utf-8"))
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``; ``{}`` when the file does not exist.  Anything else is a UsageError."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, limit=INPUT_LIMIT)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -137,6 +127,8 @@ def read_json_object(path: Path) -> dict[str, Any]:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or delete it") from None
+    except RecursionError:
+        raise UsageError(f"{path} is nested thousands of levels deep; it is not the scheduler's JSON") from None
     if not isinstance(value, dict):
         kind = _JSON_KINDS.get(type(value), type(value).__name__)
         raise UsageError(f"{path} holds a JSON {kind}, not an object; fix or delete it")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from statefile.errors import NotFoundError, UsageError
+from statefile.store.atomic import read_regular_file
 
 #: Where gh-aw clones a repo-memory: ``/tmp/gh-aw/repo-memory/{id}`` (the lock's ``MEMORY_DIR`` and
 #: ``GH_AW_MEMORY_DIR``; the gh-aw docs' ``/tmp/gh-aw/repo-memory-{id}`` disagrees with the code).
@@ -149,6 +150,8 @@ def parse_agent_output(text: str, source: str) -> AgentOutput:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{source} is not JSON ({exc.msg} at line {exc.lineno}); pass $GH_AW_AGENT_OUTPUT") from None
+    except RecursionError:
+        raise UsageError(f"{source} is nested thousands of levels deep; it is not a gh-aw agent output") from None
     if not isinstance(data, dict):
         raise UsageError(f"{source} is not a gh-aw agent output (a JSON object with 'items'); pass $GH_AW_AGENT_OUTPUT")
     items = data.get("items", [])
@@ -160,10 +163,14 @@ def parse_agent_output(text: str, source: str) -> AgentOutput:
     return AgentOutput(tuple(items), tuple(str(e) for e in errors) if isinstance(errors, list) else ())
 
 
+#: The largest agent output read: gh-aw's own limits keep a run's output far below this.
+AGENT_OUTPUT_LIMIT = 32 * 1024 * 1024
+
+
 def read_agent_output(path: Path) -> AgentOutput:
     """Read and parse the agent output file; NotFoundError / UsageError with one line when it cannot."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, limit=AGENT_OUTPUT_LIMIT, what="the agent output")
     except FileNotFoundError:
         raise NotFoundError(
             f'{path}: no agent output file; in a safe-output job pass "$GH_AW_AGENT_OUTPUT" (gh-aw sets it)'

@@ -6,11 +6,13 @@ Also the one rule for how large a file statefile agrees to read at all (:func:`r
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from statefile.defaults import DEFAULT_MAX_BYTES
 from statefile.errors import InvalidDataError, NotFoundError
 from statefile.model.document import StateDocument, parse
+from statefile.store.atomic import IMPORT_LIMIT, read_regular_file
 from statefile.store.base import decode_text
 
 #: Whatever the budget, files up to this size are read (a 10,000-iteration history is about 4 MB).
@@ -38,23 +40,19 @@ def too_large(where: str, size: int, max_bytes: int) -> InvalidDataError:
 
 
 def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: bool = True) -> str:
-    """The UTF-8 text of ``path``; a clear error when it is missing, unreadable, too large or not UTF-8.
+    """The UTF-8 text of ``path``; a clear error when it is missing, unreadable, not a regular file, too large or
+    not UTF-8.
 
-    ``bounded=False`` reads any size (an export holds a whole branch, not one state file).
+    ``bounded=False`` reads up to :data:`IMPORT_LIMIT` (an export holds a whole branch, not one state file).
     """
+    limit = read_limit(max_bytes) if bounded else IMPORT_LIMIT
     try:
-        if path.exists() and not path.is_file() and not path.is_dir():
-            # A FIFO or device would block or stream forever.
-            raise NotFoundError(f"{path}: not a regular file; pass the path of a state file")
-        with path.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if bounded and size > read_limit(max_bytes):
-                raise too_large(str(path), size, max_bytes)
-            data = handle.read()
+        info = os.stat(path)
+        if bounded and stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise too_large(str(path), info.st_size, max_bytes)
+        data = read_regular_file(path, limit=limit, error=NotFoundError)
     except FileNotFoundError:
         raise NotFoundError(f"{path}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise NotFoundError(f"{path}: is a folder, not a state file") from None
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from None
     return decode_text(data, str(path))

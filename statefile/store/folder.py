@@ -184,7 +184,14 @@ class FolderStore(Store):
         try:
             fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            raise _environment(exc, f"creating the lock file {self.root / LOCK_NAME}") from None
+            error = _environment(exc, f"creating the lock file {self.root / LOCK_NAME}")
+            if not isinstance(error, EnvironmentFailure):
+                # Something else is where the lock file goes (a folder): no write in this folder can start.
+                error = EnvironmentFailure(
+                    f"cannot open the lock file {self.root / LOCK_NAME} ({exc.strerror}); statefile keeps an empty "
+                    "file there — remove what is in its place, then run the command again"
+                )
+            raise error from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other writer is done; released on close or death
             yield

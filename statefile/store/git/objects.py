@@ -357,10 +357,14 @@ class TreeWriter:
     def _failed(self) -> StatefileError:
         proc, self._proc = self._proc, None
         assert proc is not None
-        with contextlib.suppress(OSError):
-            assert proc.stdin is not None
-            proc.stdin.close()
-        _, err = proc.communicate()
+        # communicate() closes stdin itself (a pipe git already closed is fine) and reads what git said; closing
+        # stdin first would make it flush a closed file (a ValueError, not git's message).
+        try:
+            _, err = proc.communicate(timeout=NETWORK_TIMEOUT)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            proc.kill()
+            err = proc.stderr.read() if proc.stderr is not None else b""
+            proc.wait()
         return self._git.failure(Result(("mktree",), proc.returncode or 1, b"", err), "check the repository and retry")
 
     def close(self) -> None:

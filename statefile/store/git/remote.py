@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from statefile.errors import EnvironmentFailure, GitError, StatefileError
+from statefile.errors import EnvironmentFailure, GitError, InvalidDataError, StatefileError
 from statefile.store.git.refs import lock_busy
 from statefile.store.git.retry import Outcome
 from statefile.store.git.runner import Git, Result, environment_problem, is_oid, one_line
@@ -110,6 +110,7 @@ class Remote:
         self.target = url if url is not None else spec
         self.tracking_ref = private_ref(self.target, branch) if self.is_url else f"refs/remotes/{spec}/{branch}"
         self.remote_ref = f"refs/heads/{branch}"
+        self._symref_checked = False
 
     @property
     def display(self) -> str:
@@ -212,6 +213,24 @@ class Remote:
             f"{f' ({said})' if said else ''}; a push there kept it locked for every try, or a killed one left a "
             f"stale {self.remote_ref}.lock in the remote repository — if no push is running, remove that file there"
         ))  # fmt: skip
+
+    def refuse_symref(self) -> None:
+        """InvalidDataError when the remote's branch is a symbolic ref (a push would move the branch it points
+        to, as ``git receive-pack`` follows it); asked once per remote, before its first push."""
+        if self._symref_checked:
+            return
+        result = self._git.call("ls-remote", "--symref", "--end-of-options", self.target, self.remote_ref)
+        if not result.ok:
+            raise self.fetch_error(result)
+        for line in result.stdout.decode("utf-8", "replace").splitlines():
+            head, _, name = line.partition("\t")
+            if name == self.remote_ref and head.startswith("ref: ") and head[5:] != self.remote_ref:
+                raise InvalidDataError(self._git.redact(
+                    f"{self.remote_ref} on {self.display} is a symbolic ref to {head[5:]}; a push would move that "
+                    f"branch, and statefile never follows one onto another branch — make {self.branch} a real "
+                    "branch there (or use another --branch); nothing was written"
+                ))  # fmt: skip
+        self._symref_checked = True
 
     def ls_remote(self) -> str | None:
         """The remote branch's commit as the remote reports it now (``git ls-remote``), ``None`` if absent."""

@@ -82,7 +82,7 @@ def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository
             raise NotFoundError(
                 f"{path}: not inside a git repository; run `git init` there, or use a folder store (--dir)"
             )
-        raise GitError(redact(f"git rev-parse failed in {path}: {one_line(err)}; check the repository"))
+        raise GitError(redact(f"git rev-parse failed in {path}: {one_line(redact(err))}; check the repository"))
     git_dir, common_dir = Path(lines[0]), Path(lines[1])
     if lines[2] == "true":
         work_tree = None
@@ -110,5 +110,5 @@ def init_bare(path: str | os.PathLike[str], exe: str | None = None) -> Repositor
     )
     if proc.returncode:
         err = proc.stderr.decode("utf-8", "replace")
-        raise GitError(redact(f"git init failed in {path}: {one_line(err)}; check the folder is writable"))
+        raise GitError(redact(f"git init failed in {path}: {one_line(redact(err))}; check the folder is writable"))
     return discover(path, exe)

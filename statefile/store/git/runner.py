@@ -49,15 +49,22 @@ class Result(NamedTuple):
         return self.stderr.decode("utf-8", "replace")
 
 
+# A line of GIT_TRACE / GIT_TRACE_PACKET / GIT_TRACE_CURL output: "12:34:56.789012 git.c:460  trace: …",
+# "12:34:56.789012 http.c:756  == Info: …", "packet: fetch< …".
+_TRACE = re.compile(r"\d\d:\d\d:\d\d\.\d+ \S+:\d+ +|(?:packet|trace): ")
 # The paragraph git prints under a lock failure: it says nothing the message does not, in five lines.
 _BOILERPLATE = ("hint:", "Another git process seems", "an editor opened by", "are terminated then try",
                 "may have crashed in this", "remove the file manually")  # fmt: skip
 
 
 def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """``text`` as one line (lines joined by `` | ``, git's hints and boilerplate dropped), cut at ``limit``."""
+    """``text`` as one line (lines joined by `` | ``, git's hints and boilerplate dropped), cut at ``limit``.
+
+    Trace lines (``GIT_TRACE=1`` and friends in the caller's environment) are dropped too: they would fill the
+    message and cut off git's actual error.
+    """
     parts = [part.strip() for part in text.splitlines()]
-    line = " | ".join(part for part in parts if part and not part.startswith(_BOILERPLATE))
+    line = " | ".join(part for part in parts if part and not part.startswith(_BOILERPLATE) and not _TRACE.match(part))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -154,7 +161,14 @@ class Git:
             ) from None
         except OSError as exc:
             raise GitError(f"cannot run git ({exc.strerror}); install git and put it on PATH") from None
-        return Result(tuple(args), proc.returncode, proc.stdout, proc.stderr)
+        return Result(tuple(args), proc.returncode, proc.stdout, self._redacted(proc.stderr))
+
+    def _redacted(self, stderr: bytes) -> bytes:
+        """git's stderr with credentials removed before anything reads it: a message cut to its first few hundred
+        characters later must not cut a URL's password in half, where no pattern would recognise it any more."""
+        if not stderr:
+            return stderr
+        return self.redact(stderr.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
     def run(self, *args: str, input: bytes | None = None, hint: str = "check the repository and retry") -> bytes:
         """Run ``git args…``; its stdout, or the error :meth:`failure` makes of a non-zero exit."""
@@ -169,7 +183,8 @@ class Git:
         A full disk or an unwritable repository is an :class:`EnvironmentFailure` (its own exit code): nothing is
         wrong with the data, and retrying will not help until the machine is fixed.
         """
-        detail = one_line(result.err or result.stdout.decode("utf-8", "replace"))
+        # Redacted before it is cut short: a password cut in half is no longer recognisable as one.
+        detail = one_line(self.redact(result.err or result.stdout.decode("utf-8", "replace")))
         what = what or f"git {subcommand(result.args)}"
         problem = environment_problem(detail)
         if problem == "full":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import NamedTuple
@@ -97,6 +98,8 @@ from statefile.store.names import (
 # Remote round trips cost ~100 ms, local ones ~5 ms: back off on the same scale.
 _LOCAL_BACKOFF = (0.005, 0.5)
 _REMOTE_BACKOFF = (0.1, 8.0)
+#: Seconds the remote's ref lock may stay held while its tip stays put before the lock is taken for a stale one.
+STALE_REMOTE_LOCK = 3.0
 # Waiting for another git process in this clone (a fetch racing a fetch, the local branch after a push).
 _LOCK_BACKOFF = Backoff(tries=6, first=0.02, cap=0.5, budget=5.0)
 
@@ -823,7 +826,7 @@ class GitStore(Store):
         return outcome, (new, result)
 
     def _try_remote(
-        self, attempt: Callable[[str | None], str | None], why: str
+        self, attempt: Callable[[str | None], str | None], why: str, locked: list[tuple[float, str | None]]
     ) -> tuple[Outcome, tuple[str, Result | None]]:
         assert self._remote is not None
         remote_tip = self._fetch()
@@ -835,7 +838,17 @@ class GitStore(Store):
             if base is not None and state.local != base:
                 self._pinned = None if self._advance_local(state.local, base, why) else base
             return Outcome.DONE, (base or "", None)
+        self._remote.refuse_symref()
         outcome, result = self._remote.push(new)
+        if outcome is Outcome.REMOTE_LOCKED:
+            # A concurrent push holds the remote's ref lock for milliseconds and then moves the tip; a lock that
+            # stays while the tip does not is a stale .lock a killed push left there: retrying cannot help.
+            if not locked or locked[0][1] != remote_tip:
+                locked[:] = [(time.monotonic(), remote_tip)]
+            elif time.monotonic() - locked[0][0] >= STALE_REMOTE_LOCK:
+                raise self._remote.locked_error(result)
+        else:
+            locked.clear()
         if outcome is Outcome.MOVED:
             # The push failed without a verdict: the remote may have taken the commit before the connection
             # dropped.  Look before reporting, so a caller that retries does not record the same thing twice.
@@ -864,10 +877,16 @@ class GitStore(Store):
 
         Returns the tip afterwards, whether a commit was written, and the number of attempts.
         """
-        step = self._try_remote if self._remote is not None else self._try_local
+        locked: list[tuple[float, str | None]] = []  # since when the remote's ref lock has been held, at which tip
+
+        def step(_: int) -> tuple[Outcome, tuple[str, Result | None]]:
+            if self._remote is not None:
+                return self._try_remote(attempt, why, locked)
+            return self._try_local(attempt, why)
+
         first, cap = _REMOTE_BACKOFF if self._remote is not None else _LOCAL_BACKOFF
         backoff = Backoff(tries=self.max_tries, first=first, cap=cap, budget=self.max_wait)
-        tried: Tried[tuple[str, Result | None]] = retry(lambda _: step(attempt, why), backoff, rng=self._random)
+        tried: Tried[tuple[str, Result | None]] = retry(step, backoff, rng=self._random)
         commit, result = tried.value
         if tried.outcome.done:
             return commit, result is not None, tried.attempts

@@ -1,0 +1,235 @@
+"""What the hostile run (tests/hostile) found, each built as it was found and fixed at its root.
+
+- Files a user or a tool names (config files, workflows, autoloop.json, agent output, an edited file, an export)
+  were opened blindly: a FIFO hung the command, a link to /dev/zero exhausted memory (exit 70).  They are now read
+  only if they are regular files, up to a limit (statefile.store.atomic.read_regular_file).
+- Files named as ``--out`` were replaced atomically whatever they were: as root, ``export --out /dev/full`` replaced
+  the device with a regular file; ``summary --out FIFO`` waited forever for a reader; a full disk was exit 70.
+- Output into a full device (``statefile list > /dev/full``) was exit 70; ``statefile lesson`` printed its whole
+  help as one 1,758-character error line.
+- A password with a '/' leaked when git's message was cut to its first 400 characters before it was redacted (the
+  cut fell inside the URL, where no pattern recognised it); a password in git's scp-like form was never redacted.
+- A missing object under a write made the tree writer fail with "flush of closed file" (exit 70).
+- ``compact --all`` in a read-only folder said so once per program; a folder where the lock file goes was exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitutil import Repos, git, make_repos, run_statefile
+
+from statefile.errors import EXIT_ENVIRONMENT, EXIT_GIT, EXIT_USAGE
+from statefile.redaction import redact
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and devices are POSIX")
+
+
+@pytest.fixture
+def repos(tmp_path: Path) -> Repos:
+    repos = make_repos(tmp_path)
+    assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
+    return repos
+
+
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+def sf(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """statefile, failed by the timeout if it hangs (the old behaviour on a FIFO)."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("statefile")), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+# -- files statefile is told to read ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [".statefile.toml", "pyproject.toml"])
+def test_a_fifo_as_a_config_file_is_an_error_not_a_hang(repos: Repos, name: str) -> None:
+    os.mkfifo(repos.work / name)
+    proc = sf("list", cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE
+    assert "is a FIFO, not a regular file" in one_line(proc) and name in proc.stderr
+
+
+def test_a_fifo_as_the_workflow_is_an_error_not_a_hang(repos: Repos) -> None:
+    workflows = repos.work / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    os.mkfifo(workflows / "autoloop.md")
+    proc = sf("--repo-memory", "config", cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and "FIFO" in one_line(proc)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["record", "perf", "--status", "accepted", "--autoloop-json", "{input}"],
+        ["prepare", "--autoloop-json", "{input}", "--out", "{out}"],
+        ["apply", "--agent-output", "{input}"],
+    ],
+    ids=["record", "prepare", "apply"],
+)
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_inputs_that_never_end_are_refused_unread(repos: Repos, tmp_path: Path, args: list[str], kind: str) -> None:
+    source = tmp_path / "input.json"
+    if kind == "fifo":
+        os.mkfifo(source)
+    else:
+        source.symlink_to("/dev/zero")  # would be read until memory runs out
+    filled = [a.format(input=source, out=tmp_path / "out") for a in args]
+    proc = sf(*filled, cwd=repos.work)
+    assert proc.returncode != 0
+    line = one_line(proc)
+    assert str(source) in line and ("FIFO" in line or "character device" in line), line
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("import os, sys; os.remove(sys.argv[1]); os.mkfifo(sys.argv[1])", "is a FIFO"),
+        ("import os, sys; os.remove(sys.argv[1]); os.symlink('/dev/zero', sys.argv[1])", "character device"),
+        ("import sys; open(sys.argv[1], 'ab').write(b'x' * 9_000_000)", "more than the"),
+    ],
+    ids=["fifo", "dev-zero", "huge"],
+)
+def test_an_editor_that_leaves_no_regular_file_saves_nothing(repos: Repos, code: str, needle: str) -> None:
+    before = git("rev-parse", "memory/autoloop", cwd=repos.work)
+    editor = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+    proc = sf("edit", "perf", cwd=repos.work, env={"EDITOR": editor})
+    assert proc.returncode == EXIT_USAGE
+    line = one_line(proc)
+    assert needle in line and "nothing was saved" in line, line
+    assert git("rev-parse", "memory/autoloop", cwd=repos.work) == before
+
+
+# -- files statefile is told to write ---------------------------------------------------------------------------
+
+
+def test_an_output_that_is_a_device_is_written_into_never_replaced(repos: Repos, tmp_path: Path) -> None:
+    """`export --out` to a link to /dev/null: the data goes to the device; the link (and the device) stay."""
+    link = tmp_path / "sink"
+    link.symlink_to(os.devnull)
+    for args in (["export", "--out", str(link)], ["summary", "--out", str(link)]):
+        proc = sf(*args, cwd=repos.work)
+        assert proc.returncode == 0, proc.stderr
+        assert link.is_symlink() and os.readlink(link) == os.devnull
+    assert Path(os.devnull).is_char_device()
+
+
+def test_an_output_through_a_link_to_a_file_replaces_the_file_and_keeps_the_link(repos: Repos, tmp_path: Path) -> None:
+    target = tmp_path / "real.json"
+    target.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert sf("export", "--out", str(link), cwd=repos.work).returncode == 0
+    assert link.is_symlink() and json.loads(target.read_text())["files"]["perf.md"]
+
+
+def test_an_output_fifo_nobody_reads_is_an_error_not_a_hang(repos: Repos, tmp_path: Path) -> None:
+    pipe = tmp_path / "summary.pipe"
+    os.mkfifo(pipe)
+    proc = sf("summary", "--out", str(pipe), cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and "FIFO nobody is reading" in one_line(proc)
+
+
+def test_an_output_fifo_someone_reads_gets_the_output(repos: Repos, tmp_path: Path) -> None:
+    pipe = tmp_path / "summary.pipe"
+    os.mkfifo(pipe)
+    reader = subprocess.Popen(["cat", str(pipe)], stdout=subprocess.PIPE, text=True)
+    proc = sf("summary", "--out", str(pipe), cwd=repos.work)
+    out, _ = reader.communicate(timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "perf" in out
+
+
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["list"], ["--json", "show", "perf"], ["export"]])
+def test_output_into_a_full_device_is_an_environment_error(repos: Repos, args: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name("statefile")), *args],
+            cwd=repos.work,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == EXIT_ENVIRONMENT
+    assert "No space left on device" in one_line(proc)
+
+
+def test_a_group_without_its_command_shows_its_help(repos: Repos) -> None:
+    proc = sf("lesson", cwd=repos.work)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("Usage: statefile lesson") and "promote" in proc.stdout
+
+
+def test_a_folder_where_the_lock_file_goes_fails_once(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name in ("perf", "other"):
+        assert sf("--dir", str(folder), "-q", "init", name, cwd=tmp_path).returncode == 0
+    (folder / ".statefile.lock").unlink(missing_ok=True)
+    (folder / ".statefile.lock").mkdir()
+    proc = sf("--dir", str(folder), "compact", "--all", "--aggressive", cwd=tmp_path)
+    assert proc.returncode == EXIT_ENVIRONMENT
+    assert "lock file" in one_line(proc)
+
+
+# -- secrets ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("tok:ScpSecret3w@127.0.0.1:o/r.git", "ScpSecret3w"),
+        ("invalid remote name 'me:pa/ss@host.example.com:o/r.git'", "pa/ss"),
+    ],
+)
+def test_a_password_in_gits_scp_form_is_hidden(text: str, secret: str) -> None:
+    assert secret not in redact(text) and "***" in redact(text)
+
+
+def test_the_scp_form_without_a_password_is_left_alone() -> None:
+    assert redact("git@github.com:o/r.git") == "git@github.com:o/r.git"
+
+
+def test_a_password_with_a_slash_is_redacted_before_gits_message_is_cut(repos: Repos) -> None:
+    """GIT_TRACE=1 fills git's stderr with trace lines quoting the URL; the message used to be cut inside the URL."""
+    url = "https://user:LeftHalf9x/RightHalf9y@127.0.0.1:1/o/r.git"
+    proc = sf("list", cwd=repos.work, env={"STATEFILE_REMOTE": url, "GIT_TRACE": "1"})
+    assert proc.returncode == EXIT_GIT
+    line = one_line(proc)
+    assert "LeftHalf9x" not in line and "RightHalf9y" not in line
+    assert "trace:" not in line  # git's trace lines are not the message
+
+
+# -- a missing object under a write ----------------------------------------------------------------------------------
+
+
+def test_a_write_over_a_missing_object_is_a_git_error_not_exit_70(repos: Repos) -> None:
+    # The branch's tree names a blob the repository does not have (a damaged or partial clone).
+    listing = f"100644 blob {'2' * 40}\tperf.md\n"
+    made = subprocess.run(["git", "mktree", "--missing"], cwd=repos.work, input=listing, capture_output=True, text=True)
+    commit = git("commit-tree", made.stdout.strip(), "-m", "damaged", cwd=repos.work).strip()
+    git("update-ref", "refs/heads/memory/autoloop", commit, cwd=repos.work)
+    proc = sf("init", "newprog", cwd=repos.work)
+    assert proc.returncode == EXIT_GIT, proc.stderr
+    assert "mktree" in one_line(proc)
