@@ -36,6 +36,8 @@ from statefile.store.folder import STALE_TEMP_SECONDS
 from statefile.store.git import store as git_store
 from statefile.store.git.refs import Refs
 from statefile.store.git.remote import Remote
+from statefile.store.git.retry import Outcome
+from statefile.store.git.runner import Result
 from statefile.store.names import validate_branch, validate_path, validate_program
 
 
@@ -308,9 +310,14 @@ def test_a_stale_lock_on_the_remote_is_given_up_on_without_the_whole_budget(
     before = rev(remote, LOCAL)
     (remote / "refs" / "heads" / "memory" / "autoloop.lock").write_text("")
     monkeypatch.setattr(git_store, "STALE_REMOTE_LOCK", 0.0)
-    pushes = []
+    pushes: list[str] = []
     push = Remote.push
-    monkeypatch.setattr(Remote, "push", lambda self, new: pushes.append(new) or push(self, new))
+
+    def counted(self: Remote, new: str) -> tuple[Outcome, Result]:
+        pushes.append(new)
+        return push(self, new)
+
+    monkeypatch.setattr(Remote, "push", counted)
     with pytest.raises(GitError, match="stale"):
         store.update("perf", appender("- two"), "statefile: two")
     assert len(pushes) == 2

@@ -36,6 +36,7 @@ from hostile.suite import (
 from hostile.workspace import (
     BRANCH,
     LOCAL,
+    Entry,
     Gitlink,
     Link,
     Missing,
@@ -718,7 +719,7 @@ def _editors(root: Path) -> Setup:
 # -- #7: what is not a regular file where a state file should be ---------------------------------------------------
 
 
-def _not_regular(entry: object) -> Callable[[Path], Setup]:
+def _not_regular(entry: Entry) -> Callable[[Path], Setup]:
     def build(root: Path) -> Setup:
         repos = make_repos(root, files={"perf.md": entry}, push=False)
         gate = [
@@ -865,8 +866,9 @@ def _branches(root: Path) -> Setup:
         commands += [
             cmd("--branch", name, "record", "perf", "--create", "--status", "accepted", "--metric", "1", refuse=True),
             cmd("--branch", name, "list", refuse=True),
-            cmd("list", env={"STATEFILE_BRANCH": name}, refuse=True),
         ]
+        if name:  # an empty variable is an unset one (the default branch), as everywhere in the environment
+            commands.append(cmd("list", env={"STATEFILE_BRANCH": name}, refuse=True))
     refs_before = git("for-each-ref", "--format=%(refname)", cwd=repos.work)
 
     def after() -> list[str]:

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from statefile.errors import EXIT_CHECK_FAILED, EXIT_INTERNAL
 
@@ -201,7 +202,7 @@ def run_command(
         env.update(HOSTILE_ROOT=str(root), HOSTILE_DISK=command.disk, HOSTILE_CWD=str(cwd),
                    HOSTILE_PYTHON=sys.executable)  # fmt: skip
     read_end = write_end = None
-    sink: object = subprocess.PIPE
+    sink: int | IO[bytes] = subprocess.PIPE
     if command.stdout == "full":
         sink = open("/dev/full", "wb")  # noqa: SIM115 - closed below, after the process started
     elif command.stdout == "gone":
@@ -214,15 +215,15 @@ def run_command(
         cwd=cwd,
         env=env,
         stdin=subprocess.PIPE if command.stdin is not None else subprocess.DEVNULL,
-        stdout=sink,  # type: ignore[arg-type]
+        stdout=sink,
         stderr=subprocess.PIPE,
         preexec_fn=_limits(memory),
         start_new_session=True,
     )
     if write_end is not None:
         os.close(write_end)
-    elif command.stdout == "full":
-        sink.close()  # type: ignore[attr-defined]
+    elif not isinstance(sink, int):
+        sink.close()
     code: int | None
     try:
         out, err = proc.communicate(command.stdin.encode() if command.stdin is not None else None, timeout=timeout)
