@@ -193,7 +193,7 @@ def test_a_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
 
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     (tmp_path / "autoloop.json").mkdir()
-    with pytest.raises(UsageError, match="cannot write"):
+    with pytest.raises(UsageError, match="is a folder; name a file to write"):
         write_json_atomic(tmp_path / "autoloop.json", {"a": 1})
     assert os.listdir(tmp_path) == ["autoloop.json"]
     (tmp_path / "file").write_text("")
@@ -225,7 +225,7 @@ def test_read_rejects_what_is_not_an_object(tmp_path: Path, content: bytes, mess
 
 
 def test_read_a_folder_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="cannot read"):
+    with pytest.raises(UsageError, match="is a folder, not a regular file"):
         read_json_object(tmp_path)
 
 
