@@ -233,3 +233,176 @@ def test_a_write_over_a_missing_object_is_a_git_error_not_exit_70(repos: Repos) 
     proc = sf("init", "newprog", cwd=repos.work)
     assert proc.returncode == EXIT_GIT, proc.stderr
     assert "mktree" in one_line(proc)
+
+
+# -- the second full run -------------------------------------------------------------------------------------------
+
+
+def _headings(count: int) -> str:
+    """A state file whose history is ``count`` one-line iteration headings: small in bytes, huge in lines."""
+    lines = "\n".join(f"### Iteration {n}" for n in range(count, 0, -1))
+    table = f"| Field | Value |\n|---|---|\n| Iteration Count | {count} |"
+    return f"# perf\n\n## ⚙️ Machine State\n\n{table}\n\n## 📊 Iteration History\n\n{lines}\n"
+
+
+def test_a_file_of_more_lines_than_statefile_reads_is_refused_unparsed(tmp_path: Path) -> None:
+    """280,000 iteration headings fit in 7 MB (under the byte limit) and took minutes to parse and fold."""
+    from statefile.store.files import line_limit
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "perf.md").write_text(_headings(line_limit(30720) + 10))
+    before = (folder / "perf.md").read_bytes()
+    for args in (["show", "perf"], ["record", "perf", "--status", "accepted"], ["compact", "perf"], ["check"]):
+        proc = sf("--dir", str(folder), *args, cwd=tmp_path)
+        assert proc.returncode in (1, 7), (args, proc.stderr)
+        assert "lines, more than statefile will read" in proc.stdout + proc.stderr, args
+    assert (folder / "perf.md").read_bytes() == before
+
+
+def test_a_file_within_its_budget_is_always_within_the_line_limit() -> None:
+    from statefile.store.files import MIN_LINE_LIMIT, line_limit
+
+    for budget in (200, 30720, 1 << 20):
+        assert line_limit(budget) >= max(budget, MIN_LINE_LIMIT)  # one byte per line at most
+
+
+def test_a_branch_file_of_too_many_lines_is_refused(repos: Repos) -> None:
+    from statefile.store.files import line_limit
+
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repos.work,
+        input=_headings(line_limit(30720) + 1),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    tree = subprocess.run(
+        ["git", "mktree"], cwd=repos.work, input=f"100644 blob {blob}\tperf.md\n", capture_output=True, text=True
+    ).stdout.strip()
+    commit = git("commit-tree", tree, "-m", "huge", cwd=repos.work).strip()
+    git("update-ref", "refs/heads/memory/autoloop", commit, cwd=repos.work)
+    proc = sf("record", "perf", "--status", "accepted", cwd=repos.work)
+    assert proc.returncode == 7 and "lines, more than statefile will read" in one_line(proc)
+    assert git("rev-parse", "memory/autoloop", cwd=repos.work).strip() == commit
+
+
+def test_an_entry_longer_than_many_parts_is_archived_whole_and_fast() -> None:
+    """A 5 MB one-line entry was cut into parts by scanning the whole rest of the text once per part (quadratic)."""
+    from statefile.model.archive import _take
+
+    text = "### Iteration 9 — " + "é" * 200_000 + "y" * 300_000 + "\nnext line\n"
+    pieces = []
+    rest = text
+    while rest:
+        head, rest = _take(rest, 30720)
+        assert 0 < len(head.encode()) <= 30720
+        pieces.append(head)
+    assert "".join(pieces) == text
+    assert all(not p.endswith("\udcc3") for p in pieces)  # never a character split between parts
+
+
+def test_a_misquoted_or_missing_editor_is_a_usage_error_not_a_hang(repos: Repos) -> None:
+    """With no $EDITOR and no terminal, click started vim, which waited for keys forever; a stray quote was exit 70."""
+    before = git("rev-parse", "memory/autoloop", cwd=repos.work)
+    for value, needle in (("", "no editor to run"), ('"unbalanced', "fix its quoting")):
+        env = {"EDITOR": value, "VISUAL": ""}
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name("statefile")), "edit", "perf"],
+            cwd=repos.work,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == EXIT_USAGE and needle in one_line(proc)
+    assert git("rev-parse", "memory/autoloop", cwd=repos.work) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"selected": "perf", "state_file_max_bytes": ' + "9" * 5000 + "}", "5,000 digits"),
+        ('{"selected": "perf", "x": 1e999}', "out of range"),
+    ],
+    ids=["5000-digit-number", "infinite-float"],
+)
+def test_numbers_json_cannot_hold_are_a_usage_error(repos: Repos, tmp_path: Path, text: str, needle: str) -> None:
+    source = tmp_path / "autoloop.json"
+    source.write_text(text)
+    for args in (
+        ["prepare", "--autoloop-json", str(source), "--out", str(tmp_path / "out")],
+        ["report", "--out", str(source)],
+    ):
+        proc = sf(*args, cwd=repos.work)
+        assert proc.returncode == EXIT_USAGE and needle in one_line(proc), proc.stderr
+    assert source.read_text() == text
+
+
+def test_a_nan_target_in_autoloop_json_is_no_target(repos: Repos, tmp_path: Path) -> None:
+    """Python's json.dumps writes NaN; the target was then formatted as a Decimal NaN (exit 70)."""
+    source = tmp_path / "autoloop.json"
+    source.write_text('{"selected": "perf", "selected_target_metric": NaN}')
+    out = tmp_path / "out"
+    proc = sf("prepare", "--autoloop-json", str(source), "--out", str(out), cwd=repos.work)
+    assert proc.returncode == 0, proc.stderr
+    context = json.loads(next(out.rglob("context.json")).read_text())
+    assert context["target_metric"] is None
+
+
+def test_an_agent_output_with_hundreds_of_items_writes_nothing(repos: Repos, tmp_path: Path) -> None:
+    from statefile.app.ghaw import MAX_ITEMS
+
+    item = {"type": "record_iteration", "program": "perf", "status": "accepted"}
+    source = tmp_path / "output.json"
+    source.write_text(json.dumps({"items": [{**item, "metric": i} for i in range(MAX_ITEMS + 1)]}))
+    before = git("rev-parse", "memory/autoloop", cwd=repos.work)
+    proc = sf("apply", "--agent-output", str(source), cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and "nothing was written" in one_line(proc)
+    assert git("rev-parse", "memory/autoloop", cwd=repos.work) == before
+
+
+def test_an_item_error_naming_a_huge_program_stays_short(repos: Repos, tmp_path: Path) -> None:
+    source = tmp_path / "output.json"
+    source.write_text(json.dumps({"items": [{"type": "record_iteration", "program": "p" * 100_000, "status": "x"}]}))
+    proc = sf("apply", "--agent-output", str(source), cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and len(one_line(proc)) < 1000
+
+
+def test_a_billion_laughs_workflow_is_an_error_not_a_hang(repos: Repos) -> None:
+    """The error message printed the entry with repr(): nine levels of nine aliases is 9**9 strings."""
+    laughs = "\n".join(
+        [f"a0: &a0 [{', '.join(['lol'] * 9)}]"]
+        + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    )
+    workflows = repos.work / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "autoloop.md").write_text(f"---\n{laughs}\ntools:\n  repo-memory: *a9\n---\nbody\n")
+    proc = sf("--repo-memory", "list", cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and "must be mappings, got a sequence" in one_line(proc)
+
+
+def test_check_fails_on_links_at_the_shared_lessons_and_in_an_archive(repos: Repos) -> None:
+    """The gate read only the programs' own files: a link as _shared.md or as an archive part passed."""
+    git("fetch", "--quiet", "origin", cwd=repos.work, check=False)
+    listing = git("ls-tree", "memory/autoloop", cwd=repos.work)
+    link = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repos.work, input="/etc/passwd", capture_output=True, text=True
+    ).stdout.strip()
+    archive = subprocess.run(
+        ["git", "mktree"], cwd=repos.work, input=f"120000 blob {link}\t0001.md\n", capture_output=True, text=True
+    ).stdout.strip()
+    folder = subprocess.run(
+        ["git", "mktree"], cwd=repos.work, input=f"040000 tree {archive}\tperf\n", capture_output=True, text=True
+    ).stdout.strip()
+    full = listing + f"120000 blob {link}\t_shared.md\n040000 tree {folder}\tarchive\n"
+    tree = subprocess.run(["git", "mktree"], cwd=repos.work, input=full, capture_output=True, text=True).stdout.strip()
+    commit = git("commit-tree", tree, "-p", "memory/autoloop", "-m", "links", cwd=repos.work).strip()
+    git("update-ref", "refs/heads/memory/autoloop", commit, cwd=repos.work)
+    proc = sf("check", cwd=repos.work)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "_shared.md on branch memory/autoloop is a symbolic link" in proc.stdout
+    assert "archive/perf/0001.md on branch memory/autoloop is a symbolic link" in proc.stdout

@@ -82,7 +82,7 @@ def test_an_absurd_best_metric_in_the_file_is_an_error_naming_the_row(repos: Rep
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        ('{"format": "statefile-export", "version": ' + "9" * 5000 + ', "files": {}}', "5000 digits"),
+        ('{"format": "statefile-export", "version": ' + "9" * 5000 + ', "files": {}}', "5,000 digits"),
         ("[" * 100_000 + "]" * 100_000, "nested thousands of levels deep"),
     ],
     ids=["huge-version", "deep-nesting"],

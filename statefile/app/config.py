@@ -473,10 +473,17 @@ def _repo_memory_entries(path: Path, source: str) -> list[tuple[dict[str, Any], 
     entries: list[tuple[dict[str, Any], str]] = []
     for item in raw_entries:
         if not isinstance(item, dict):
-            raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got {item!r}")
+            # The kind, never the value: a list of lists of YAML aliases would take a billion lines to show.
+            raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got a {_yaml_kind(item)}")
         memory_id = str(item.get("id") or DEFAULT_MEMORY_ID) if isinstance(memory, list) else DEFAULT_MEMORY_ID
         entries.append((item, memory_id))
     return entries
+
+
+def _yaml_kind(value: object) -> str:
+    """What a YAML value is, in the words of YAML."""
+    kinds = {list: "sequence", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _entry_branch(entry: dict[str, Any]) -> str:

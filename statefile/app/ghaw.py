@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from statefile.integrations.ghaw import (
     number_value,
     reference_value,
     text_value,
+    tool_type,
 )
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.archive import make_chunk, plan_append
@@ -133,7 +134,7 @@ class RunContext:
         return RunContext(
             selected=_str_or_none(data.get("selected")),
             metric_direction=_direction(data.get("metric_direction")),
-            target_metric=Decimal(str(target)) if isinstance(target, (int, float, str)) and target != "" else None,
+            target_metric=_target(target),
             issue=data["issue"] if isinstance(data.get("issue"), int) else None,
             goal=_str_or_none(data.get("goal")),
             programs=frozenset(str(p) for p in programs if isinstance(p, str)),
@@ -144,6 +145,17 @@ class RunContext:
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
+
+
+def _target(value: object) -> Decimal | None:
+    """A target metric read from JSON: a finite number (or, in context.json, its text); anything else is none."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = Decimal(repr(value) if isinstance(value, float) else str(value))
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
 
 
 def _direction(value: object) -> str | None:
@@ -167,9 +179,7 @@ def context_from_autoloop(autoloop: Mapping[str, Any], *, goal: str | None, env:
     return RunContext(
         selected=selected,
         metric_direction=_direction(autoloop.get("selected_metric_direction")) if selected else None,
-        target_metric=Decimal(repr(target))
-        if isinstance(target, (int, float)) and not isinstance(target, bool)
-        else None,
+        target_metric=None if isinstance(target, str) else _target(target),
         issue=issue if isinstance(issue, int) and not isinstance(issue, bool) else None,
         goal=goal,
         programs=frozenset(programs),
@@ -376,6 +386,12 @@ def already_applied(store: Store, program: str, marker: str) -> bool:
     return any(needle in store.read_archive(program, part) for part in store.archive_parts(program))
 
 
+#: Items of one type ``apply`` records from one agent output.  A run is one iteration; gh-aw keeps only the first
+#: ``max`` items of a custom type (1 unless the workflow raises it), so hundreds mean a runaway agent, and each
+#: item is a commit of its own (about 25 ms).
+MAX_ITEMS = 100
+
+
 def apply_items(
     store: Store,
     output: AgentOutput,
@@ -389,7 +405,16 @@ def apply_items(
     dry_run: bool = False,
     compactor: Callable[[str], Compactor] | None = None,
 ) -> list[ItemOutcome]:
-    """Record every item of ``item_type`` in order; each item's failure is its own (see the module docstring)."""
+    """Record every item of ``item_type`` in order; each item's failure is its own (see the module docstring).
+
+    More than :data:`MAX_ITEMS` items is one UsageError before anything is written.
+    """
+    count = len(output.of_type(item_type))
+    if count > MAX_ITEMS:
+        raise UsageError(
+            f"the agent output has {count:,} {tool_type(item_type)} items; one run records at most {MAX_ITEMS} "
+            "(gh-aw itself passes on 1 unless the job sets max) — nothing was written; check what the agent reported"
+        )
     attempt = context.run_attempt if context is not None else None
     known: set[str] | None = None
     outcomes: list[ItemOutcome] = []

@@ -94,6 +94,10 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
     if not programs:
         for name, why in unreadable_files(store, globs).items():
             outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[why]))
+        try:  # the shared lessons are no program, but a file every run reads: a link or a FIFO there is damage too
+            store.read_text(SHARED_PROGRAM)
+        except StatefileError as exc:
+            outcomes.append(CheckOutcome(SHARED_PROGRAM, 0, store.max_bytes, errors=[str(exc)]))
     for name in names:
         try:
             doc = store.read(name)
@@ -103,8 +107,26 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
         if doc is None:
             outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[f"no program '{name}'"]))
             continue
-        outcomes.append(check_document(name, doc, store.max_bytes))
+        outcome = check_document(name, doc, store.max_bytes)
+        outcome.errors.extend(_archive_errors(store, name))
+        outcomes.append(outcome)
     return outcomes
+
+
+def _archive_errors(store: Store, program: str) -> list[str]:
+    """Why parts of ``program``'s archive cannot be read back (a link, a FIFO, not UTF-8…): what ``expand`` and
+    ``search`` would fail on later, found by the gate instead."""
+    try:
+        parts = store.archive_parts(program)
+    except StatefileError as exc:
+        return [str(exc)]
+    errors = []
+    for part in parts:
+        try:
+            store.read_archive(program, part)
+        except StatefileError as exc:
+            errors.append(str(exc))
+    return errors
 
 
 def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from statefile.app.ghaw import (
     read_context,
 )
 from statefile.app.writing import compaction_policy
+from statefile.cli.run import echo_error, shown
 from statefile.cli.support import emit_json, example, pass_app, say, without_checkout
 from statefile.integrations.ghaw import read_agent_output, tool_type
 
@@ -175,8 +176,8 @@ def _report(app: AppContext, o: ItemOutcome) -> None:
     for warning in o.warnings:
         _warn(app, f"{who}: {warning}")
     if o.action == "failed":
-        click.echo(f"statefile: error: {who}: {o.error}", err=True)
-        _annotate(app, "error", f"{who}: {o.error}")
+        echo_error(f"{who}: {o.error}")
+        _annotate(app, "error", shown(f"{who}: {o.error}"))
         return
     if o.action == "skipped":
         say(app, f"{who}: already on the branch ({o.marker}); skipped")
@@ -193,6 +194,7 @@ def _report(app: AppContext, o: ItemOutcome) -> None:
 
 
 def _warn(app: AppContext, message: str) -> None:
+    message = shown(message)
     click.echo(f"statefile: warning: {message}", err=True)
     _annotate(app, "warning", message)
 

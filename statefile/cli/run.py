@@ -23,6 +23,14 @@ def _error() -> str:
     return paint("error:", fg="red", bold=True, err=True)
 
 
+def echo_error(message: str) -> None:
+    """Print ``message`` on stderr as every error is printed: ``statefile: error:``, one line, redacted, cut short.
+
+    For the commands that go on after one failure (``apply``'s items, ``compact --all``'s programs).
+    """
+    click.echo(f"statefile: {_error()} {shown(message)}", err=True)
+
+
 def invoke(command: click.Command, argv: list[str] | None) -> int:
     """Run ``command`` on ``argv`` the way the console script does, returning the exit code.
 
@@ -53,7 +61,7 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
         click.echo("statefile: aborted", err=True)
         return 130
     except StatefileError as exc:
-        click.echo(f"statefile: {_error()} {shown(str(exc))}", err=True)
+        echo_error(str(exc))
         return exc.exit_code
     except BrokenPipeError:
         # `statefile list | head`: the reader went away; that is not an error worth a traceback.

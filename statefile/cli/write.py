@@ -6,7 +6,9 @@ Each change is one atomic write through the store (:mod:`statefile.app.writing` 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -36,6 +38,7 @@ from statefile.app.writing import (
     restoring_heading,
     save_edit,
 )
+from statefile.cli.run import echo_error
 from statefile.cli.support import (
     SIZE,
     display_width,
@@ -389,8 +392,8 @@ def dry_run_summary(report: CompactionReport) -> list[str]:
         by_kind.setdefault(item.kind, []).append(item)
     iterations = by_kind.pop("iteration", [])
     folded = [item for item in iterations if item.reason.startswith("folded into")]
-    if len(folded) < len(iterations):
-        by_kind = {"iteration": [item for item in iterations if item not in folded], **by_kind}
+    if len(folded) < len(iterations):  # one pass, not a membership test per item (quadratic on a long history)
+        by_kind = {"iteration": [item for item in iterations if not item.reason.startswith("folded into")], **by_kind}
     if folded:
         numbers = sorted({int(n) for item in folded for n in re.findall(r"\d+", item.label.split("(")[0])})
         heads = [line.split(" — ", 1)[0].lstrip("# ") for line in report.ranges_written]
@@ -499,7 +502,7 @@ def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dr
 def _report_failures(failures: list[tuple[str, StatefileError]]) -> None:
     """After ``compact --all``: one line per program that failed, and the worst exit code."""
     for name, error in failures:
-        click.echo(f"statefile: error: {name}: {error}", err=True)
+        echo_error(f"{name}: {error}")
     if failures:
         sys.exit(max(error.exit_code for _, error in failures))
 
@@ -544,12 +547,13 @@ def _run_editor(program: str, original: str, limit: int) -> str | None:
     anything else) that put a FIFO, a link to a device or a huge file in its place gets a clear error.
     """
 
+    editor = _editor()
     handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
     path = Path(name)
     with open(handle, "w", encoding="utf-8", newline="") as fh:
         fh.write(original)
     try:
-        click.edit(filename=str(path))
+        click.edit(filename=str(path), editor=editor)
     except click.ClickException as exc:
         raise UsageError(f"the editor failed ({exc.format_message()}); your text is in {path}") from None
     try:
@@ -570,6 +574,31 @@ def _run_editor(program: str, original: str, limit: int) -> str | None:
         ) from None
     path.unlink()
     return None if text == original else text
+
+
+def _editor() -> str | None:
+    """The editor to run: $VISUAL, else $EDITOR, checked before anything is written; ``None`` lets click pick one.
+
+    click's own choice (vim, nano, vi) is only made on a terminal: without one such an editor waits for keys that
+    never come, and a scheduled job would hang until it is killed.
+    """
+    for key in ("VISUAL", "EDITOR"):
+        value = os.environ.get(key, "")
+        if not value.strip():
+            continue  # an empty variable is an unset one, as for every setting
+        try:
+            shlex.split(value)
+        except ValueError as exc:
+            raise UsageError(
+                f"${key} is not a command statefile can run ({exc}: {clip(value, 80)!r}); fix its quoting"
+            ) from None
+        return value
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "no editor to run: $VISUAL and $EDITOR are unset and this is not a terminal; set EDITOR to a command "
+            "that edits the file it is given"
+        )
+    return None
 
 
 def _keep_text(program: str, text: str) -> Path:

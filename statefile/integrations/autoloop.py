@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from statefile import __version__
 from statefile.defaults import AGGRESSIVE_AT, DEFAULT_MAX_BYTES
 from statefile.errors import UsageError
+from statefile.jsontext import JsonError, parse_json
 from statefile.store.atomic import INPUT_LIMIT, output_error, read_regular_file, write_output
 
 if TYPE_CHECKING:
@@ -124,11 +125,11 @@ def read_json_object(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise UsageError(f"cannot read {path} ({exc.strerror}); check the path") from None
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        value = parse_json(data.decode("utf-8"), nan_as_null=True)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (not UTF-8 at byte {exc.start}); fix or delete it") from None
+    except JsonError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); fix or delete it") from None
-    except RecursionError:
-        raise UsageError(f"{path} is nested thousands of levels deep; it is not the scheduler's JSON") from None
     if not isinstance(value, dict):
         kind = _JSON_KINDS.get(type(value), type(value).__name__)
         raise UsageError(f"{path} holds a JSON {kind}, not an object; fix or delete it")

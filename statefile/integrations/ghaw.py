@@ -17,7 +17,6 @@ Everything here is pure except :func:`read_agent_output`, which reads one file.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from statefile.errors import NotFoundError, UsageError
+from statefile.jsontext import JsonError, parse_json
 from statefile.store.atomic import read_regular_file
 
 #: Where gh-aw clones a repo-memory: ``/tmp/gh-aw/repo-memory/{id}`` (the lock's ``MEMORY_DIR`` and
@@ -147,11 +147,9 @@ class AgentOutput:
 def parse_agent_output(text: str, source: str) -> AgentOutput:
     """The agent output in ``text`` (from ``source``, for messages); UsageError when it is not that shape."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{source} is not JSON ({exc.msg} at line {exc.lineno}); pass $GH_AW_AGENT_OUTPUT") from None
-    except RecursionError:
-        raise UsageError(f"{source} is nested thousands of levels deep; it is not a gh-aw agent output") from None
+        data = parse_json(text)
+    except JsonError as exc:
+        raise UsageError(f"{source} is not JSON gh-aw writes ({exc}); pass $GH_AW_AGENT_OUTPUT") from None
     if not isinstance(data, dict):
         raise UsageError(f"{source} is not a gh-aw agent output (a JSON object with 'items'); pass $GH_AW_AGENT_OUTPUT")
     items = data.get("items", [])

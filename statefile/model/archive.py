@@ -228,26 +228,33 @@ def _take(text: str, room: int) -> tuple[str, str]:
 
     A first line longer than ``room`` is cut by characters (the pieces join back to the original).
     """
+    # A head of at most `room` bytes has at most `room` characters, so only that much of the text is looked at (a
+    # part is taken from a text many parts long, once per part).  A line the window cuts never fits: with it, the
+    # head would be room + 2 characters.
+    lines = split_lines(text[: room + 2])
     size = 0
     taken = 0
-    for line in split_lines(text):
+    for line in lines:
         if size + utf8_size(line) > room:
             break
         size += utf8_size(line)
         taken += len(line)
     if taken == 0:
-        head, _ = _cut_chars(text.split("\n", 1)[0] + ("\n" if "\n" in text else ""), room)
+        head, _ = _cut_chars(lines[0] if lines else "", room)
         return head, text[len(head) :]
     return text[:taken], text[taken:]
 
 
 def _cut_chars(line: str, limit: int) -> tuple[str, str]:
-    size = 0
-    for index, ch in enumerate(line):
-        size += utf8_size(ch)
-        if size > limit:
-            return line[:index], line[index:]
-    return line, ""
+    """The longest head of ``line`` of at most ``limit`` UTF-8 bytes (whole characters), and the rest."""
+    low, high = 0, min(len(line), limit)  # a character takes at least one byte
+    while low < high:  # the largest n whose head fits, by bisection: a 5 MB line is cut in ~20 encodings, not 5 M
+        middle = (low + high + 1) // 2
+        if utf8_size(line[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return line[:low], line[low:]
 
 
 def find_iteration(text: str, number: int) -> str | None:

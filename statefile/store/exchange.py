@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from statefile.errors import UsageError
+from statefile.jsontext import JsonError, parse_json
 from statefile.model.text import encode
 from statefile.store.names import validate_path
 
@@ -145,20 +146,11 @@ def dumps(data: Mapping[str, Any]) -> str:
 
 
 def loads(text: str) -> Any:
-    """Parse export JSON text, turning a syntax error into a one-line :class:`UsageError`."""
+    """Parse export JSON text, turning a syntax error into a one-line :class:`UsageError`.
+
+    An export's numbers are a version and byte counts: one of more than 18 digits is damage.
+    """
     try:
-        return json.loads(text, parse_int=_small_int)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        raise UsageError(f"not valid JSON ({where}); is this a statefile export?") from None
-    except RecursionError:
-        # Thousands of nested brackets: no export statefile writes nests deeper than three levels.
-        raise UsageError("not a statefile export: the JSON is nested thousands of levels deep") from None
-
-
-def _small_int(text: str) -> int:
-    # An export's numbers are a version and byte counts; a number with thousands of digits is damage (and Python
-    # refuses to convert one past 4,300 digits anyway).
-    if len(text.lstrip("-")) > 18:
-        raise UsageError(f"not a statefile export: a number has {len(text)} digits; the file is damaged")
-    return int(text)
+        return parse_json(text, max_digits=18)
+    except JsonError as exc:
+        raise UsageError(f"not valid JSON ({exc}); is this a statefile export?") from None

@@ -1,6 +1,7 @@
 """Reading a state file given by path (the file-mode commands): invalid UTF-8 is an error, never rewritten.
 
-Also the one rule for how large a file statefile agrees to read at all (:func:`read_limit`), shared by the stores.
+Also the rules for how large a file statefile agrees to read at all (:func:`read_limit` in bytes,
+:func:`line_limit` in lines), shared by the stores.
 """
 
 from __future__ import annotations
@@ -30,6 +31,32 @@ def read_limit(max_bytes: int) -> int:
     return max(MIN_READ_LIMIT, READ_LIMIT_BUDGETS * max_bytes)
 
 
+#: Whatever the budget, files of up to this many lines are read (the real files have a few hundred).
+MIN_LINE_LIMIT = 20_000
+
+
+def line_limit(max_bytes: int) -> int:
+    """The most lines statefile reads in one file for a byte budget of ``max_bytes``: the budget, at least 20,000.
+
+    What a command costs grows with a file's lines, not its bytes: 280,000 one-line iteration headings fit in 7 MB
+    and take minutes to parse, fold and write back.  A file within its budget always fits (a line is at least one
+    byte), so anything statefile writes can be read again.
+    """
+    return max(MIN_LINE_LIMIT, max_bytes)
+
+
+def check_lines(where: str, data: bytes, max_bytes: int) -> bytes:
+    """``data`` itself, or InvalidDataError when it has more lines than :func:`line_limit` allows."""
+    lines = data.count(b"\n")
+    if lines > line_limit(max_bytes):
+        raise InvalidDataError(
+            f"{where} has {lines:,} lines, more than statefile will read ({line_limit(max_bytes):,}: the "
+            f"{max_bytes:,}-byte budget in lines, at least {MIN_LINE_LIMIT:,}); nothing was changed — it is not a "
+            "state file an agent wrote: remove or truncate it with git (or raise --max-bytes)"
+        )
+    return data
+
+
 def too_large(where: str, size: int, max_bytes: int) -> InvalidDataError:
     """The error for a file over :func:`read_limit`: what, how big, what to do.  Nothing was read."""
     return InvalidDataError(
@@ -51,6 +78,8 @@ def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: b
         if bounded and stat.S_ISREG(info.st_mode) and info.st_size > limit:
             raise too_large(str(path), info.st_size, max_bytes)
         data = read_regular_file(path, limit=limit, error=NotFoundError)
+        if bounded:
+            check_lines(str(path), data, max_bytes)
     except FileNotFoundError:
         raise NotFoundError(f"{path}: no such file; check the path") from None
     except OSError as exc:

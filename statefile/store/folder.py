@@ -46,7 +46,7 @@ from statefile.store.base import (
     sorted_parts,
     state_path,
 )
-from statefile.store.files import read_limit, too_large
+from statefile.store.files import check_lines, read_limit, too_large
 from statefile.store.names import is_program_name, validate_part, validate_path, validate_program, windows_reserved
 
 LOCK_NAME = ".statefile.lock"
@@ -146,7 +146,7 @@ class FolderStore(Store):
                 raise self._not_a_file(path, info.st_mode)
             if info.st_size > read_limit(self.max_bytes):
                 raise too_large(f"{path} in {self.root}", info.st_size, self.max_bytes)
-            return handle.read()
+            return check_lines(f"{path} in {self.root}", handle.read(), self.max_bytes)
 
     def _read(self, path: str) -> str | None:
         data = self._read_bytes(path)

@@ -895,7 +895,6 @@ def _usage(root: Path) -> Setup:
             ("no-such-command",),
             ("render", "perf", "--level", "all"),
             ("history", "perf", "-n", "x"),
-            ("lesson",),
             ("lesson", "nope", "perf"),
             ("--max-bytes", "lots", "list"),
             ("init",),
@@ -1110,9 +1109,14 @@ def _lines(prefix: str, count: int) -> str:
 
 
 both(
-    "7 MB of iteration headings",
+    "280,000 iteration headings in 7 MB, over the line limit",
     "absurd",
     lambda: {"perf.md": with_history(state(), _lines("### Iteration ", 280_000))},
+)
+both(
+    "30,000 iteration headings, just under the line limit",
+    "absurd",
+    lambda: {"perf.md": with_history(state(), _lines("### Iteration ", 30_000))},
 )
 both("a 9 MB file, over the read limit", "absurd", lambda: {"perf.md": state() + "x" * (9 << 20)})
 both("one 5 MB line", "absurd", lambda: {"perf.md": with_history(state(), "### Iteration 9 — " + "y" * (5 << 20))})

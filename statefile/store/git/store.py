@@ -64,7 +64,7 @@ from statefile.store.base import (
     sorted_parts,
     state_path,
 )
-from statefile.store.files import read_limit, too_large
+from statefile.store.files import check_lines, read_limit, too_large
 from statefile.store.git.objects import (
     MODE_FILE,
     MODE_TREE,
@@ -382,7 +382,7 @@ class GitStore(Store):
                 )
             if item[0] != kind:
                 raise InvalidDataError(f"{where} is a {item[0]}, expected a {kind}; run `git fsck`")
-            out.append(item[1])
+            out.append(check_lines(f"{where} on branch {self.branch}", item[1], self.max_bytes) if limit else item[1])
         return out
 
     def _lookup(self, commit: str | None, path: str) -> Entry | None:
@@ -516,7 +516,8 @@ class GitStore(Store):
             try:
                 raw = raw_by_name.get(name)
                 if raw is not None:
-                    texts[name] = decode_text(raw, f"{state_path(name)} on branch {self.branch}")
+                    where = f"{state_path(name)} on branch {self.branch}"
+                    texts[name] = decode_text(check_lines(where, raw, self.max_bytes), where)
                 else:
                     texts[name] = self._read_at(tip, state_path(name))
             except StatefileError as exc:
