@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -55,6 +56,19 @@ def make_repos(root: Path) -> Repos:
     git("commit", "--quiet", "-m", "init", cwd=work)
     git("remote", "add", "origin", str(remote), cwd=work)
     git("push", "--quiet", "origin", "main", cwd=work)
+    return Repos(root, remote, work)
+
+
+def copy_repos(template: Repos, root: Path) -> Repos:
+    """A copy of ``template``'s remote and clone under ``root``, the clone's ``origin`` pointed at the copy.
+
+    A fixture that takes git and statefile processes to build is built once a module and copied for each test
+    (milliseconds against a second): each test still has repositories of its own to break.
+    """
+    remote, work = root / template.remote.name, root / template.work.name
+    shutil.copytree(template.remote, remote, symlinks=True)
+    shutil.copytree(template.work, work, symlinks=True)
+    git("remote", "set-url", "origin", str(remote), cwd=work)
     return Repos(root, remote, work)
 
 

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitutil import Repos, git, make_repos, run_statefile
+from conftest import pinned_identity
+from gitutil import Repos, copy_repos, git, make_repos, run_statefile
 
 from statefile.errors import EXIT_ENVIRONMENT, EXIT_GIT, EXIT_USAGE
 from statefile.redaction import redact
@@ -31,11 +32,17 @@ from statefile.redaction import redact
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and devices are POSIX")
 
 
-@pytest.fixture
-def repos(tmp_path: Path) -> Repos:
-    repos = make_repos(tmp_path)
-    assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Repos:
+    with pinned_identity(tmp_path_factory):
+        repos = make_repos(tmp_path_factory.mktemp("template"))
+        assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
     return repos
+
+
+@pytest.fixture
+def repos(template: Repos, tmp_path: Path) -> Repos:
+    return copy_repos(template, tmp_path)
 
 
 def one_line(proc: subprocess.CompletedProcess[str]) -> str:

@@ -9,19 +9,25 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitutil import Repos, git, make_repos, run_statefile
+from conftest import pinned_identity
+from gitutil import Repos, copy_repos, git, make_repos, run_statefile
 
 from statefile.errors import EXIT_INVALID_DATA, EXIT_USAGE
 
 
-@pytest.fixture
-def repos(tmp_path: Path) -> Repos:
-    repos = make_repos(tmp_path)
-    assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
-    assert (
-        run_statefile("-q", "record", "perf", "--status", "accepted", "--metric", "5", cwd=repos.work).returncode == 0
-    )
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Repos:
+    with pinned_identity(tmp_path_factory):
+        repos = make_repos(tmp_path_factory.mktemp("template"))
+        assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
+        recorded = run_statefile("-q", "record", "perf", "--status", "accepted", "--metric", "5", cwd=repos.work)
+        assert recorded.returncode == 0
     return repos
+
+
+@pytest.fixture
+def repos(template: Repos, tmp_path: Path) -> Repos:
+    return copy_repos(template, tmp_path)
 
 
 def tip(repos: Repos) -> str:

@@ -15,11 +15,11 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitutil import Repos, git, make_repos, run_statefile
+from conftest import pinned_identity
+from gitutil import Repos, copy_repos, git, make_repos, run_statefile
 
 from statefile.cli import main
 from statefile.errors import EXIT_GIT, EXIT_INVALID_DATA, EXIT_USAGE
@@ -55,15 +55,20 @@ def files_under(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if ".git" not in p.parts}
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Repos:
+    with pinned_identity(tmp_path_factory):
+        r = make_repos(tmp_path_factory.mktemp("template"))
+        with Store.open(r.work) as store:
+            store.write_files({"perf.md": synthetic_state("perf", 12, seed=2)}, "seed")
+        git("push", "--quiet", "origin", BRANCH, cwd=r.work)
+    return r
+
+
 @pytest.fixture
-def repos(tmp_path: Path) -> Iterator[Repos]:
+def repos(template: Repos, tmp_path: Path) -> Repos:
     """A clone whose memory branch holds ``perf`` (pushed), the remote bare, the clone's branch local."""
-    r = make_repos(tmp_path)
-    store = Store.open(r.work)
-    store.write_files({"perf.md": synthetic_state("perf", 12, seed=2)}, "seed")
-    store.close()
-    git("push", "--quiet", "origin", BRANCH, cwd=r.work)
-    yield r
+    return copy_repos(template, tmp_path)
 
 
 # -- names that become paths, options or refs --------------------------------------------------------------------
