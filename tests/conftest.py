@@ -12,6 +12,7 @@ Two corpora of state files:
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -115,6 +116,11 @@ def _pin_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
         monkeypatch.setenv(key, value)
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    # Temporary files (an edit's saved text, a folder store's half-written file) stay in the test's folders, not
+    # the machine's /tmp: processes read TMPDIR, this process its cached tempfile.tempdir.
+    (home / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(home / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(home / "tmp"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("GIT_DIR", raising=False)
     monkeypatch.delenv("GIT_WORK_TREE", raising=False)

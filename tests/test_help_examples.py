@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 from gitutil import git, make_repos
 
+from statefile.app.ghaw import PREPARE_DIR
 from statefile.cli import COMMANDS, cli
 from statefile.cli.run import invoke
 from statefile.model.synthetic import synthetic_state
@@ -172,6 +173,8 @@ def test_help_example_runs(
         monkeypatch.setenv(name, "true" if name == "EDITOR" else _value)  # nobody is there to use vim
     assert words[0] == "statefile", line
     args = [match for word in words[1:] for match in (sorted(glob.glob(word)) if "*" in word else [word])]
+    if "prepare" in args and "--out" not in args:  # its default is a /tmp/gh-aw path too: mapped the same way
+        args += ["--out", PREPARE_DIR.replace("/tmp/gh-aw/", f"{root}/gh-aw/")]
     code = invoke(cli, args)
     captured = capsys.readouterr()
     assert code == 0, f"`{line}` exited {code}: {captured.err}"
