@@ -619,6 +619,16 @@ def test_budget_error_names_the_sections_and_what_to_do() -> None:
     assert error.size > error.max_bytes == 8192
 
 
+def test_budget_error_names_an_overlong_machine_state_value_not_the_maintainer_text() -> None:
+    """A 40 KB pause reason (a pasted log): the advice named '🎯 Current Priorities' (203 bytes) instead."""
+    doc = make_doc(history_of(5)).set_fields({"pause_reason": "log-line-" * 4000})
+    with pytest.raises(CompactionBudgetError) as caught:
+        compact(doc, CompactionPolicy(max_bytes=8192), program="perf")
+    message = str(caught.value)
+    assert "'Pause Reason' value alone 36000 bytes" in message and "statefile edit perf" in message
+    assert "shorten maintainer-owned text" not in message and "\n" not in message
+
+
 def test_maintainer_sections_are_never_touched_even_when_large() -> None:
     doc = make_doc(history_of(60), priorities="Focus: " + "speed. " * 400)
     policy = CompactionPolicy(max_bytes=8192)

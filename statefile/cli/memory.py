@@ -11,8 +11,10 @@ import sys
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import program_status, render_program, search_memory, state_files
+from statefile.app.reading import program_status, render_program, search_memory, state_files, unreadable_files
+from statefile.cli.run import shown
 from statefile.cli.support import emit_json, example, pass_app, say
+from statefile.errors import StatefileError
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
 from statefile.views.search import hit_dict, hit_line
@@ -51,19 +53,32 @@ def status_cmd(app: AppContext, program: str | None) -> None:
     config = app.config()
 
     names = [program] if program else sorted(state_files(store, app.globs))
+    # Over every program, one that cannot be read (a link, a FIFO, a missing object, a broken archive part) is
+    # shown as such, as `list` shows it: never left out, and never the end of the others' report.
+    unreadable = {} if program else unreadable_files(store, app.globs)
     reports = {}
     trends: dict[str, str] = {}
     # The sparkline is for people at a terminal: piped or --json output stays data.
     chart = not app.as_json and sys.stdout.isatty()
     for name in names:
-        reports[name], doc, texts = program_status(store, name, config)
+        try:
+            reports[name], doc, texts = program_status(store, name, config)
+        except StatefileError as exc:
+            if program:
+                raise
+            unreadable[name] = str(exc)
+            continue
         if chart:
             trends[name] = trend_line(history_rows(doc, name, texts))
     if app.as_json:
-        emit_json(reports[program] if program else reports)
+        broken = {name: {"status": "unreadable", "error": why} for name, why in unreadable.items()}
+        emit_json(reports[program] if program else dict(sorted({**reports, **broken}.items())))
         return
-    for name, report in reports.items():
-        lines = pressure_lines(report, program=name)
+    for name in sorted({*reports, *unreadable}):
+        if name in unreadable:
+            click.echo(f"{name}: unreadable: {shown(unreadable[name])}")
+            continue
+        lines = pressure_lines(reports[name], program=name)
         if trends.get(name):
             lines.insert(1, trends[name])
         for line in lines:
@@ -100,7 +115,7 @@ def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> 
         emit_json([hit_dict(hit) for hit in hits])
         return
     if not hits:
-        say(app, f"no matches for {query!r}")
+        say(app, f"no matches for {shown(repr(query))}")
     for hit in hits:
         click.echo(hit_line(hit))
     first = next((hit for hit in hits if hit.expand), None)

@@ -25,6 +25,7 @@ from statefile.app.reading import (
     list_trends,
     program_log,
 )
+from statefile.cli.run import shown
 from statefile.cli.support import (
     SIZE,
     emit_json,
@@ -252,15 +253,17 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
     else:
         for o in outcomes:
             state = paint("ok", fg="green") if o.ok else paint("FAIL", fg="red", bold=True)
+            # Names and messages echo what was typed (a pasted 100 KB path): each line is cut like an error line.
+            name = shown(o.name)
             if o.name.startswith("repo-memory push"):
-                say(app, f"{o.name}: {state}")
+                say(app, f"{name}: {state}")
             else:
-                say(app, f"{o.name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")
+                say(app, f"{name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")
             for error in o.errors:
-                click.echo(f"  error: {error}")
+                click.echo(f"  error: {shown(error)}")
             if not app.quiet:
                 for warning in o.warnings:
-                    click.echo(f"  warning: {warning}")
+                    click.echo(f"  warning: {shown(warning)}")
                 fixable = sum(1 for text in [*o.errors, *o.warnings] if text.split(":", 1)[0] in REPAIRABLE)
                 if fixable and not is_file_argument(o.name):
                     click.echo(f"  `statefile repair {o.name}` can fix {plural(fixable, 'of these', 'of these')}"

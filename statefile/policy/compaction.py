@@ -50,6 +50,7 @@ from statefile.defaults import (
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, OpaqueEntry
+from statefile.model.machine_state import table_rows
 from statefile.model.patterns import is_bullet_entry, is_placeholder, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.text import clip, detect_newline, line_body, plural, split_lines, utf8_size
@@ -781,6 +782,18 @@ def _budget_error(
         advice = (
             f"the history holds {plural(len(opaque), 'entry', 'entries')} compaction cannot fold, largest {named}; "
             f"fix their headings (or remove them) with `{fix}`, or raise max_bytes"
+        )
+    elif (largest := max(result.sections, key=lambda section: section.size)).kind == "machine_state" and (
+        largest.size >= over
+    ):
+        # A value written into the table (a pasted log as the pause reason): nothing compaction moves helps, and
+        # the maintainer text is beside the point — name the row.
+        row = max(table_rows(list(largest.lines)), key=lambda r: utf8_size(r.value), default=None)
+        where = f"its '{row.label}' value alone {utf8_size(row.value)} bytes" if row else "its rows"
+        fix = f"statefile edit {program}" if program else "statefile edit PROGRAM"
+        advice = (
+            f"the Machine State table is {largest.size} bytes, {where}; shorten that value where it was written (the "
+            f"record's options, or `{fix}`), or raise max_bytes"
         )
     else:
         owned = sorted(((size, label) for label, size, owned in rows if owned), reverse=True)
