@@ -138,3 +138,22 @@ git -C "$M/remote.git" rev-parse refs/heads/memory/autoloop > "$R/after"
     environment_error(out["full"], "remote's disk is full")
     assert "branch protection" not in out["full"][1]
     assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()
+
+
+def test_a_read_only_remote_says_why_and_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
+    """The remote cannot create objects (its objects folder is read-only): git's relayed reason is kept."""
+    out = scenario(tmp_path, r"""
+git init -q --bare -b main "$W/remote.git"
+git init -q -b main "$W/work" && cd "$W/work" && git commit -q --allow-empty -m initial
+git remote add origin "$W/remote.git" && git push -q origin main
+run init --remote origin init perf
+git -C "$W/remote.git" rev-parse refs/heads/memory/autoloop > "$R/before"
+mount --bind "$W/remote.git/objects" "$W/remote.git/objects"
+mount -o remount,bind,ro "$W/remote.git/objects"
+run readonly --remote origin record perf --status accepted --metric 1
+git -C "$W/remote.git" rev-parse refs/heads/memory/autoloop > "$R/after"
+""")  # fmt: skip
+    assert out["init"][0] == 0
+    environment_error(out["readonly"], "remote repository cannot be written", "unable to create temporary object")
+    assert "branch protection" not in out["readonly"][1]
+    assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()

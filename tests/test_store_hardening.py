@@ -131,6 +131,50 @@ def test_a_remote_branch_that_is_a_symbolic_ref_is_never_pushed_through(tmp_path
     assert rev(remote, "refs/heads/main") == main
 
 
+def test_a_remote_branch_that_is_a_symbolic_ref_is_refused_before_anything_is_fetched(tmp_path: Path) -> None:
+    """The remote advertises a symbolic ref with its target's commit: fetched, main's code commit became the
+    remote-tracking copy, record said "diverged", and sync moved the local memory branch onto main."""
+    remote = make_remote(tmp_path)
+    work = clone(remote, tmp_path / "work")
+    assert sf("-q", "--remote", "origin", "init", "perf", cwd=work).returncode == 0
+    git(remote, "symbolic-ref", LOCAL, "refs/heads/main")
+    before = {ref: rev(work, ref) for ref in (LOCAL, TRACKING)}
+    main = rev(remote, "refs/heads/main")
+    for args in (["record", "perf", "--status", "accepted"], ["sync"], ["list"], ["show", "perf"], ["check"]):
+        proc = sf("--remote", "origin", *args, cwd=work)
+        assert proc.returncode == EXIT_INVALID_DATA, (args, proc.stderr)
+        line = one_error_line(proc)
+        assert "refs/heads/memory/autoloop on origin is a symbolic ref to refs/heads/main" in line, line
+        assert {ref: rev(work, ref) for ref in before} == before and rev(remote, "refs/heads/main") == main, args
+    assert git(work, "for-each-ref", "--format=%(refname)", "refs/statefile") == ""  # sync set nothing aside
+    listed = sf("--json", "list", cwd=work)
+    assert [row["program"] for row in json.loads(listed.stdout)] == ["perf"], listed.stdout
+    store = GitStore(work, remote="origin")
+    with store, pytest.raises(InvalidDataError, match="symbolic ref"):
+        store.fetch()
+
+
+# -- 3b. reads never follow a symbolic ref either ------------------------------------------------------------------
+
+
+def test_reads_through_a_local_symbolic_ref_are_refused_as_writes_are(tmp_path: Path) -> None:
+    """cat-file follows a symbolic ref silently: list showed main's code.py as a program, show read it."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("project\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "readme")
+    git(repo, "symbolic-ref", LOCAL, "refs/heads/main")
+    refused = sf("record", "perf", "--status", "accepted", cwd=repo)
+    assert refused.returncode == EXIT_INVALID_DATA and "symbolic ref to refs/heads/main" in one_error_line(refused)
+    for args in (["list"], ["check"], ["show", "README"], ["export"], ["search", "project"], ["log", "README"]):
+        proc = sf(*args, cwd=repo)
+        assert (proc.returncode, proc.stderr) == (EXIT_INVALID_DATA, refused.stderr), (args, proc.stderr)
+    # The store itself, not only the command line: the first read asks, as every write does.
+    with GitStore(repo) as store, pytest.raises(InvalidDataError, match="symbolic ref to refs/heads/main"):
+        store.programs()
+    assert git(repo, "symbolic-ref", LOCAL).strip() == "refs/heads/main"
+
+
 # -- 5. FIFOs and devices in a folder store ------------------------------------------------------------------------
 
 
@@ -217,6 +261,42 @@ def test_a_folder_store_reports_what_it_cannot_read(tmp_path: Path) -> None:
     assert "folder" in found["dir"] and "symbolic link" in found["link"] and "FIFO" in found["pipe"]
     checked = sf("--dir", str(tmp_path), "check", cwd=tmp_path)
     assert checked.returncode == EXIT_CHECK_FAILED and checked.stdout.count("error:") == 3
+
+
+@pytest.mark.parametrize("missing", ["archive", "archive/perf"])
+def test_a_missing_archive_tree_is_invalid_data_naming_its_path(tmp_path: Path, missing: str) -> None:
+    """Missing blobs were exit 7 naming the path; missing trees were exit 6 "git mktree failed" or "git ls-tree
+    failed" (record, search, export), or a message without the path (history)."""
+    repo = make_repo(tmp_path / "repo")
+    assert sf("-q", "init", "perf", cwd=repo).returncode == 0
+    state = git(repo, "rev-parse", f"{LOCAL}:perf.md").strip()
+    gone = "1" * 40
+    if missing == "archive":
+        archive = gone
+    else:
+        archive = git(repo, "mktree", "--missing", input=f"040000 tree {gone}\tperf\n".encode()).strip()
+    commit = point_branch(repo, [f"100644 blob {state}\tperf.md", f"040000 tree {archive}\tarchive"])
+    commands = [["search", "x"], ["export"], ["history", "perf"]]
+    if missing == "archive":  # the write carries the archive folder over by its id, which git checks
+        commands.append(["record", "perf", "--status", "accepted"])
+    for args in commands:
+        proc = sf(*args, cwd=repo)
+        assert proc.returncode == EXIT_INVALID_DATA, (args, proc.stderr)
+        line = one_error_line(proc)
+        assert f"{missing} (object {gone}) on branch {BRANCH} is missing from the repository" in line, (args, line)
+    assert rev(repo, LOCAL) == commit
+
+
+def test_a_missing_blob_a_write_carries_over_is_invalid_data_naming_its_path(tmp_path: Path) -> None:
+    """git mktree refuses a tree naming a missing object: that was exit 6 "git mktree failed"."""
+    repo = make_repo(tmp_path / "repo")
+    assert sf("-q", "init", "perf", cwd=repo).returncode == 0
+    state = git(repo, "rev-parse", f"{LOCAL}:perf.md").strip()
+    commit = point_branch(repo, [f"100644 blob {state}\tperf.md", f"100644 blob {'2' * 40}\t_shared.md"])
+    proc = sf("record", "perf", "--status", "accepted", cwd=repo)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert f"_shared.md (object {'2' * 40}) on branch {BRANCH} is missing" in one_error_line(proc)
+    assert rev(repo, LOCAL) == commit
 
 
 # -- 9. paths other file systems read as .git ----------------------------------------------------------------------

@@ -41,6 +41,29 @@ _BUFFER = 1 << 16
 # How many listings a store keeps: the trees of the current tip and its archive folders.
 _CACHE = 256
 _LS_TREE = re.compile(rb"(\d{6}) (\w+) ([0-9a-f]+)(?: +(\S+))?\t(.*)", re.S)
+# How git says a tree names an object the repository lacks: ls-tree -r reaching a missing subtree, and mktree
+# given an entry whose object is missing (the runner sets LC_ALL=C, so these stay in English).
+_UNREADABLE = re.compile(r"Could not read ([0-9a-f]{40,64})")
+_UNAVAILABLE = re.compile(r"entry '(.*)' object ([0-9a-f]{40,64}) is unavailable")
+
+
+def missing_object(where: str, oid: str, branch: str) -> InvalidDataError:
+    """The one error for an object a tree names that is not in the repository, a blob or a tree alike: a damaged
+    repository is invalid data, whichever git command ran into it (``where``: its path on the branch, or "")."""
+    what = f"{where} (object {oid})" if where else f"object {oid}"
+    return InvalidDataError(
+        f"{what} on branch {branch} is missing from the repository; it is damaged — run `git fsck`, or fetch the "
+        "branch again"
+    )
+
+
+class ObjectMissing(Exception):
+    """``git mktree`` was given an entry whose object is missing; the caller knows the folder and says where."""
+
+    def __init__(self, name: str, oid: str) -> None:
+        super().__init__(f"entry {name!r} object {oid} is unavailable")
+        self.name = name
+        self.oid = oid
 
 
 def kind_of(mode: str) -> str:
@@ -213,26 +236,43 @@ def parse_listing(data: bytes) -> Listing:
 
 
 class Trees:
-    """Tree listings through ``git ls-tree``, cached by the (immutable) id listed."""
+    """Tree listings through ``git ls-tree``, cached by the (immutable) id listed; ``branch`` names the branch in
+    what a damaged tree's error says."""
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, branch: str) -> None:
         self._git = git
+        self._branch = branch
         self._cache: dict[tuple[str, bool], Listing] = {}
 
-    def listing(self, treeish: str, *, sizes: bool = False) -> Listing:
-        """The entries of tree (or commit) ``treeish``; with ``sizes``, each blob's size too (``ls-tree -l``)."""
+    def listing(self, treeish: str, *, sizes: bool = False, path: str = "") -> Listing:
+        """The entries of tree (or commit) ``treeish``; with ``sizes``, each blob's size too (``ls-tree -l``).
+
+        ``path`` is where the tree is on the branch ("" for the top folder), for the error when it is missing.
+        """
         cached = self._cache.get((treeish, sizes)) or (None if sizes else self._cache.get((treeish, True)))
         if cached is not None:
             return cached
         args = ("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
         result = self._git.call(*args)
         if not result.ok:
-            if "not a tree object" in result.err or "bad object" in result.err:
-                raise InvalidDataError(
-                    f"object {treeish} is missing or not a tree; the repository is damaged — run `git fsck`"
-                )
-            raise self._git.failure(result, "run `git fsck`")
+            raise self._damaged(result, treeish, path)
         return self.remember(treeish, parse_listing(result.stdout), sizes=sizes)
+
+    def _damaged(self, result: Result, treeish: str, path: str) -> StatefileError:
+        """The error for a failed ``ls-tree`` of ``treeish``: invalid data when it is missing or not a tree."""
+        if not any(sign in result.err for sign in ("not a tree object", "bad object", "not a valid object",
+                                                  "Could not read")):  # fmt: skip
+            return self._git.failure(result, "run `git fsck`")
+        kind = self._git.call("cat-file", "-t", treeish)
+        found = kind.stdout.decode("ascii", "replace").strip()
+        if not kind.ok:
+            return missing_object(path or "the top folder", treeish, self._branch)
+        if found == "commit":  # the commit is there, its top folder is not: name the tree, not the commit
+            header = self._git.call("cat-file", "commit", treeish).stdout.split(b"\n", 1)[0]
+            tree = header.removeprefix(b"tree ").decode("ascii", "replace")
+            return missing_object(path or "the top folder", tree if is_oid(tree) else treeish, self._branch)
+        where = f"{path} (object {treeish})" if path else f"object {treeish}"
+        return InvalidDataError(f"{where} on branch {self._branch} is a {found}, expected a tree; run `git fsck`")
 
     def remember(self, treeish: str, entries: Listing, *, sizes: bool = False) -> Listing:
         """Keep ``entries`` as the listing of ``treeish`` (a tree this process just wrote needs no ls-tree)."""
@@ -243,7 +283,17 @@ class Trees:
 
     def everything(self, treeish: str) -> Listing:
         """Every file below ``treeish`` (``ls-tree -r``): path → entry; folders are not listed, submodules are."""
-        return parse_listing(self._git.run("ls-tree", "-r", "-z", "--full-tree", treeish))
+        result = self._git.call("ls-tree", "-r", "-z", "--full-tree", treeish)
+        if result.ok:
+            return parse_listing(result.stdout)
+        found = _UNREADABLE.search(result.err)
+        if found is None:
+            raise self._damaged(result, treeish, "")
+        # git names only the missing object: list again with the folders (-t, each printed before its contents)
+        # to say which folder of the branch it is.
+        again = self._git.call("ls-tree", "-r", "-t", "-z", "--full-tree", treeish)
+        folders = [path for path, entry in parse_listing(again.stdout).items() if entry.oid == found[1]]
+        raise missing_object(folders[0] if folders else "a folder", found[1], self._branch)
 
 
 class Writer:
@@ -335,7 +385,10 @@ class TreeWriter:
         self.close()
 
     def write(self, entries: Mapping[str, Entry]) -> str:
-        """Write a tree of ``entries`` (git sorts them and checks each object exists); its id."""
+        """Write a tree of ``entries`` (git sorts them and checks each object exists); its id.
+
+        :class:`ObjectMissing` when an entry's object is not in the repository.
+        """
         if self._proc is None:
             self._proc = self._git.popen("mktree", "-z", "--batch", stderr=True)
         assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -354,7 +407,7 @@ class TreeWriter:
         self.written.append(oid)
         return oid
 
-    def _failed(self) -> StatefileError:
+    def _failed(self) -> StatefileError | ObjectMissing:
         proc, self._proc = self._proc, None
         assert proc is not None
         # communicate() closes stdin itself (a pipe git already closed is fine) and reads what git said; closing
@@ -365,6 +418,10 @@ class TreeWriter:
             proc.kill()
             err = proc.stderr.read() if proc.stderr is not None else b""
             proc.wait()
+        text = err.decode("utf-8", "surrogateescape")
+        missing = _UNAVAILABLE.search(text)
+        if missing is not None:
+            return ObjectMissing(missing[1], missing[2])
         return self._git.failure(Result(("mktree",), proc.returncode or 1, b"", err), "check the repository and retry")
 
     def close(self) -> None:

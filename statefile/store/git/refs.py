@@ -8,6 +8,7 @@ remote-tracking copy of it points.  Nothing here reads git's files.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from statefile.errors import InvalidDataError, UsageError
@@ -17,13 +18,42 @@ from statefile.store.git.runner import Git, Result, is_oid
 
 _FORMAT = "%(objectname)%00%(refname)%00%(symref)%00%(worktreepath)"
 
+# How git says a ref cannot be created because another one is in its way by the directory/file rule (refs are
+# paths: refs/heads/a and refs/heads/a/b cannot both exist).  git wraps these in "cannot lock ref '…': ", the same
+# words as a held lock, so they are told apart first: waiting for this "lock" would never help.
+_CLASH = re.compile(
+    r"'(?P<ref>[^'\n]+)' exists; cannot create '[^'\n]+'|there is a non-empty directory '(?P<folder>[^'\n]+)' "
+    r"blocking reference '[^'\n]+'"
+)
+
+
+def ref_clash(stderr: str) -> str | None:
+    """The ref (or folder of loose refs) in the way when git refused to create a ref by the directory/file rule
+    (one name would be a folder of the other), else ``None``."""
+    found = _CLASH.search(stderr)
+    return None if found is None else found["ref"] or found["folder"]
+
+
+def clash_error(ref: str, existing: str, *, where: str = "", fix: str = "") -> UsageError:
+    """The usage error for ``ref``, which cannot be created because ``existing`` is in its way (``where``:
+    " on origin" for a remote's refs, "" for this repository's; ``fix``: what to do, when not the usual)."""
+    there = " there" if where else ""
+    fix = fix or f"use another --branch, one that neither contains nor extends that name, or rename {existing}"
+    return UsageError(
+        f"{ref} cannot be created{where}: {existing} exists{there}, and git cannot keep both a ref and another "
+        f"below it (one name would be a folder of the other) — {fix}; nothing was written"
+    )
+
 
 def lock_busy(stderr: str) -> bool:
     """Whether a ref update failed because a lock is held, or a concurrent update moved the ref first.
 
     "Unable to create '…/x.lock': File exists." — another git process holds the lock (or a killed one left it);
     "cannot lock ref '…': is at X but expected Y" — a concurrent fetch in the same clone moved the ref first.
+    "cannot lock ref '…': '…' exists; cannot create '…'" is not a lock at all: see :func:`ref_clash`.
     """
+    if ref_clash(stderr) is not None:
+        return False
     return any(sign in stderr for sign in ("File exists", "Unable to create", "cannot lock ref", "but expected"))
 
 
@@ -45,8 +75,8 @@ class Refs:
     """The refs of one branch in one repository: ``refs/heads/<branch>`` and its remote-tracking copies.
 
     ``tracking`` lists the remote-tracking refs to look at, most preferred first; an entry may be a pattern
-    (``refs/remotes/*/<branch>``), whose matches are ordered by ``prefer`` (remote names first in that list, then
-    by name).
+    (``refs/remotes/*/<branch>``, ``*`` standing for one remote name), whose matches are ordered by ``prefer``
+    (remote names first in that list, then by name).
     """
 
     def __init__(self, git: Git, repo: Repository, branch: str, tracking: list[str], prefer: tuple[str, ...] = ()):
@@ -68,6 +98,10 @@ class Refs:
             if len(fields) != 4 or not is_oid(fields[0]):
                 continue
             oid, name, target, worktree = fields
+            # for-each-ref also lists every ref *below* a literal pattern (refs/heads/memory/autoloop/x for
+            # refs/heads/memory/autoloop): a branch that merely starts with our name is not our branch.
+            if not self._wanted(name):
+                continue
             if name == self.local_ref:
                 local, symref = oid, target
                 # A bare repository reports itself as where its HEAD's branch is "checked out": no work tree there.
@@ -76,6 +110,31 @@ class Refs:
             elif not target:
                 tracking.append((name, oid))
         return RefState(local, symref, checked_out, dict(sorted(tracking, key=self._rank)))
+
+    def _wanted(self, name: str) -> bool:
+        """Whether ``name`` is the local ref or one of the tracking refs by its whole name."""
+        if name == self.local_ref or name in self._tracking:
+            return True
+        for pattern in self._tracking:
+            head, star, tail = pattern.partition("*")
+            if not star or len(name) <= len(head) + len(tail) or not (name.startswith(head) and name.endswith(tail)):
+                continue
+            if "/" not in name[len(head) : len(name) - len(tail)]:  # as in git's glob, `*` never spans a slash
+                return True
+        return False
+
+    def in_the_way(self) -> str:
+        """A ref of this repository that keeps ``refs/heads/<branch>`` from being created, else "".
+
+        git keeps refs as paths: ``refs/heads/memory/autoloop`` cannot exist beside ``refs/heads/memory`` or
+        ``refs/heads/memory/autoloop/sub``.  One ``for-each-ref`` of the branch's first name part lists both kinds.
+        """
+        top = "refs/heads/" + self.branch.partition("/")[0]
+        out = self._git.run("for-each-ref", "--format=%(refname)", top)
+        for name in out.decode("utf-8", "surrogateescape").split("\n"):
+            if name and (self.local_ref.startswith(name + "/") or name.startswith(self.local_ref + "/")):
+                return name
+        return ""
 
     def _rank(self, item: tuple[str, str]) -> tuple[int, int, str]:
         name = item[0]
@@ -116,6 +175,9 @@ class Refs:
             return Outcome.DONE, result
         if self.resolve(ref) != old:
             return Outcome.MOVED, result
+        clash = ref_clash(result.err)
+        if clash is not None:
+            raise clash_error(ref, clash)
         if lock_busy(result.err):
             return Outcome.LOCKED, result
         raise self._git.failure(result, f"could not move {ref}")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from statefile.errors import EnvironmentFailure, GitError, InvalidDataError, StatefileError
-from statefile.store.git.refs import lock_busy
+from statefile.store.git.refs import clash_error, lock_busy, ref_clash
 from statefile.store.git.retry import Outcome
 from statefile.store.git.runner import Git, Result, environment_problem, is_oid, one_line
 from statefile.store.names import is_remote_url
@@ -33,6 +33,8 @@ TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
 _PUSH_RACED = ("fetch first", "non-fast-forward", "stale info", "incorrect old value")
 # The remote could not take its ref lock: a concurrent push holds it, or a killed one left it behind.
 _PUSH_LOCKED = ("failed to update ref", "failed to lock", "cannot lock ref")
+# How git relays the remote's own reason for not storing the pushed objects.
+_UNPACK_FAILED = "error: remote unpack failed: "
 
 
 class Credentials(NamedTuple):
@@ -117,6 +119,11 @@ class Remote:
         """How messages name the remote branch (credentials removed)."""
         return self._git.redact(f"{self.target} {self.branch}" if self.is_url else f"{self.spec}/{self.branch}")
 
+    @property
+    def name(self) -> str:
+        """How messages and suggested commands name the remote: ``origin``, or the URL without credentials."""
+        return self._git.redact(self.target)
+
     def fetch(self) -> Result:
         """``git fetch`` of the branch into :attr:`tracking_ref`; the caller decides what a failure means."""
         return self._git.call(
@@ -136,6 +143,13 @@ class Remote:
 
     def fetch_error(self, result: Result) -> StatefileError:
         """The error for a fetch that failed for another reason."""
+        existing = ref_clash(result.err)
+        if existing is not None:
+            # A copy of a branch since deleted on the remote keeps the copy of this one from being made here.
+            return clash_error(self.tracking_ref, self._git.redact(existing), fix=(
+                f"if it is a copy of a branch deleted on the remote, `git fetch --prune {self.name}` removes it; "
+                "else use another --branch"
+            ))  # fmt: skip
         if "mismatched algorithms" in result.err or "does not support this repository's hash" in result.err:
             return GitError(self._git.redact(
                 f"{self.display} and this repository use different object formats ({one_line(result.err, 200)}); "
@@ -166,6 +180,10 @@ class Remote:
             # "cannot lock ref …: is at X but expected Y": another push moved the ref while this one waited.
             if any(word in reason for word in _PUSH_RACED) or "but expected" in result.err:
                 return Outcome.REJECTED, result
+            # Refused as "failed to lock" too, but no wait frees it: a ref on the remote is in the way of ours.
+            existing = ref_clash(remote_message(result.err))
+            if existing is not None:
+                raise clash_error(self.remote_ref, self._git.redact(existing), where=f" on {self.name}")
             if any(word in reason for word in _PUSH_LOCKED) and environment_problem(result.err) == "":
                 return Outcome.REMOTE_LOCKED, result
             raise self.refused(reason, result)
@@ -174,7 +192,9 @@ class Remote:
     def refused(self, reason: str, result: Result) -> StatefileError:
         """The error for a push the remote refused: what the remote (or its hook) said, on one line."""
         said = remote_message(result.err)
-        problem = environment_problem(said)
+        # A remote on this machine or over ssh writes some reasons straight to stderr, not as "remote:" lines:
+        # then git's one-line verdict ("unable to migrate objects to permanent storage") is all there is to read.
+        problem = environment_problem(said or reason)
         if problem == "full":
             return EnvironmentFailure(self._git.redact(
                 f"the push to {self.display} failed: the remote's disk is full ({said or reason}); free space on "
@@ -183,7 +203,8 @@ class Remote:
         if problem == "read-only":
             return EnvironmentFailure(self._git.redact(
                 f"the push to {self.display} failed: the remote repository cannot be written ({said or reason}); "
-                "fix its permissions, then run the command again — nothing was changed there"
+                "fix its permissions (or its read-only or full disk), then run the command again — nothing was "
+                "changed there"
             ))  # fmt: skip
         if "hook declined" in reason:
             detail = f"{reason}: {said}" if said else reason
@@ -205,6 +226,20 @@ class Remote:
         return self._git.failure(result, f"check that {self.display} is reachable and writable",
                                  what=f"pushing to {self.display}")  # fmt: skip
 
+    def unverified_error(self, seconds: float, check: str) -> StatefileError:
+        """The error for a push that ended without a verdict when reading the remote back did not work either.
+
+        Not "failed": the commit may well be there, and a caller that took this for a failure and ran the
+        command again would record the same thing twice.  A GitError all the same (exit 6): what stopped statefile
+        is git not reaching the remote — neither this machine's disk (8) nor a concurrent writer (5).  git's own
+        words are left out: they say "failed", and ``check`` shows them if the remote is still unreachable.
+        """
+        return GitError(self._git.redact(
+            f"the push to {self.display} may have landed, but it could not be verified: the connection broke "
+            f"before git reported the outcome, and {self.display} could not be read back for {seconds:.0f} s; "
+            f"check with `{check}` before recording again, or the same change may be recorded twice"
+        ))  # fmt: skip
+
     def locked_error(self, result: Result) -> StatefileError:
         """The error when the remote's ref stayed locked for every try."""
         said = remote_message(result.err)
@@ -215,20 +250,29 @@ class Remote:
         ))  # fmt: skip
 
     def refuse_symref(self) -> None:
-        """InvalidDataError when the remote's branch is a symbolic ref (a push would move the branch it points
-        to, as ``git receive-pack`` follows it); asked once per remote, before its first push."""
+        """InvalidDataError when the remote's branch is a symbolic ref; asked once per remote, before its first
+        fetch.
+
+        The remote advertises a symbolic ref with its target's commit: a fetch would bring that other branch in
+        as the memory (its files read as state files, and a local branch behind it fast-forwarded onto it), and a
+        push would move that branch (``git receive-pack`` follows it).  Only ``ls-remote --symref`` tells, and only
+        over protocol v2 (v0 names HEAD's target alone), so v2 is asked for whatever the user's configuration says.
+        """
         if self._symref_checked:
             return
-        result = self._git.call("ls-remote", "--symref", "--end-of-options", self.target, self.remote_ref)
+        result = self._git.call(
+            "-c", "protocol.version=2", "ls-remote", "--symref", "--end-of-options", self.target, self.remote_ref
+        )
         if not result.ok:
             raise self.fetch_error(result)
         for line in result.stdout.decode("utf-8", "replace").splitlines():
             head, _, name = line.partition("\t")
             if name == self.remote_ref and head.startswith("ref: ") and head[5:] != self.remote_ref:
                 raise InvalidDataError(self._git.redact(
-                    f"{self.remote_ref} on {self.display} is a symbolic ref to {head[5:]}; a push would move that "
-                    f"branch, and statefile never follows one onto another branch — make {self.branch} a real "
-                    "branch there (or use another --branch); nothing was written"
+                    f"{self.remote_ref} on {self.name} is a symbolic ref to {head[5:]}; statefile never follows one "
+                    "onto another branch (it would read that branch's files as the memory, and a push would move "
+                    f"it) — make {self.branch} a real branch there (or use another --branch); nothing was read or "
+                    "written"
                 ))  # fmt: skip
         self._symref_checked = True
 
@@ -245,12 +289,15 @@ class Remote:
 
 
 def remote_message(stderr: str) -> str:
-    """What the remote itself said (its ``remote:`` lines, git's boilerplate dropped), on one line."""
+    """What the remote itself said, on one line, git's boilerplate dropped: its ``remote:`` lines, and why it
+    could not store the pushed objects, which git relays as ``error: remote unpack failed: …`` (a push that fails
+    this way says only "unpacker error" on its porcelain line)."""
     lines = []
     for line in stderr.splitlines():
-        if not line.startswith("remote:"):
-            continue
-        lines.append(line[len("remote:") :].strip())
+        if line.startswith("remote:"):
+            lines.append(line[len("remote:") :].strip())
+        elif line.startswith(_UNPACK_FAILED):
+            lines.append("unpack failed: " + line[len(_UNPACK_FAILED) :].strip())
     return one_line("\n".join(lines))
 
 

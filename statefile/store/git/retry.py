@@ -29,6 +29,8 @@ class Outcome(enum.Enum):
     REJECTED = "rejected"
     #: The remote could not lock its ref (a concurrent push, or a stale lock file on the remote).  Try again.
     REMOTE_LOCKED = "remote locked"
+    #: The remote could not be read (unreachable for now: the connection just broke).  Wait, ask again.
+    UNANSWERED = "unanswered"
 
     @property
     def done(self) -> bool:

@@ -27,7 +27,15 @@ MESSAGE_LIMIT = 400
 _WORK_TREE_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
 # What a full disk or an unwritable repository looks like in git's messages (LC_ALL=C keeps them in English).
 _NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large")
-_READ_ONLY = ("read-only file system", "permission denied", "insufficient permission", "operation not permitted")
+# The last two are a remote's receive-pack saying it could not write its object store (it gives no errno then).
+_READ_ONLY = (
+    "read-only file system",
+    "permission denied",
+    "insufficient permission",
+    "operation not permitted",
+    "unable to create temporary object directory",
+    "unable to migrate objects to permanent storage",
+)
 
 
 class Result(NamedTuple):

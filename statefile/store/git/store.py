@@ -72,13 +72,15 @@ from statefile.store.git.objects import (
     Entry,
     IdentityMissing,
     Listing,
+    ObjectMissing,
     ObjectTooLarge,
     Trees,
     TreeWriter,
     Writer,
     kind_of,
+    missing_object,
 )
-from statefile.store.git.refs import Refs, RefState
+from statefile.store.git.refs import Refs, RefState, clash_error
 from statefile.store.git.remote import Remote, credentials, env_tokens
 from statefile.store.git.repo import OBJECT_FORMATS, Repository, discover, git_executable
 from statefile.store.git.retry import Backoff, Outcome, Tried, retry
@@ -102,6 +104,9 @@ _REMOTE_BACKOFF = (0.1, 8.0)
 STALE_REMOTE_LOCK = 3.0
 # Waiting for another git process in this clone (a fetch racing a fetch, the local branch after a push).
 _LOCK_BACKOFF = Backoff(tries=6, first=0.02, cap=0.5, budget=5.0)
+# Asking the remote whether a push that ended without a verdict landed.  The connection has just broken, so the
+# remote may not answer for a moment (a server restarting, a network blip): keep asking for a few seconds.
+_VERIFY_BACKOFF = Backoff(tries=40, first=0.1, cap=1.0, budget=8.0)
 
 
 def clean_message(message: str) -> str:
@@ -215,12 +220,14 @@ class GitStore(Store):
         self._local_ref = self._refs.local_ref
         # One long-lived reader; git's answers are cached by object id (objects never change).
         self._cat = CatFile(self._git)
-        self._trees = Trees(self._git)
+        self._trees = Trees(self._git, self.branch)
         self._writer = Writer(self._git)
         self._identity: dict[str, str] | None = None
         self._name_checked = False
         # A fetched tip the local branch could not be moved to (a stale lock): reads use it, not the stale branch.
         self._pinned: str | None = None
+        # Whether reads have asked if the branch is a symbolic ref (see tip(); writes ask on every attempt).
+        self._branch_checked = False
         self._random = random.Random()
 
     def __repr__(self) -> str:
@@ -234,9 +241,14 @@ class GitStore(Store):
     # -- refs ----------------------------------------------------------------------------------------------------
 
     def _state(self) -> RefState:
-        """The refs before a write: a symbolic branch is refused here, never followed."""
+        """The refs now; a symbolic branch is refused here, for reads and writes alike, never followed.
+
+        This is the one place that decides: a read through one would show the other branch's files as the memory
+        (its README as a program), a write would move that branch.
+        """
         state = self._refs.read()
         self._refs.refuse_symref(state)
+        self._branch_checked = True
         return state
 
     def tip(self) -> str | None:
@@ -247,6 +259,10 @@ class GitStore(Store):
         """
         if self._pinned is not None:
             return self._pinned
+        if not self._branch_checked:
+            # cat-file follows a symbolic ref without a word: ask once per store whether the branch is one (a
+            # command opens its own store, and the command line's fetch or branch_state has asked already).
+            self._state()
         for oid in self._cat.resolve([self._local_ref, self._preferred_tracking]):
             if oid is not None:
                 return oid
@@ -255,10 +271,11 @@ class GitStore(Store):
     def branch_state(self) -> BranchState:
         """The local branch against its remote-tracking copy (the remote's, after :meth:`fetch`).
 
-        Two git processes at most (``for-each-ref``, and ``rev-list --count`` when the two differ); nothing is
-        fetched here.
+        Two git processes at most (``for-each-ref``, and ``rev-list --count`` when the two differ, or
+        ``symbolic-ref`` when there is no local branch); nothing is fetched here.  A branch that is a symbolic ref
+        is refused (see :meth:`_state`).
         """
-        state = self._refs.read()
+        state = self._state()
         if self._remote is not None:
             ref = self._remote.tracking_ref
             tracking = state.tracking.get(ref)
@@ -376,10 +393,7 @@ class GitStore(Store):
         for oid, path, item in zip(oids, paths, found, strict=True):
             where = f"{path} (object {oid})" if path else f"object {oid}"
             if item is None:
-                raise InvalidDataError(
-                    f"{where} on branch {self.branch} is missing from the repository; it is damaged — run "
-                    "`git fsck`, or fetch the branch again"
-                )
+                raise missing_object(path, oid, self.branch)
             if item[0] != kind:
                 raise InvalidDataError(f"{where} is a {item[0]}, expected a {kind}; run `git fsck`")
             out.append(check_lines(f"{where} on branch {self.branch}", item[1], self.max_bytes) if limit else item[1])
@@ -395,13 +409,13 @@ class GitStore(Store):
             entry = listing.get(part)
             if entry is None or index == len(parts) - 1:
                 return entry
+            where = "/".join(parts[: index + 1])
             if not entry.is_tree:
-                where = "/".join(parts[: index + 1])
                 raise InvalidDataError(
                     f"{where} on branch {self.branch} is a {kind_of(entry.mode)}, not a folder; statefile will not "
                     "follow it — replace it with a folder"
                 )
-            listing = self._trees.listing(entry.oid)
+            listing = self._trees.listing(entry.oid, path=where)
         return None
 
     def _require_file(self, entry: Entry, path: str) -> None:
@@ -427,7 +441,7 @@ class GitStore(Store):
                 f"{archive_dir(program)} on branch {self.branch} is a {kind_of(entry.mode)}, not a folder; "
                 "replace it with a folder"
             )
-        return list(self._trees.listing(entry.oid))
+        return list(self._trees.listing(entry.oid, path=archive_dir(program)))
 
     def _last_part(self, commit: str | None, program: str) -> tuple[str, str] | None:
         name = newest_part(self._archive_names(commit, program))
@@ -542,6 +556,11 @@ class GitStore(Store):
             )
         return text
 
+    def paths(self) -> list[str]:
+        """Every path on the branch, sorted, from one ``git ls-tree -r`` (no blob is read)."""
+        tip = self.tip()
+        return [] if tip is None else sorted(self._trees.everything(tip))
+
     def read_all(self) -> dict[str, str]:
         """Every text file on the branch: path → text (one ``git ls-tree -r`` and one cat-file batch)."""
         tip = self.tip()
@@ -636,7 +655,7 @@ class GitStore(Store):
                     f"{prefix}{name} on branch {self.branch} is a {kind_of(current.mode)}, not a folder; "
                     "replace it with a folder"
                 )
-            below = self._trees.listing(current.oid) if current is not None else None
+            below = self._trees.listing(current.oid, path=prefix + name) if current is not None else None
             new = self._write_tree(trees, below, sub, f"{prefix}{name}/")
             if new == "":
                 continue
@@ -649,7 +668,12 @@ class GitStore(Store):
             return ""
         if not entries:
             return None
-        oid = trees.write(entries)
+        try:
+            oid = trees.write(entries)
+        except ObjectMissing as exc:
+            # An entry carried over unchanged (an archive folder, another file) whose object is gone: the branch is
+            # damaged, which is invalid data like a missing blob read, not a failure of git.
+            raise missing_object(prefix + exc.name, exc.oid, self.branch) from None
         self._trees.remember(oid, entries)  # the next update in this process starts from this tree: no ls-tree
         return oid
 
@@ -724,6 +748,12 @@ class GitStore(Store):
         # Before creating the branch, git itself judges the name (a branch that exists was accepted already).
         if state.local is None and not self._name_checked:
             self._refs.check_name()
+            # A ref in the way by git's directory/file rule would make the compare-and-swap fail the way a held
+            # lock does.  Through a remote the local branch only follows the remote's, so a clash here does not
+            # stop the write (the local branch is then left alone, see _advance_local).
+            existing = self._refs.in_the_way() if self._remote is None else ""
+            if existing:
+                raise clash_error(self._local_ref, existing)
             self._name_checked = True
 
     def _advance_local(self, local: str | None, target: str, why: str) -> bool:
@@ -745,7 +775,10 @@ class GitStore(Store):
                     return Outcome.DONE, True  # another writer in this clone moved it to or past target
                 if local is not None and not self._refs.is_ancestor(local, target):
                     return Outcome.DONE, False  # it diverged: leave it for the next write to report
-            outcome, _result = self._refs.cas(self._local_ref, target, local, why)
+            try:
+                outcome, _result = self._refs.cas(self._local_ref, target, local, why)
+            except UsageError:
+                return Outcome.DONE, False  # another branch is in its way here: reads use the remote's tip
             return outcome, outcome.done
 
         return retry(attempt, _LOCK_BACKOFF, rng=self._random).value
@@ -754,6 +787,9 @@ class GitStore(Store):
         """Fetch the branch into its remote-tracking ref; the remote's tip, ``None`` if it has no such branch."""
         assert self._remote is not None
         remote = self._remote
+        # Before anything is fetched: a symbolic ref there would bring another branch's commit into the
+        # remote-tracking ref, and from there onto the local branch (a fast-forward, or sync starting from it).
+        remote.refuse_symref()
 
         def attempt(_: int) -> tuple[Outcome, Result]:
             result = remote.fetch()
@@ -827,7 +863,11 @@ class GitStore(Store):
         return outcome, (new, result)
 
     def _try_remote(
-        self, attempt: Callable[[str | None], str | None], why: str, locked: list[tuple[float, str | None]]
+        self,
+        attempt: Callable[[str | None], str | None],
+        why: str,
+        locked: list[tuple[float, str | None]],
+        program: str,
     ) -> tuple[Outcome, tuple[str, Result | None]]:
         assert self._remote is not None
         remote_tip = self._fetch()
@@ -853,36 +893,57 @@ class GitStore(Store):
         if outcome is Outcome.MOVED:
             # The push failed without a verdict: the remote may have taken the commit before the connection
             # dropped.  Look before reporting, so a caller that retries does not record the same thing twice.
-            if not self._landed(new):
+            landed = self._landed(new)
+            if landed is None:
+                raise self._remote.unverified_error(_VERIFY_BACKOFF.budget, self._check_command(program))
+            if not landed:
                 raise self._remote.push_error(result)
             outcome = Outcome.DONE
         if outcome is Outcome.DONE:
-            # The commit has landed: from here on, a failure to move our own refs must not report the write as
-            # failed.  A ref left behind is repaired by the next fetch (a local branch behind the remote follows).
-            with contextlib.suppress(GitError):
+            # The commit has landed: from here on, a failure to move our own refs (whatever the error: a full or
+            # read-only disk here too) must not report the write as failed.  A ref left behind is repaired by the
+            # next fetch (a local branch behind the remote follows).
+            with contextlib.suppress(StatefileError):
                 self._refs.set(self._remote.tracking_ref, new, why)
-            with contextlib.suppress(GitError):
+            with contextlib.suppress(StatefileError):
                 self._pinned = None if self._advance_local(state.local, new, why) else new
         return outcome, (new, result)
 
-    def _landed(self, new: str) -> bool:
-        """Whether commit ``new`` is on the remote branch now (after a push that failed without a verdict)."""
-        try:
-            tip = self._fetch()
-        except StatefileError:
-            return False
-        return tip is not None and (tip == new or self._refs.is_ancestor(new, tip))
+    def _landed(self, new: str) -> bool | None:
+        """Whether commit ``new`` is on the remote branch now (after a push that failed without a verdict);
+        ``None`` when the remote could not be read within :data:`_VERIFY_BACKOFF`'s time.
 
-    def _transact(self, attempt: Callable[[str | None], str | None], why: str) -> tuple[str, bool, int]:
+        A failed read is no answer: the connection just broke, and the remote may be back a moment later.
+        """
+
+        def attempt(_: int) -> tuple[Outcome, bool | None]:
+            try:
+                tip = self._fetch()
+                return Outcome.DONE, tip is not None and (tip == new or self._refs.is_ancestor(new, tip))
+            except StatefileError:
+                return Outcome.UNANSWERED, None
+
+        return retry(attempt, _VERIFY_BACKOFF, rng=self._random).value
+
+    def _check_command(self, program: str) -> str:
+        """The command that shows whether a write to ``program`` is on the remote (for an unverified push)."""
+        assert self._remote is not None
+        branch = "" if self.branch == DEFAULT_BRANCH else f" --branch {self.branch}"
+        return f"statefile --remote {self._remote.name}{branch} log {program or 'PROGRAM'}"
+
+    def _transact(
+        self, attempt: Callable[[str | None], str | None], why: str, program: str = ""
+    ) -> tuple[str, bool, int]:
         """Run ``attempt(base) -> new commit | None`` until its commit lands on the branch.
 
-        Returns the tip afterwards, whether a commit was written, and the number of attempts.
+        Returns the tip afterwards, whether a commit was written, and the number of attempts.  ``program`` (the
+        one written, when one is) names it in what an unverified push says to check.
         """
         locked: list[tuple[float, str | None]] = []  # since when the remote's ref lock has been held, at which tip
 
         def step(_: int) -> tuple[Outcome, tuple[str, Result | None]]:
             if self._remote is not None:
-                return self._try_remote(attempt, why, locked)
+                return self._try_remote(attempt, why, locked, program)
             return self._try_local(attempt, why)
 
         first, cap = _REMOTE_BACKOFF if self._remote is not None else _LOCAL_BACKOFF
@@ -936,7 +997,7 @@ class GitStore(Store):
             changes = {path: checked_bytes(t, path) for path, t in plan.files.items()}
             return self._commit(base, changes, message_text)
 
-        tip, wrote, attempts = self._transact(attempt, label)
+        tip, wrote, attempts = self._transact(attempt, label, program)
         plan = plans[-1]
         return UpdateResult(
             tip or None, wrote, tuple(plan.files) if wrote else (), plan.document, plan.detail, attempts
