@@ -40,27 +40,46 @@ SHARED_PROGRAM = "_shared"
 """The program name of ``_shared.md``: lessons promoted for every program, not a program of its own."""
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?i?b?)\s*$", re.I)
+_SIZE = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*([kmg]?i?b?)\s*$", re.I)
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
 _SIZE_UNITS.update({"g": 1024**3, "gb": 1024**3, "gib": 1024**3})
+
+MAX_SIZE = 1024**3
+"""The largest byte size statefile accepts (1 GiB): a state file is an agent's context, kilobytes; a budget a
+thousand times the largest import (128 MiB) is a typo, not a setting."""
+
+# Digits a size may have after the point: enough for any real fraction of a unit ("1.5MiB", "0.25G"), and few enough
+# that the exact arithmetic below never meets Python's limit on converting long digit strings.
+_SIZE_DECIMALS = 12
 
 
 def parse_size(raw: object) -> int:
     """A byte count: an int, or text like ``30720``, ``30KB``, ``1.5 MiB`` (K/M/G are 1024-based, as gh-aw's).
 
     The one size parser: configuration files, environment variables and every ``--max-bytes`` flag use it, so a
-    size accepted in one place is accepted in all.  Raises ValueError with what is wrong.
+    size accepted in one place is accepted in all.  Parsed exactly (integers, never a float: 309 nines would be
+    infinity), rounded down to whole bytes, from 1 byte to :data:`MAX_SIZE`.  Raises ValueError with what is wrong.
     """
     if isinstance(raw, bool):
         raise ValueError("must be a number of bytes such as 30720 or '30KB'")
     if isinstance(raw, int):
         value = raw
-    elif isinstance(raw, str) and (match := _SIZE.match(raw)) and match.group(2).lower() in _SIZE_UNITS:
-        value = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    elif isinstance(raw, str) and (match := _SIZE.match(raw)) and match.group(3).lower() in _SIZE_UNITS:
+        whole, decimals, unit = match.group(1).lstrip("0"), (match.group(2) or "").rstrip("0"), match.group(3)
+        if len(whole) > len(str(MAX_SIZE)):
+            raise ValueError(f"must be at most {MAX_SIZE:,} bytes (1 GiB), got a number of {len(whole):,} digits")
+        if len(decimals) > _SIZE_DECIMALS:
+            raise ValueError(f"must have at most {_SIZE_DECIMALS} digits after the point, got {raw.strip()!r}")
+        scale = _SIZE_UNITS[unit.lower()]
+        value = int(whole or "0") * scale + int(decimals or "0") * scale // 10 ** len(decimals)
     else:
         raise ValueError(f"must be a number of bytes such as 30720 or '30KB', got {raw!r}")
     if value < 1:
         raise ValueError(f"must be at least 1 byte, got {value}")
+    if value > MAX_SIZE:
+        # No str() of a huge int: past 4,300 digits Python refuses to convert it (a ValueError of its own).
+        shown = f"{value:,} bytes" if value < 10**30 else "a number of more than 30 digits"
+        raise ValueError(f"must be at most {MAX_SIZE:,} bytes (1 GiB), got {shown}")
     return value
 
 
@@ -71,3 +90,7 @@ Numbers beyond it, in a heading or a flag, are typos or dates typed as ranges; t
 
 MAX_EXPONENT = 308
 """A metric's magnitude stays within 1e±308 (what a double holds): anything beyond is a typo, not a measurement."""
+
+MAX_GITHUB_NUMBER = 2**31 - 1
+"""The largest issue or pull request number: GitHub's GraphQL API types them as ``Int``, a signed 32-bit integer, so
+no repository can reach 2,147,483,648.  A longer number is a typo or an id of something else, never a reference."""

@@ -105,6 +105,9 @@ def broken(mutate: Any) -> dict[str, Any]:
         (lambda d: d["files"].update({".git/config": d["files"]["perf.md"]}), "inside .git"),
         (lambda d: d["files"].update({"a//b.md": d["files"]["perf.md"]}), re.escape("empty, '.' or '..'")),
         (lambda d: d["files"].update({"a\nb.md": d["files"]["perf.md"]}), "control"),
+        # Issue 15: a name no file system holds was accepted (and a folder import crashed writing it, exit 70).
+        (lambda d: d["files"].update({"b" * 300 + ".md": d["files"]["perf.md"]}), "303 bytes long, more than the 255"),
+        (lambda d: d["files"].update({"archive/" + "é" * 128 + "/0001.md": d["files"]["perf.md"]}), "256 bytes"),
     ],
 )
 def test_import_refuses_with_one_line_reason(mutate: Any, message: str) -> None:

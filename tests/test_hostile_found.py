@@ -11,10 +11,15 @@
   cut fell inside the URL, where no pattern recognised it); a password in git's scp-like form was never redacted.
 - A missing object under a write made the tree writer fail with "flush of closed file" (exit 70).
 - ``compact --all`` in a read-only folder said so once per program; a folder where the lock file goes was exit 3.
+- A cold tester: ``--max-bytes`` of 309 nines overflowed a float (exit 70); a ``--dir``/``--repo`` (or any path)
+  longer than the file system holds was exit 70, and so was importing a 303-character file name into a folder;
+  ``import`` accepted ``PERF.md`` beside ``perf.md`` (``Archive/`` beside ``archive/``) and ``check`` passed them.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 import shlex
@@ -22,11 +27,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from conftest import pinned_identity
 from gitutil import Repos, copy_repos, git, make_repos, run_statefile
 
-from statefile.errors import EXIT_ENVIRONMENT, EXIT_GIT, EXIT_USAGE
+from statefile.cli.run import invoke
+from statefile.errors import EXIT_ENVIRONMENT, EXIT_GIT, EXIT_INVALID_DATA, EXIT_USAGE
 from statefile.redaction import redact
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and devices are POSIX")
@@ -231,15 +238,17 @@ def test_a_password_with_a_slash_is_redacted_before_gits_message_is_cut(repos: R
 # -- a missing object under a write ----------------------------------------------------------------------------------
 
 
-def test_a_write_over_a_missing_object_is_a_git_error_not_exit_70(repos: Repos) -> None:
-    # The branch's tree names a blob the repository does not have (a damaged or partial clone).
+def test_a_write_over_a_missing_object_is_invalid_data_not_exit_70(repos: Repos) -> None:
+    # The branch's tree names a blob the repository does not have (a damaged or partial clone): the same error, with
+    # its path, as every read of a missing object (it was git's "mktree failed", exit 6).
     listing = f"100644 blob {'2' * 40}\tperf.md\n"
     made = subprocess.run(["git", "mktree", "--missing"], cwd=repos.work, input=listing, capture_output=True, text=True)
     commit = git("commit-tree", made.stdout.strip(), "-m", "damaged", cwd=repos.work).strip()
     git("update-ref", "refs/heads/memory/autoloop", commit, cwd=repos.work)
     proc = sf("init", "newprog", cwd=repos.work)
-    assert proc.returncode == EXIT_GIT, proc.stderr
-    assert "mktree" in one_line(proc)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert "perf.md (object 2222" in one_line(proc) and "missing from the repository" in proc.stderr
+    assert git("rev-parse", "refs/heads/memory/autoloop", cwd=repos.work).strip() == commit
 
 
 # -- the second full run -------------------------------------------------------------------------------------------
@@ -413,3 +422,135 @@ def test_check_fails_on_links_at_the_shared_lessons_and_in_an_archive(repos: Rep
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "_shared.md on branch memory/autoloop is a symbolic link" in proc.stdout
     assert "archive/perf/0001.md on branch memory/autoloop is a symbolic link" in proc.stdout
+
+
+# -- what a cold tester found (issue 15): sizes, path lengths, names differing only in case -------------------------
+
+
+@pytest.mark.parametrize("raw", ["9" * 309, "9" * 307 + "KB"], ids=["309-digits", "307-digits-KB"])
+def test_an_absurd_max_bytes_is_a_usage_error(repos: Repos, raw: str) -> None:
+    """float() made 309 nines infinity: OverflowError, exit 70."""
+    proc = sf("--max-bytes", raw, "list", cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and "at most 1,073,741,824 bytes (1 GiB)" in one_line(proc)
+
+
+LONG = "b" * 300
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["--dir", LONG, "list"], {}),
+        (["--repo", LONG, "list"], {}),
+        (["list"], {"STATEFILE_DIR": LONG}),
+        (["--dir", "b/" * 3000, "list"], {}),
+        (["record", "perf", "--status", "rejected", "--autoloop-json", LONG], {}),
+        (["compact", LONG + ".md"], {}),
+        (["report", "--out", LONG], {}),
+    ],
+    ids=["dir", "repo", "env-dir", "path-max", "autoloop-json", "compact-file", "report-out"],
+)
+def test_a_path_longer_than_the_file_system_holds_is_one_short_line(
+    repos: Repos, args: list[str], env: dict[str, str]
+) -> None:
+    """pathlib's is_dir/exists raise ENAMETOOLONG instead of answering: OSError, exit 70, the path in full."""
+    before = git("rev-parse", "memory/autoloop", cwd=repos.work)
+    proc = sf(*args, cwd=repos.work, env=env)
+    assert proc.returncode == EXIT_USAGE and "File name too long" in one_line(proc)
+    assert len(proc.stderr) < 400, proc.stderr  # the path is cut short, the advice still seen
+    assert git("rev-parse", "memory/autoloop", cwd=repos.work) == before
+
+
+@pytest.mark.parametrize("code", [errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR])
+def test_a_path_error_anywhere_is_a_usage_error_naming_the_path(code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever option the path came from: invoke() says which path, cut short, exit 2 (it was exit 70)."""
+
+    @click.command()
+    def probe() -> None:
+        raise OSError(code, os.strerror(code), "/tmp/" + "x" * 5000)
+
+    assert invoke(probe, []) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and os.strerror(code) in err and "internal error" not in err and len(err) < 400
+
+
+def _export_with(repos: Repos, tmp_path: Path, extra: dict[str, str]) -> Path:
+    """The branch's export with ``extra`` files added (path → text), as a file to import."""
+    data = json.loads(sf("export", cwd=repos.work).stdout)
+    for path, text in extra.items():
+        data["files"][path] = {"text": text, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    source = tmp_path / "export.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    return source
+
+
+@pytest.mark.parametrize("mode", ["branch", "dir"])
+def test_import_refuses_a_name_longer_than_a_file_system_holds(repos: Repos, tmp_path: Path, mode: str) -> None:
+    """Accepted on a branch (no checkout could hold it); in a folder the write crashed with ENAMETOOLONG, exit 70."""
+    source = _export_with(repos, tmp_path, {"a" * 300 + ".md": "# x\n"})
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    flags = ["--dir", str(folder)] if mode == "dir" else ["--branch", "memory/restored"]
+    proc = sf(*flags, "import", str(source), cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and "303 bytes long, more than the 255" in one_line(proc)
+    assert not list(folder.iterdir())
+    assert not git("branch", "--list", "memory/restored", cwd=repos.work).strip()
+
+
+@pytest.mark.parametrize(
+    ("mode", "extra", "needle"),
+    [
+        ("branch", {"PERF.md": "# Autoloop: PERF\n"}, "PERF.md in the export differs only in case from perf.md on the"),
+        ("dir", {"Perf.md": "# Autoloop: Perf\n"}, "Perf.md in the export differs only in case from perf.md in the"),
+        ("branch", {"archive/perf/0001.md": "a\n", "Archive/perf/0002.md": "b\n"}, "archive/ in the export differs "
+         "only in case from Archive/ in the export"),
+    ],
+    ids=["beside-the-branch", "beside-the-folder", "within-the-export"],
+)  # fmt: skip
+def test_import_refuses_names_differing_only_in_case(
+    repos: Repos, tmp_path: Path, mode: str, extra: dict[str, str], needle: str
+) -> None:
+    """PERF.md beside perf.md (Archive/ beside archive/) was imported; macOS and Windows hold only one of them."""
+    source = _export_with(repos, tmp_path, extra)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    flags = []
+    if mode == "dir":
+        (folder / "perf.md").write_text(git("show", "memory/autoloop:perf.md", cwd=repos.work), encoding="utf-8")
+        flags = ["--dir", str(folder)]
+    before = git("ls-tree", "-r", "--name-only", "memory/autoloop", cwd=repos.work)
+    proc = sf(*flags, "import", "--force", str(source), cwd=repos.work)
+    assert proc.returncode == EXIT_USAGE and needle in one_line(proc)
+    assert git("ls-tree", "-r", "--name-only", "memory/autoloop", cwd=repos.work) == before
+    assert sorted(p.name for p in folder.iterdir()) == (["perf.md"] if mode == "dir" else [])
+
+
+def test_check_fails_on_names_differing_only_in_case(repos: Repos, tmp_path: Path) -> None:
+    """check and list showed PERF and perf side by side, exit 0, in both modes."""
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=repos.work, input="x\n", capture_output=True, text=True
+    ).stdout.strip()
+
+    def tree(listing: str) -> str:
+        made = subprocess.run(["git", "mktree"], cwd=repos.work, input=listing, capture_output=True, text=True)
+        return made.stdout.strip()
+
+    perf = tree(tree(f"100644 blob {blob}\t0001.md\n").join(["040000 tree ", "\tperf\n"]))
+    top = git("ls-tree", "memory/autoloop", cwd=repos.work) + f"040000 tree {perf}\tArchive\n"
+    top += f"040000 tree {perf}\tarchive\n" + git("ls-tree", "memory/autoloop", "perf.md", cwd=repos.work).replace(
+        "\tperf.md", "\tPERF.md"
+    )
+    commit = git("commit-tree", tree(top), "-p", "memory/autoloop", "-m", "twins", cwd=repos.work).strip()
+    git("update-ref", "refs/heads/memory/autoloop", commit, cwd=repos.work)
+    proc = sf("check", cwd=repos.work)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: perf.md and PERF.md differ only in case" in proc.stdout
+    assert "error: archive/ and Archive/ differ only in case" in proc.stdout
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "perf.md").write_text(git("show", "memory/autoloop:perf.md", cwd=repos.work), encoding="utf-8")
+    assert sf("--dir", str(folder), "check", cwd=tmp_path).returncode == 0
+    (folder / "Perf.md").write_bytes((folder / "perf.md").read_bytes())
+    proc = sf("--dir", str(folder), "check", cwd=tmp_path)
+    assert proc.returncode == 1 and "error: perf.md and Perf.md differ only in case" in proc.stdout, proc.stdout

@@ -21,6 +21,7 @@ from statefile.model.archive import find_iteration_in_parts
 from statefile.model.document import StateDocument, parse, read_machine_state
 from statefile.model.history import Iteration
 from statefile.store import Store
+from statefile.store.names import case_twins
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
 from statefile.views.render import RenderedView, render_view
@@ -29,8 +30,9 @@ from statefile.views.status import count_archived_entries, pressure
 
 # Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
 CHECK_ERRORS = frozenset(
-    {"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state", "unclosed-block"}
-)
+    {"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state", "unclosed-block",
+     "implausible-machine-state"}  # record refuses to go on from these: the gate fails first
+)  # fmt: skip
 
 
 @dataclass
@@ -98,6 +100,7 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
             store.read_text(SHARED_PROGRAM)
         except StatefileError as exc:
             outcomes.append(CheckOutcome(SHARED_PROGRAM, 0, store.max_bytes, errors=[str(exc)]))
+        outcomes.extend(_case_twins(store))
     for name in names:
         try:
             doc = store.read(name)
@@ -111,6 +114,22 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
         outcome.errors.extend(_archive_errors(store, name))
         outcomes.append(outcome)
     return outcomes
+
+
+def _case_twins(store: Store) -> list[CheckOutcome]:
+    """Names that differ only in case (``PERF.md`` and ``perf.md``, ``Archive/`` and ``archive/``): one file or
+    folder on macOS and Windows, so a checkout there loses one of them; ``import`` and ``init`` refuse to make them."""
+    try:
+        paths = store.paths()
+    except StatefileError:
+        return []  # a store that cannot be listed (a link on the way) fails the check on what reading it found
+    return [
+        CheckOutcome(name, 0, store.max_bytes, errors=[
+            f"{name} and {other} differ only in case: a checkout on macOS or Windows holds only one of them; keep "
+            "one (merge what the other holds into it) and delete the other"
+        ])
+        for name, other in case_twins(paths)
+    ]  # fmt: skip
 
 
 def _archive_errors(store: Store, program: str) -> list[str]:

@@ -24,7 +24,7 @@ from statefile.store.atomic import IMPORT_LIMIT
 from statefile.store.base import decode_text
 from statefile.store.exchange import dumps, export_json, import_json, loads
 from statefile.store.files import read_text_file
-from statefile.store.names import is_program_name
+from statefile.store.names import case_twins, is_program_name
 
 
 @click.command("export")
@@ -72,6 +72,25 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
         app = app.with_max_bytes(largest)  # restore what the export holds; compaction is a separate, later step
     store = app.writer(create=True)
     existing = store.read_all()
+    # Refused even with --force: overwriting replaces a file, but a name differing only in case adds a second one.
+    twins = case_twins([path for path in files if path not in existing], existing)
+    if twins:
+        name, other = twins[0]
+        there = any(p == other or (other.endswith("/") and p.startswith(other)) for p in existing)
+        where = "on the branch" if there else "in the export"
+        if not isinstance(store, GitStore):
+            where = where.replace("on the branch", "in the folder")
+        more = f" (and {plural(len(twins) - 1, 'other name')})" if len(twins) > 1 else ""
+        if name.rstrip("/") == other.rstrip("/"):  # perf.md and perf.md/x: a file and a folder of one name
+            kinds = ("a folder", "a file") if name.endswith("/") else ("a file", "a folder")
+            raise UsageError(
+                f"{other.rstrip('/')} is {kinds[0]} in the export and {kinds[1]} {where}{more} — no tree or file "
+                "system holds both; nothing was written — rename one of them"
+            )
+        raise UsageError(
+            f"{name} in the export differs only in case from {other} {where}{more} — a checkout on macOS or Windows "
+            "could hold only one of them; nothing was written — rename one of them"
+        )
     if not force:
         clashes = sorted(path for path, text in files.items() if path in existing and existing[path] != text)
         if clashes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import sys
 
 import click
@@ -79,6 +80,8 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
         )
         return EXIT_ENVIRONMENT
     except OSError as exc:
+        if exc.errno in _PATH_ERRNOS and exc.filename is not None:
+            return _path_error(exc)
         if exc.errno not in _ENVIRONMENT_ERRNOS:
             return _internal(exc)
         # Output into a full disk or device, or a read-only place nobody checked for: the machine's problem.
@@ -106,6 +109,24 @@ def _internal(exc: Exception) -> int:
     return EXIT_INTERNAL
 
 
+def _path_error(exc: OSError) -> int:
+    """A path that names nothing the system can look up: one line naming it (cut short), exit 2.
+
+    Every file or folder a user names (``--dir``, ``--out``, ``--autoloop-json``, a file to compact) is looked at
+    with ``stat`` somewhere, and pathlib's ``exists``/``is_dir`` raise instead of answering for these errnos.
+    Names statefile builds itself never get here (store paths are validated, components at most 255 bytes), so the
+    path is one the user gave and can change; catching it here covers every such option, present and future.
+    """
+    path = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else str(exc.filename)
+    advice = {
+        errno.ENAMETOOLONG: "the path or one of its names is longer than the file system holds; give a shorter path",
+        errno.ELOOP: "the path runs into a loop of symbolic links; fix the link or give another path",
+        errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    }.get(exc.errno or 0, "check the path")
+    echo_error(f"cannot use {path} ({exc.strerror}): {advice}")
+    return EXIT_USAGE
+
+
 def _discard_output() -> None:
     """Point stdout at /dev/null, so what is still buffered for it cannot fail again when Python exits (which
     would print its own multi-line complaint and change the exit code)."""
@@ -115,6 +136,8 @@ def _discard_output() -> None:
         os.close(devnull)
 
 
+# A path no lookup can follow: too long, a loop of symbolic links, a file where a folder should be.
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR)
 # Writes the machine refused: a full disk or device, a quota, a file-size limit, a read-only file system.
 _ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 # click 8.2+: a group run without a command raises this (8.1 printed the help and exited 0).
@@ -123,14 +146,24 @@ _NO_ARGS_IS_HELP: type[click.UsageError] = getattr(
 )
 
 
+# Characters a terminal acts on instead of showing (ESC starts sequences that retitle the window, move the cursor or
+# recolour the rest; bidi overrides reorder what is read): a remote hook's or a file's text is shown, never run.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}" if ord(match.group()) > 0xFF else f"\\x{ord(match.group()):02x}"
+
+
 # A word longer than this in a message is someone's input (a 100 KB program name, a pasted file): it is cut so the
 # line stays one readable line and the advice after it is still seen.
 _LONG_WORD = 120
 
 
 def shown(message: str) -> str:
-    """An error message as printed: one line, credentials redacted, every overlong word cut short."""
-    words = one_line(redact(message)).split(" ")
+    """An error message as printed: one line, credentials redacted, control characters escaped, every overlong
+    word cut short."""
+    words = _CONTROL.sub(_escape, one_line(redact(message))).split(" ")
     return " ".join(
         word if len(word) <= _LONG_WORD else f"{word[: _LONG_WORD - 40]}…[{len(word) - (_LONG_WORD - 40):,} more]"
         for word in words

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from statefile.defaults import parse_size
+from statefile.defaults import MAX_GITHUB_NUMBER, parse_size
 
 
 class SizeType(click.ParamType[int]):
@@ -29,3 +29,30 @@ class SizeType(click.ParamType[int]):
 
 #: The click type of every ``--max-bytes``.
 SIZE = SizeType()
+
+
+class GithubNumberType(click.ParamType[int]):
+    """An issue or pull request number (``--pr``, ``--issue``): 1 to 2,147,483,647, what GitHub's numbers can be
+    (:data:`statefile.defaults.MAX_GITHUB_NUMBER`)."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        """The number, or a usage error naming the option."""
+        text = str(value).strip()
+        # Digits only, and int() only of as many as the bound has: of thousands of digits Python refuses it.
+        if not text.isascii() or not text.isdigit():
+            self.fail(f"{value!r} is not a positive whole number such as 12", param, ctx)
+        number = int(text) if len(text) <= len(str(MAX_GITHUB_NUMBER)) else MAX_GITHUB_NUMBER + 1
+        if not 1 <= number <= MAX_GITHUB_NUMBER:
+            self.fail(
+                f"{text if len(text) <= 40 else text[:20] + '…'} is not an issue or pull request number: GitHub's "
+                f"go from 1 to {MAX_GITHUB_NUMBER:,}",
+                param,
+                ctx,
+            )
+        return number
+
+
+#: The click type of every ``--pr`` and ``--issue``.
+GITHUB_NUMBER = GithubNumberType()

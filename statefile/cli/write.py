@@ -53,6 +53,7 @@ from statefile.cli.support import (
     say,
     unchanged,
 )
+from statefile.cli.types import GITHUB_NUMBER
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import EnvironmentFailure, InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object
@@ -106,8 +107,8 @@ def _when(value: str | None) -> datetime | None:
 @click.argument("program")
 @click.option("--metric-direction", type=click.Choice(["higher", "lower"]), default="higher", show_default=True)
 @click.option("--target-metric", help="Stop (Completed) when an accepted metric reaches this (a number).")
-@click.option("--issue", type=click.IntRange(min=1), help="Steering issue number.")
-@click.option("--pr", type=click.IntRange(min=1), help="Pull request number.")
+@click.option("--issue", type=GITHUB_NUMBER, help="Steering issue number.")
+@click.option("--pr", type=GITHUB_NUMBER, help="Pull request number.")
 @click.option("--goal", help="One line: what the program optimizes.")
 @click.option("--metric", "metric_name", help="The metric's name, e.g. recall_at_10.")
 @example("statefile init latency --metric-direction lower --target-metric 20 --issue 12")
@@ -158,7 +159,7 @@ def init_cmd(
 @click.option("--notes", help="One or two sentences.")
 @click.option("--commit", "commit_sha", help="Short sha of the accepted change.")
 @click.option("--run-url", help="URL of the workflow run.")
-@click.option("--pr", type=click.IntRange(min=1), help="Pull request number (sets PR in Machine State).")
+@click.option("--pr", type=GITHUB_NUMBER, help="Pull request number (sets PR in Machine State).")
 @click.option("--ci-fix-attempts", type=click.IntRange(min=0), default=0, help="CI fix attempts this iteration.")
 @click.option("--lesson", help="A lesson learned, added to Lessons Learned.")
 @click.option("--at", help="When the iteration ran (ISO 8601, default now).")
@@ -168,7 +169,7 @@ def init_cmd(
     help="Pause the program now with this reason (any status but accepted; the reason for ci-fix-exhausted and "
     "for the third consecutive error).",
 )
-@click.option("--issue", type=click.IntRange(min=1), help="The program issue's number (sets Issue).")
+@click.option("--issue", type=GITHUB_NUMBER, help="The program issue's number (sets Issue).")
 @click.option(
     "--autoloop-json",
     type=click.Path(path_type=Path, dir_okay=False),

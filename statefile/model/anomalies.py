@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from statefile.defaults import MAX_ITERATION
+from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
+from statefile.model.patterns import leading_number
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, highest, inside, merge, missing, of_numbers, spans_text
 from statefile.model.text import clip
@@ -56,6 +58,7 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
             )
         if not doc.machine_state or len(doc.machine_state) <= 1:
             yield Anomaly("empty-machine-state", "the Machine State section has no table rows")
+    yield from machine_state_problems(doc)
     counts = Counter(s.kind for s in doc.sections if s.kind in SECTION_KINDS)
     for kind, count in counts.items():
         if count > 1:
@@ -70,6 +73,67 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     if doc.history_misplaced:
         yield Anomaly("missing-history-heading", "iteration entries sit under another section (no history heading)")
     yield from _history_anomalies(doc)
+
+
+# -- what record refuses to go on from: the one rule, for record (an error) and check (which fails on it) --------
+
+
+def plausible(value: Decimal) -> bool:
+    """A finite number whose magnitude a measurement could have (0, or within 1e±308)."""
+    return value.is_finite() and (value == 0 or -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT)
+
+
+#: The Machine State rows holding a number the record rules compare against: scheduler key → row label.
+NUMBER_ROWS = {"best_metric": "Best Metric", "target_metric": "Target Metric"}
+
+
+def number_row_problem(state: Mapping[str, Any], key: str) -> str:
+    """Why the row ``key`` (a :data:`NUMBER_ROWS` key) holds a number no measurement could be; "" when it does not.
+
+    A cell without a number ("—", "n/a") is no number, not a problem; one beyond 1e±308 (``1e999999999``) is a typo
+    that the rules cannot compare with.
+    """
+    number = leading_number(state.get(key))
+    if number is None or plausible(number):
+        return ""
+    return (
+        f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, not a plausible number "
+        f"(beyond 1e±{MAX_EXPONENT})"
+    )
+
+
+def next_iteration_problem(count: int, highest: int) -> str:
+    """Why no iteration can be numbered after the Iteration Count ``count`` and the history's ``highest``; "" when
+    one can.  The next number is one past both, and beyond :data:`~statefile.defaults.MAX_ITERATION` it would read
+    back as no iteration at all."""
+    number = max(count, highest) + 1
+    if number <= MAX_ITERATION:
+        return ""
+    where = (
+        f"the 'Iteration Count' row says {_shown(count)}"
+        if count >= highest
+        else f"the history goes up to iteration {highest:,}"
+    )
+    return f"the next iteration would be {_shown(number)}, beyond {MAX_ITERATION:,}: {where}"
+
+
+def _shown(number: int) -> str:
+    # A row of 4,300 nines reads as a number; one more and Python refuses to turn it back into text (ValueError).
+    return f"{number:,}" if number < 10**30 else "a number of more than 30 digits"
+
+
+def machine_state_problems(doc: StateDocument) -> Iterator[Anomaly]:
+    """What ``record`` would refuse to go on from (the same functions it calls), for ``check`` to fail on first."""
+    state = doc.machine_state
+    count = state.get("iteration_count")
+    problems = [
+        next_iteration_problem(count if isinstance(count, int) and not isinstance(count, bool) else 0,
+                               doc.highest_iteration),
+        *(number_row_problem(state, key) for key in NUMBER_ROWS),
+    ]  # fmt: skip
+    for problem in problems:
+        if problem:
+            yield Anomaly("implausible-machine-state", f"{problem} — record cannot go on from it; correct it by hand")
 
 
 def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:

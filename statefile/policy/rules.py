@@ -59,9 +59,10 @@ from datetime import datetime, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
+from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION
 from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
+from statefile.model.anomalies import next_iteration_problem, number_row_problem, plausible
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, render_iteration
 from statefile.model.patterns import leading_number, state_direction, statuses_in_cell
@@ -180,8 +181,8 @@ class RecordRequest:
             raise UsageError(f"target metric {self.target_metric!r} is not a finite number")
         if self.target_metric is not None and not plausible(_decimal(self.target_metric)):
             raise UsageError(f"target metric {self.target_metric!r} is beyond 1e±{MAX_EXPONENT}")
-        if self.issue is not None and self.issue < 1:
-            raise UsageError(f"issue number {self.issue} is not positive; pass the program issue's number")
+        if self.issue is not None and not 1 <= self.issue <= MAX_GITHUB_NUMBER:
+            raise UsageError(f"issue number {_reference(self.issue)}; pass the program issue's number")
         if self.marker is not None and ("--" in self.marker or "\n" in self.marker):
             raise UsageError("the item marker may not contain '--' or a newline")
         if self.commit is not None and not re.fullmatch(r"[0-9A-Za-z._/-]{1,64}", self.commit):
@@ -192,10 +193,19 @@ class RecordRequest:
             raise UsageError(f"iteration {self.iteration} is not a positive number; iterations start at 1")
         if self.ci_fix_attempts < 0:
             raise UsageError(f"CI fix attempts {self.ci_fix_attempts} is negative; pass 0 or more")
-        if self.pr is not None and self.pr < 1:
-            raise UsageError(f"PR number {self.pr} is not positive; pass the pull request's number")
+        if self.pr is not None and not 1 <= self.pr <= MAX_GITHUB_NUMBER:
+            raise UsageError(f"PR number {_reference(self.pr)}; pass the pull request's number")
         if self.at is not None and self.at.utcoffset() is None:
             raise UsageError("the iteration time has no timezone; pass an aware UTC time such as 2025-01-15T12:00:00Z")
+
+
+def _reference(number: int) -> str:
+    """What is wrong with an issue or PR number outside 1…:data:`~statefile.defaults.MAX_GITHUB_NUMBER`."""
+    if number < 1:
+        return f"{number} is not positive"
+    # Not str(number) for a huge one: Python refuses to convert more than 4,300 digits.
+    shown = f"{number:,}" if number < 10**30 else "of more than 30 digits"
+    return f"{shown} is beyond {MAX_GITHUB_NUMBER:,}, the largest GitHub issues and pull requests reach"
 
 
 def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: datetime) -> StateDocument:
@@ -227,7 +237,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         raise UsageError(f"--at {req.at.isoformat()} is not a time an iteration ran at (after 1970, not in the future)")
     at = (req.at or now).astimezone(timezone.utc)
     direction = req.metric_direction or state_direction(state)
-    previous_best = _table_number(state, "best_metric", "Best Metric", program)
+    previous_best = _table_number(state, "best_metric", program)
     metric = _decimal(req.metric) if req.metric is not None else None
 
     fields: dict[str, Any] = {
@@ -250,11 +260,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         # The ratchet: only an improvement (or the first metric ever) moves Best Metric.
         if metric is not None and (previous_best is None or improves(metric, previous_best, direction)):
             fields["Best Metric"] = format_number(metric)
-        target = (
-            target_given
-            if target_given is not None
-            else _table_number(state, "target_metric", "Target Metric", program)
-        )
+        target = target_given if target_given is not None else _table_number(state, "target_metric", program)
         # A program already Completed keeps the reason it was completed for (the first time the target was hit).
         if (
             metric is not None
@@ -362,19 +368,12 @@ def _iteration_number(doc: StateDocument, req: RecordRequest, count: int, progra
     if req.iteration is None:
         # One past everything known: a count that lags the history (agents forget to bump it) or a history that
         # lags the count (entries lost) must not make the new number collide with an old one.
-        number = max(count, doc.highest_iteration) + 1
-        if number > MAX_ITERATION:
-            # A typo in the table or the history: the entry written would read back as no iteration at all.
-            where = (
-                f"the 'Iteration Count' row says {count:,}"
-                if count >= doc.highest_iteration
-                else f"the history goes up to iteration {doc.highest_iteration:,}"
-            )
-            raise InvalidDataError(
-                f"the next iteration of '{program}' would be {number:,}, beyond {MAX_ITERATION:,}: {where}; "
-                f"correct it with 'statefile edit {program}'"
-            )
-        return number
+        # A typo in the table or the history: the entry written would read back as no iteration at all (check
+        # fails on the same rule, so the gate stops it first).
+        problem = next_iteration_problem(count, doc.highest_iteration)
+        if problem:
+            raise InvalidDataError(f"in '{program}', {problem}; correct it with 'statefile edit {program}'")
+        return max(count, doc.highest_iteration) + 1
     for entry in doc.history:
         if req.iteration in entry.covers:
             raise ConflictError(
@@ -416,11 +415,6 @@ def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any
 # -- numbers ----------------------------------------------------------------------------------------------------------
 
 
-def plausible(value: Decimal) -> bool:
-    """A finite number whose magnitude a measurement could have (0, or within 1e±308)."""
-    return value.is_finite() and (value == 0 or -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT)
-
-
 def parse_metric(text: str, what: str) -> Decimal:
     """A number typed by a person or an agent (``--metric 0.93``), exactly, or a UsageError naming ``what``.
 
@@ -437,15 +431,13 @@ def parse_metric(text: str, what: str) -> Decimal:
     return number
 
 
-def _table_number(state: dict[str, Any], key: str, label: str, program: str) -> Decimal | None:
-    """A number the rules compare against; one no measurement could be is an error in the file, not a value."""
-    number = leading_number(state.get(key))
-    if number is not None and not plausible(number):
-        raise InvalidDataError(
-            f"the Machine State row '{label}' of {program} holds {str(state.get(key))[:40]!r}, not a plausible "
-            f"number; fix it with 'statefile edit {program}', then record again"
-        )
-    return number
+def _table_number(state: dict[str, Any], key: str, program: str) -> Decimal | None:
+    """A number the rules compare against; one no measurement could be is an error in the file, not a value (the
+    rule check fails on too)."""
+    problem = number_row_problem(state, key)
+    if problem:
+        raise InvalidDataError(f"in '{program}', {problem}; fix it with 'statefile edit {program}', then record again")
+    return leading_number(state.get(key))
 
 
 def _decimal(value: float | Decimal) -> Decimal:

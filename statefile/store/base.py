@@ -33,6 +33,7 @@ from statefile.errors import BudgetError, InvalidDataError, StatefileError, Usag
 from statefile.model.archive import NESTED, ArchiveLayout, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
+from statefile.store.names import case_twins
 
 if TYPE_CHECKING:
     from statefile.store.git.store import GitStore
@@ -215,6 +216,14 @@ class Store(abc.ABC):
         submodules are refused with InvalidDataError.
         """
 
+    def paths(self) -> list[str]:
+        """Every file path in the store, sorted: what ``check`` looks at for names that differ only in case.
+
+        This default reads every file (:meth:`read_all`); a store that can list its files without reading them
+        overrides it.
+        """
+        return sorted(self.read_all())
+
     @abc.abstractmethod
     def log(self, program: str, limit: int = 50) -> list[LogEntry]:
         """Commits that touched ``{program}.md``, newest first (empty for stores without history)."""
@@ -330,12 +339,12 @@ def refuse_case_twin(program: str, names: Iterable[str]) -> None:
     ``PERF.md`` beside ``perf.md`` is two files on Linux and one on the case-insensitive file systems of macOS
     and Windows, where a checkout of the branch would lose one of them.
     """
-    wanted = state_path(program).lower()
-    twins = sorted(name for name in names if name.lower() == wanted and name != state_path(program))
+    twins = case_twins([state_path(program)], names)
     if twins:
+        twin = twins[0][1]
         raise UsageError(
-            f"program {program!r} would sit beside {twins[0]}, a name that differs only in case — a checkout on macOS "
-            f"or Windows could hold only one of them; use {twins[0][:-3]!r} or another name"
+            f"program {program!r} would sit beside {twin}, a name that differs only in case — a checkout on macOS "
+            f"or Windows could hold only one of them; use {twin[:-3]!r} or another name"
         )
 
 

@@ -303,6 +303,15 @@ class FolderStore(Store):
                         decode_text(data, f"{path} in {self.root}")  # raises InvalidDataError
         return files
 
+    def paths(self) -> list[str]:
+        """Every file below the folder (``.`` names skipped), links included, without reading any."""
+        found: list[str] = []
+        for folder, dirs, names in os.walk(self.root):  # never into a linked folder: os.walk does not follow links
+            rel = Path(folder).relative_to(self.root)
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            found.extend((rel / name).as_posix() for name in names if not name.startswith("."))
+        return sorted(found)
+
     def log(self, program: str, limit: int = 50) -> list[LogEntry]:
         """A folder keeps no history: always ``[]``."""
         validate_program(program)

@@ -8,6 +8,7 @@ functions, no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import UsageError
@@ -17,6 +18,9 @@ MAX_PROGRAM_LENGTH = 100
 #: The repository-wide shared lessons file (``_shared.md``): stored like a program, never listed as one.
 MAX_BRANCH_LENGTH = 255
 MAX_PATH_LENGTH = 1024
+#: The longest file or folder name a checkout can write: Linux's NAME_MAX (ext4, btrfs, xfs), 255 bytes, which APFS
+#: and NTFS (255 characters) hold too.  A longer one fits in a git tree, but no folder or clone can hold it.
+MAX_COMPONENT_BYTES = 255
 
 _PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # What git check-ref-format refuses anywhere in a ref: ASCII controls, space and ~ ^ : ? * [ \ (and DEL).
@@ -190,12 +194,23 @@ def _path_problem(path: object) -> str:
             return "it has an empty component (a leading, trailing or double '/')"
         if part in (".", ".."):
             return f"it contains {part!r}"
+        size = _name_bytes(part)
+        if size > MAX_COMPONENT_BYTES:
+            return f"a component is {size:,} bytes long, more than the {MAX_COMPONENT_BYTES} a file system holds"
         if part[0] in ".-":
             return f"component {part!r} starts with {part[0]!r}"
         reason = _alias_problem(part)
         if reason:
             return f"component {part!r} {reason}"
     return ""
+
+
+def _name_bytes(part: str) -> int:
+    """The bytes ``part`` takes as a file name (an undecodable byte read as a lone surrogate is one byte again)."""
+    try:
+        return len(part.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a surrogate no byte stands for: as long as it would be written with surrogatepass
+        return len(part.encode("utf-8", "surrogatepass"))
 
 
 # Code points HFS+ ignores in file names: ".git" with one of them inside is ".git" on a Mac.
@@ -222,6 +237,38 @@ def _alias_problem(part: str) -> str:
     if windows_reserved(part):
         return "is a reserved device name on Windows"
     return ""
+
+
+def case_twins(paths: Iterable[str], existing: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """Pairs ``(name, other)`` where a name in ``paths`` (a file, or a folder on its way, shown with a final ``/``)
+    is spelled like another one of ``paths`` or of ``existing`` except for case: ``PERF.md`` beside ``perf.md``,
+    ``Archive/`` beside ``archive/``.
+
+    Two files on Linux are one on the case-insensitive file systems of macOS and Windows: a checkout there keeps
+    one of them (or merges the folders), and git then reports changes nobody made.  Pairs among ``existing`` alone
+    are not reported (a write is refused for what it adds, not for what is already there); one pair per path, at
+    the shortest name that collides.
+    """
+    present = {name for path in existing for name in _prefixes(path)}
+    spelled: dict[str, str] = {}
+    for name in sorted(present):
+        spelled.setdefault(name.rstrip("/").lower(), name)
+    twins: list[tuple[str, str]] = []
+    for path in sorted(paths):
+        for name in _prefixes(path):
+            if name in present:
+                continue
+            other = spelled.setdefault(name.rstrip("/").lower(), name)
+            if other != name:
+                twins.append((name, other))
+                break
+    return twins
+
+
+def _prefixes(path: str) -> list[str]:
+    """``a/``, ``a/b/``, ``a/b/c.md`` for ``a/b/c.md``: every folder on the way (with its ``/``), then the path."""
+    parts = path.split("/")
+    return [*("/".join(parts[: end + 1]) + "/" for end in range(len(parts) - 1)), path]
 
 
 def parse_identity(text: str) -> tuple[str, str]:

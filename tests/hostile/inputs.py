@@ -198,10 +198,10 @@ def _huge_flags(root: Path) -> Setup:
     commands = [
         cmd(*rec, "--iteration", HUGE, refuse=True),
         cmd(*rec, "--iteration", "10000001", refuse=True),
-        cmd(*rec, "--pr", HUGE),
-        cmd(*rec, "--issue", HUGE),
+        cmd(*rec, "--pr", HUGE, refuse=True),  # GitHub numbers stop at 2**31 - 1
+        cmd(*rec, "--issue", HUGE, refuse=True),
         cmd(*rec, "--ci-fix-attempts", HUGE),
-        cmd("init", "big", "--issue", HUGE, "--pr", HUGE),
+        cmd("init", "big", "--issue", HUGE, "--pr", HUGE, refuse=True),
         cmd("expand", "perf", HUGE, refuse=True),
         cmd("expand", "perf", "0", refuse=True),
         cmd("expand", "perf", "-1", refuse=True),
@@ -212,16 +212,16 @@ def _huge_flags(root: Path) -> Setup:
         cmd("render", "perf", "--budget", HUGE),
         cmd("prepare", "--autoloop-json", str(autoloop), "--out", str(root / "out"), "--budget", HUGE),
         cmd("summary", "--max-charts", HUGE),
-        cmd("--max-bytes", big, "list"),
-        cmd("--max-bytes", big, *rec, "--metric", "2"),
+        cmd("--max-bytes", big, "list", refuse=True),  # sizes stop at 1 GiB
+        cmd("--max-bytes", big, *rec, "--metric", "2", refuse=True),
         cmd("--max-bytes", "1e999", "list", refuse=True),
         cmd("--max-bytes", "0", "list", refuse=True),
         cmd("--max-bytes", "-5", "list", refuse=True),
         cmd("--max-bytes", "nan", "list", refuse=True),
         cmd("--max-bytes", "30 KB", "list"),
-        cmd("check", "--max-bytes", HUGE),
+        cmd("check", "--max-bytes", HUGE, refuse=True),
         cmd("compact", "perf", "--max-bytes", "1"),
-        cmd("list", env={"STATEFILE_MAX_BYTES": big}),
+        cmd("list", env={"STATEFILE_MAX_BYTES": big}, refuse=True),
         cmd("list", env={"STATEFILE_MAX_BYTES": "inf"}, refuse=True),
     ]
     return Setup(repos.work, commands)
