@@ -23,8 +23,9 @@ _QUERY_SECRET = re.compile(
     r"signature|client_secret|x-amz-signature|x-amz-credential)=)[^&#\s'\"]+"
 )
 _AUTH_HEADER = re.compile(r"(?i)(authorization:\s*(?:basic|bearer|token)?\s*)[^\s'\"]+")
-# NAME=value where the name says it is a secret (GITHUB_TOKEN=…, STATEFILE_PASSWORD=…), as in a printed env.
-_SECRET_ASSIGNMENT = re.compile(r"\b([A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY)[A-Za-z0-9_]*=)[^\s'\"]+")
+# NAME=value where the name says it is a secret (GITHUB_TOKEN=…, STATEFILE_PASSWORD=…), as in a printed env, or a
+# server hook's chatter (password=hunter2): any case, since a hook's message is nobody's convention.
+_SECRET_ASSIGNMENT = re.compile(r"(?i)\b([A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY)[A-Za-z0-9_]*=)[^\s'\"]+")
 # Tokens whose shape says what they are: GitHub's, and GitLab's personal tokens.
 _KNOWN_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]{10,}")
 

@@ -13,8 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from gitutil import git, make_repos
 
+from statefile.cli.run import shown
+from statefile.model.history import Iteration, IterationRange, parse_entry, render_iteration
 from statefile.model.template import new_state_file
+from statefile.redaction import redact
+from statefile.store.exchange import export_json
 
 LONGEST_LINE = 1000  # what tests/hostile calls an overlong line
 
@@ -74,3 +79,71 @@ def test_a_long_query_or_path_is_cut_in_what_is_printed(folder: Path) -> None:
     for proc in (found, checked):
         lines = (proc.stdout + proc.stderr).splitlines()
         assert lines and max(len(line) for line in lines) < LONGEST_LINE, [len(line) for line in lines]
+
+
+def test_a_hooks_message_reaches_the_terminal_redacted_and_inert(tmp_path: Path) -> None:
+    """A pre-receive hook's `password=hunter2` was printed verbatim, its terminal escapes passed through raw."""
+    repos = make_repos(tmp_path)
+    assert sf("-q", "--remote", "origin", "init", "perf", cwd=repos.work).returncode == 0
+    hook = repos.remote / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nprintf 'denied password=hunter2 \\033]0;pwned\\007 \\342\\200\\256gnp.exe\\n' >&2\nexit 1\n"
+    )
+    hook.chmod(0o755)
+    proc = sf("--remote", "origin", "record", "perf", "--status", "accepted", "--metric", "1", cwd=repos.work)
+    assert proc.returncode == 6 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "denied" in proc.stderr and "hunter2" not in proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr and "\u202e" not in proc.stderr
+    assert "\\x1b]0;pwned\\x07" in proc.stderr
+
+
+def test_secrets_in_any_case_are_redacted() -> None:
+    assert redact("password=hunter2 Api_Key=k1 github_token=t2") == "password=*** Api_Key=*** github_token=***"
+    assert shown("a\x1b[2Jb\u2066c") == "a\\x1b[2Jb\\u2066c"
+
+
+@pytest.mark.parametrize("out", ["/dev/null", "fifo"])
+def test_report_into_something_that_is_no_file_says_so(folder: Path, out: str) -> None:
+    """`report --out /dev/null` said "no such file" (exit 3) of a path that exists."""
+    (folder / "linked.md").unlink()
+    path = Path(out) if out.startswith("/") else folder.parent / out
+    if out == "fifo":
+        os.mkfifo(path)
+    proc = sf("--dir", str(folder), "report", "--out", str(path), cwd=folder.parent)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("heading", ["### Iteration 1e308 — float", "### Iteration 1.5 — half", "### Iters 3–1e5 — x"])
+def test_a_number_that_goes_on_is_no_iteration_number(heading: str) -> None:
+    """`Iteration 1e308` was read as iteration 1: the next record archived the real iteration 1 as its duplicate."""
+    assert not isinstance(parse_entry(heading + "\n- text\n"), (Iteration, IterationRange))
+
+
+def test_a_record_beside_an_exponent_heading_keeps_the_real_entry(tmp_path: Path) -> None:
+    real = render_iteration(number=1, when="2026-01-01 00:00", status="accepted", change="the real one")
+    text = new_state_file("perf").replace("*(No iterations yet.)*\n", "### Iteration 1e308 — float\n\n" + real)
+    (tmp_path / "perf.md").write_text(text, "utf-8")
+    proc = sf("--dir", str(tmp_path), "record", "perf", "--status", "accepted", "--metric", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    after = (tmp_path / "perf.md").read_text("utf-8")
+    assert "recorded iteration 2" in proc.stdout
+    assert "the real one" in after and "### Iteration 1e308 — float" in after
+    assert not (tmp_path / "archive").exists()
+
+
+def test_an_import_naming_a_file_and_a_folder_alike_writes_nothing_and_says_so(tmp_path: Path) -> None:
+    """`perf.md` and `perf.md/x` in one export: the folder store wrote `perf.md/x` before failing; the message
+    then spoke of names that differ only in case."""
+    export = export_json({"perf.md": new_state_file("perf"), "perf.md/x": "x\n"}, branch="memory/autoloop", commit=None)
+    source = tmp_path / "export.json"
+    source.write_text(json.dumps(export), "utf-8")
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (tmp_path / "git").mkdir()
+    repos = make_repos(tmp_path / "git")
+    for args, cwd in ((["--dir", str(folder)], tmp_path), ([], repos.work)):
+        proc = sf(*args, "import", str(source), cwd=cwd)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "perf.md is a folder in the export and a file in the export" in proc.stderr
+    assert list(folder.iterdir()) == []
+    assert git("for-each-ref", "refs/heads/memory", cwd=repos.work) == ""

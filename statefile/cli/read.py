@@ -293,6 +293,12 @@ def report_cmd(app: AppContext, program: str | None, all_programs: bool, out: Pa
 
     if program and all_programs:
         raise UsageError("give --program or --all, not both")
+    if out is not None and out.exists() and not out.is_file():
+        # /dev/null, a FIFO, a folder: there is no autoloop.json there to merge into (and "no such file" is false).
+        raise UsageError(
+            f"--out {out}: not a regular file; report merges sizes into the autoloop.json the scheduler wrote — pass "
+            "that file's path, or leave out --out to print the merged JSON"
+        )
     if out is not None and not out.is_file():
         # A mistyped path must not leave a new file behind that the scheduler never reads.
         raise NotFoundError(

@@ -15,22 +15,25 @@ from decimal import Decimal, InvalidOperation
 # -- entry headings ----------------------------------------------------------------------------------------------
 
 _ITER = r"Iter(?:ation)?s?\.?"
+# Where an iteration number ends: not in more digits, an exponent or a decimal part ("Iteration 1e308" and
+# "Iteration 1.5" are no iteration 1; read as one, the real iteration 1 was archived as its duplicate).
+_END = r"(?!\d|[eE][-+]?\d|\.\d)"
 _ARROW = r"(?:→|->|–>|=>)"
 # "Iters 50–100", "Iterations 53–165", "Iter 84-93", "Iters 1–426:" — a range.
 # An em dash with spaces is the field separator of a detailed heading ("Iteration 5 — 2026-01-02"), so it only
 # counts as a range dash when tight; a second "number" that is the start of a date never makes a range.
-RANGE_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)(?:\s*(?:–|-{{1,2}}|to)\s*|—)#?(\d+)(?![\d-])", re.I)
+RANGE_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)(?:\s*(?:–|-{{1,2}}|to)\s*|—)#?(\d+){_END}(?!-)", re.I)
 # "Iters 57 — …": a range line of one iteration (statefile writes it so, never "57–57").  The plural matters: "Iter
 # 57" and "Iteration 57" are detailed entries.
-ONE_RANGE_HEAD = re.compile(r"^\s*Iters\s+#?(\d+)(?![\d&,/+])(?!\s*(?:&|and\b|,|/|\+))", re.I)
+ONE_RANGE_HEAD = re.compile(rf"^\s*Iters\s+#?(\d+){_END}(?![&,/+]|[–-]\s*#?\d)(?!\s*(?:&|and\b|,|/|\+))", re.I)
 # "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
-PAIR_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+)(?!\d)", re.I)
-SINGLE_HEAD = re.compile(r"^\s*Iter(?:ation)?\.?\s+#?(\d+)(?!\d)", re.I)
+PAIR_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+){_END}", re.I)
+SINGLE_HEAD = re.compile(rf"^\s*Iter(?:ation)?\.?\s+#?(\d+){_END}", re.I)
 # "### Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": more iterations joined by " · ".
 # A joined part has an entry's own shape — its number, a dash, then a status glyph or a date — so a summary that
 # merely mentions an iteration ("✅ reverted · Iteration 7 approach restored") never claims that iteration.
 JOINED_HEAD = re.compile(
-    r"\s·\s+Iter(?:ation)?\.?\s+#?(\d+)(?!\d)\s*[—–-]{1,2}\s*(?=[✅❌⚠⏳]|\d{4}-\d{2}-\d{2})", re.I
+    rf"\s·\s+Iter(?:ation)?\.?\s+#?(\d+){_END}\s*[—–-]{{1,2}}\s*(?=[✅❌⚠⏳]|\d{{4}}-\d{{2}}-\d{{2}})", re.I
 )
 # A bullet that is an entry of its own: "- Iter 1: ❌ CI failed", "- **Iteration 192**: …", "- Iters 168-170: …".
 # The number(s) must be followed by a label's end (":", a dash, "·", "|", or the end of the line), so prose such as
