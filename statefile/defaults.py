@@ -77,10 +77,14 @@ def parse_size(raw: object) -> int:
     if value < 1:
         raise ValueError(f"must be at least 1 byte, got {value}")
     if value > MAX_SIZE:
-        # No str() of a huge int: past 4,300 digits Python refuses to convert it (a ValueError of its own).
-        shown = f"{value:,} bytes" if value < 10**30 else "a number of more than 30 digits"
-        raise ValueError(f"must be at most {MAX_SIZE:,} bytes (1 GiB), got {shown}")
+        raise ValueError(f"must be at most {MAX_SIZE:,} bytes (1 GiB), got {number_text(value)} bytes")
     return value
+
+
+def number_text(number: int) -> str:
+    """``number`` as a message shows it: ``12,345``, or "a number of more than 30 digits" for a huge one (past
+    4,300 digits Python refuses to turn an int into text at all, a ValueError of its own)."""
+    return f"{number:,}" if abs(number) < 10**30 else "a number of more than 30 digits"
 
 
 MAX_ITERATION = 10_000_000

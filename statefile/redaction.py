@@ -23,9 +23,14 @@ _QUERY_SECRET = re.compile(
     r"signature|client_secret|x-amz-signature|x-amz-credential)=)[^&#\s'\"]+"
 )
 _AUTH_HEADER = re.compile(r"(?i)(authorization:\s*(?:basic|bearer|token)?\s*)[^\s'\"]+")
-# NAME=value where the name says it is a secret (GITHUB_TOKEN=…, STATEFILE_PASSWORD=…), as in a printed env, or a
-# server hook's chatter (password=hunter2): any case, since a hook's message is nobody's convention.
-_SECRET_ASSIGNMENT = re.compile(r"(?i)\b([A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY)[A-Za-z0-9_]*=)[^\s'\"]+")
+# NAME=value where the name says it is a secret (GITHUB_TOKEN=…, STATEFILE_PASSWORD=…), as in a printed env.
+_SECRET_ASSIGNMENT = re.compile(r"\b([A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY)[A-Za-z0-9_]*=)[^\s'\"]+")
+# The same in any case (a server hook's chatter: password=hunter2, github_token=…), but only where the name's last
+# word is the secret's: max_tokens=8192 and tokenizer=bpe are a loop's ordinary notes, not credentials.
+_SECRET_KEY = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|secret|api[_-]?key|token|passphrase)=)"
+    r"[^\s'\"&]+"
+)
 # Tokens whose shape says what they are: GitHub's, and GitLab's personal tokens.
 _KNOWN_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]{10,}")
 
@@ -39,6 +44,7 @@ def redact(text: str) -> str:
     text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
     text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
     text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)
+    text = _SECRET_KEY.sub(rf"\1{MASK}", text)
     return _KNOWN_TOKEN.sub(MASK, text)
 
 

@@ -6,16 +6,18 @@ or echo what was typed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from gitutil import git, make_repos
 
-from statefile.cli.run import shown
+from statefile.cli.run import invoke, shown
 from statefile.model.history import Iteration, IterationRange, parse_entry, render_iteration
 from statefile.model.template import new_state_file
 from statefile.redaction import redact
@@ -99,6 +101,9 @@ def test_a_hooks_message_reaches_the_terminal_redacted_and_inert(tmp_path: Path)
 
 def test_secrets_in_any_case_are_redacted() -> None:
     assert redact("password=hunter2 Api_Key=k1 github_token=t2") == "password=*** Api_Key=*** github_token=***"
+    # A loop's ordinary notes are left alone: the name must end in the secret's word.
+    notes = "max_tokens=8192 tokenizer=bpe num_tokens=3 token_budget=900 llm -o max_tokens=400"
+    assert redact(notes) == notes
     assert shown("a\x1b[2Jb\u2066c") == "a\\x1b[2Jb\\u2066c"
 
 
@@ -147,3 +152,67 @@ def test_an_import_naming_a_file_and_a_folder_alike_writes_nothing_and_says_so(t
         assert "perf.md is a folder in the export and a file in the export" in proc.stderr
     assert list(folder.iterdir()) == []
     assert git("for-each-ref", "refs/heads/memory", cwd=repos.work) == ""
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "needle"),
+    [
+        (PermissionError(errno.EACCES, "Permission denied", "/locked/autoloop.json"), 8, "make it readable"),
+        (OSError(errno.ENAMETOOLONG, "File name too long", "x" * 300), 2, "longer than the file system holds"),
+    ],
+)
+def test_a_path_the_system_will_not_look_at_is_one_line_not_exit_70(
+    error: OSError, code: int, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --out` under a folder this user may not enter was exit 70 (PermissionError from Path.exists)."""
+
+    @click.command()
+    def looks() -> None:
+        raise error
+
+    assert invoke(looks, []) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "internal error" not in err
+
+
+def test_a_corrupt_archive_tree_is_named_by_its_path(tmp_path: Path) -> None:
+    """A tree that is there but unreadable: check said "is a tree, expected a tree", search and export blamed the
+    top folder as missing."""
+    repos = make_repos(tmp_path)
+    work = repos.work
+    assert sf("-q", "init", "perf", cwd=work).returncode == 0
+    hashed = subprocess.run(["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"], cwd=work,
+                            input=b"100644 perf\0abc", capture_output=True, check=True)  # fmt: skip
+    bad = hashed.stdout.decode().strip()
+    blob = git("rev-parse", "memory/autoloop:perf.md", cwd=work).strip()
+    listing = f"100644 blob {blob}\tperf.md\n040000 tree {bad}\tarchive\n"
+    made = subprocess.run(["git", "mktree"], cwd=work, input=listing, capture_output=True, text=True, check=True)
+    commit = git("commit-tree", made.stdout.strip(), "-p", "memory/autoloop", "-m", "damaged", cwd=work).strip()
+    git("update-ref", "refs/heads/memory/autoloop", commit, cwd=work)
+    checked = sf("check", cwd=work)
+    assert checked.returncode == 1 and "damaged tree" in checked.stdout and "expected a tree" not in checked.stdout
+    for args in (["search", "x"], ["export"], ["expand", "perf", "1"]):
+        proc = sf(*args, cwd=work)
+        assert proc.returncode == 7 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert f"archive (object {bad})" in proc.stderr and "damaged tree" in proc.stderr, (args, proc.stderr)
+    assert git("rev-parse", "refs/heads/memory/autoloop", cwd=work).strip() == commit
+
+
+def test_check_warns_of_a_heading_whose_number_is_no_whole_number(tmp_path: Path) -> None:
+    text = new_state_file("perf").replace("*(No iterations yet.)*\n", "### Iteration 1e308 — float\n\n- text\n")
+    (tmp_path / "perf.md").write_text(text, "utf-8")
+    proc = sf("check", str(tmp_path / "perf.md"), cwd=tmp_path)
+    assert "iteration 1e308, no whole number" in proc.stdout, proc.stdout
+
+
+def test_case_twins_are_judged_among_state_files_and_the_archive_only(tmp_path: Path) -> None:
+    """check failed on `notes/a.txt` beside `Notes/a.txt` (not statefile's files), and printed "0 bytes" for a pair."""
+    folder = tmp_path / "memory"
+    for path in ("perf.md", "notes/a.txt", "Notes/a.txt"):
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(new_state_file("perf") if path == "perf.md" else "x\n", "utf-8")
+    assert sf("--dir", str(folder), "check", cwd=tmp_path).returncode == 0
+    (folder / "PERF.md").write_text(new_state_file("PERF"), "utf-8")
+    proc = sf("--dir", str(folder), "check", cwd=tmp_path)
+    assert proc.returncode == 1 and "perf.md and PERF.md differ only in case" in proc.stdout, proc.stdout
+    assert "perf.md: FAIL\n" in proc.stdout and "notes" not in proc.stdout.lower()

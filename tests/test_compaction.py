@@ -627,6 +627,10 @@ def test_budget_error_names_an_overlong_machine_state_value_not_the_maintainer_t
     message = str(caught.value)
     assert "'Pause Reason' value alone 36000 bytes" in message and "statefile edit perf" in message
     assert "shorten maintainer-owned text" not in message and "\n" not in message
+    # An ordinary table in a budget too small for the maintainer's text: that text is what to shorten.
+    with pytest.raises(CompactionBudgetError) as small:
+        compact(parse(new_state_file("perf")), CompactionPolicy(max_bytes=1300), program="perf")
+    assert "shorten maintainer-owned text such as" in str(small.value) and "value alone" not in str(small.value)
 
 
 def test_maintainer_sections_are_never_touched_even_when_large() -> None:

@@ -44,6 +44,8 @@ class CheckOutcome:
     max_bytes: int
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Whether the outcome is one file's, with a size worth showing (not a check of names or of a push).
+    sized: bool = True
 
     @property
     def ok(self) -> bool:
@@ -100,7 +102,7 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
             store.read_text(SHARED_PROGRAM)
         except StatefileError as exc:
             outcomes.append(CheckOutcome(SHARED_PROGRAM, 0, store.max_bytes, errors=[str(exc)]))
-        outcomes.extend(_case_twins(store))
+        outcomes.extend(_case_twins(store, globs))
     for name in names:
         try:
             doc = store.read(name)
@@ -116,19 +118,27 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
     return outcomes
 
 
-def _case_twins(store: Store) -> list[CheckOutcome]:
-    """Names that differ only in case (``PERF.md`` and ``perf.md``, ``Archive/`` and ``archive/``): one file or
-    folder on macOS and Windows, so a checkout there loses one of them; ``import`` and ``init`` refuse to make them."""
+def _case_twins(store: Store, globs: tuple[str, ...]) -> list[CheckOutcome]:
+    """State files or archive folders whose names differ only in case (``PERF.md`` and ``perf.md``, ``Archive/``
+    and ``archive/``): one file or folder on macOS and Windows, so a checkout there loses one of them; ``import``
+    and ``init`` refuse to make them.  Other files on the branch (a README, a workflow) are not statefile's to judge.
+    """
     try:
         paths = store.paths()
     except StatefileError:
         return []  # a store that cannot be listed (a link on the way) fails the check on what reading it found
+
+    def ours(name: str) -> bool:
+        name = name.rstrip("/")
+        return name.lower().split("/")[0] == "archive" or glob_matches(name, globs)
+
     return [
-        CheckOutcome(name, 0, store.max_bytes, errors=[
+        CheckOutcome(name, 0, store.max_bytes, sized=False, errors=[
             f"{name} and {other} differ only in case: a checkout on macOS or Windows holds only one of them; keep "
             "one (merge what the other holds into it) and delete the other"
         ])
         for name, other in case_twins(paths)
+        if ours(name) or ours(other)
     ]  # fmt: skip
 
 

@@ -244,7 +244,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
         names = programs or sorted(app.store().programs())
         found = memory.problems(names)
         outcomes.append(CheckOutcome(
-            f"repo-memory push ({memory.folder})", 0, 1,
+            f"repo-memory push ({memory.folder})", 0, 1, sized=False,
             errors=[p.message for p in found if p.severity == "error"],
             warnings=[p.message for p in found if p.severity != "error"],
         ))  # fmt: skip
@@ -255,7 +255,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
             state = paint("ok", fg="green") if o.ok else paint("FAIL", fg="red", bold=True)
             # Names and messages echo what was typed (a pasted 100 KB path): each line is cut like an error line.
             name = shown(o.name)
-            if o.name.startswith("repo-memory push"):
+            if not o.sized:
                 say(app, f"{name}: {state}")
             else:
                 say(app, f"{name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")

@@ -82,6 +82,12 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
     except OSError as exc:
         if exc.errno in _PATH_ERRNOS and exc.filename is not None:
             return _path_error(exc)
+        if exc.errno in (errno.EACCES, errno.EPERM) and exc.filename is not None:
+            # A path the user gave (--out, --autoloop-json, a file to check) behind a folder this user may not
+            # enter: the machine's permissions, said in one line.
+            path = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else str(exc.filename)
+            echo_error(f"cannot use {path} ({exc.strerror}): make it readable for this user, or give another path")
+            return EXIT_ENVIRONMENT
         if exc.errno not in _ENVIRONMENT_ERRNOS:
             return _internal(exc)
         # Output into a full disk or device, or a read-only place nobody checked for: the machine's problem.

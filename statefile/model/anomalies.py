@@ -9,9 +9,9 @@ from decimal import Decimal
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
+from statefile.defaults import MAX_EXPONENT, MAX_ITERATION, number_text
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
-from statefile.model.patterns import leading_number
+from statefile.model.patterns import FRACTIONAL_HEAD, entry_title, leading_number
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, highest, inside, merge, missing, of_numbers, spans_text
 from statefile.model.text import clip
@@ -110,16 +110,11 @@ def next_iteration_problem(count: int, highest: int) -> str:
     if number <= MAX_ITERATION:
         return ""
     where = (
-        f"the 'Iteration Count' row says {_shown(count)}"
+        f"the 'Iteration Count' row says {number_text(count)}"
         if count >= highest
         else f"the history goes up to iteration {highest:,}"
     )
-    return f"the next iteration would be {_shown(number)}, beyond {MAX_ITERATION:,}: {where}"
-
-
-def _shown(number: int) -> str:
-    # A row of 4,300 nines reads as a number; one more and Python refuses to turn it back into text (ValueError).
-    return f"{number:,}" if number < 10**30 else "a number of more than 30 digits"
+    return f"the next iteration would be {number_text(number)}, beyond {MAX_ITERATION:,}: {where}"
 
 
 def machine_state_problems(doc: StateDocument) -> Iterator[Anomaly]:
@@ -143,6 +138,12 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
                 "implausible-number",
                 f"heading '{clip(entry.heading, 80)}' names iteration {entry.implausible:,}, beyond any history "
                 f"({MAX_ITERATION:,}): kept as text and counted for nothing; correct the number",
+            )
+        elif isinstance(entry, OpaqueEntry) and (odd := FRACTIONAL_HEAD.match(entry_title(entry.heading))):
+            yield Anomaly(
+                "implausible-number",
+                f"heading '{clip(entry.heading, 80)}' names iteration {odd.group(1)}, no whole number: kept as text, "
+                "counted for nothing and never folded; correct the number",
             )
     iterations = [e for e in doc.history if isinstance(e, Iteration)]
     ranges = [e for e in doc.history if isinstance(e, IterationRange)]

@@ -29,6 +29,8 @@ ONE_RANGE_HEAD = re.compile(rf"^\s*Iters\s+#?(\d+){_END}(?![&,/+]|[–-]\s*#?\d)
 # "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
 PAIR_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+){_END}", re.I)
 SINGLE_HEAD = re.compile(rf"^\s*Iter(?:ation)?\.?\s+#?(\d+){_END}", re.I)
+# "Iteration 1.5", "Iteration 1e308": a heading of an entry's shape whose number is no whole number (see _END).
+FRACTIONAL_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+(?:\.\d+|[eE][-+]?\d+))", re.I)
 # "### Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": more iterations joined by " · ".
 # A joined part has an entry's own shape — its number, a dash, then a status glyph or a date — so a summary that
 # merely mentions an iteration ("✅ reverted · Iteration 7 approach restored") never claims that iteration.

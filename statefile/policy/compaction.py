@@ -50,7 +50,7 @@ from statefile.defaults import (
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, OpaqueEntry
-from statefile.model.machine_state import table_rows
+from statefile.model.machine_state import Row, table_rows
 from statefile.model.patterns import is_bullet_entry, is_placeholder, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
 from statefile.model.text import clip, detect_newline, line_body, plural, split_lines, utf8_size
@@ -752,6 +752,13 @@ def _take_back(
     return params, candidate
 
 
+def _longest_row(doc: StateDocument) -> Row | None:
+    """The Machine State row with the longest value, or ``None`` when there is no table."""
+    section = doc.section("machine_state")
+    rows = table_rows(list(section.lines)) if section is not None else []
+    return max(rows, key=lambda r: utf8_size(r.value), default=None)
+
+
 def _budget_error(
     doc: StateDocument, candidate: _Candidate, policy: CompactionPolicy, program: str | None
 ) -> CompactionBudgetError:
@@ -783,13 +790,12 @@ def _budget_error(
             f"the history holds {plural(len(opaque), 'entry', 'entries')} compaction cannot fold, largest {named}; "
             f"fix their headings (or remove them) with `{fix}`, or raise max_bytes"
         )
-    elif (largest := max(result.sections, key=lambda section: section.size)).kind == "machine_state" and (
-        largest.size >= over
-    ):
+    elif (row := _longest_row(result)) is not None and utf8_size(row.value) >= over:
         # A value written into the table (a pasted log as the pause reason): nothing compaction moves helps, and
-        # the maintainer text is beside the point — name the row.
-        row = max(table_rows(list(largest.lines)), key=lambda r: utf8_size(r.value), default=None)
-        where = f"its '{row.label}' value alone {utf8_size(row.value)} bytes" if row else "its rows"
+        # the maintainer text is beside the point — name the row (only when it alone is what is too much).
+        largest = result.section("machine_state")
+        assert largest is not None
+        where = f"its '{row.label}' value alone {utf8_size(row.value)} bytes"
         fix = f"statefile edit {program}" if program else "statefile edit PROGRAM"
         advice = (
             f"the Machine State table is {largest.size} bytes, {where}; shorten that value where it was written (the "

@@ -59,7 +59,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION
+from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION, number_text
 from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
 from statefile.model.anomalies import next_iteration_problem, number_row_problem, plausible
@@ -203,9 +203,7 @@ def _reference(number: int) -> str:
     """What is wrong with an issue or PR number outside 1…:data:`~statefile.defaults.MAX_GITHUB_NUMBER`."""
     if number < 1:
         return f"{number} is not positive"
-    # Not str(number) for a huge one: Python refuses to convert more than 4,300 digits.
-    shown = f"{number:,}" if number < 10**30 else "of more than 30 digits"
-    return f"{shown} is beyond {MAX_GITHUB_NUMBER:,}, the largest GitHub issues and pull requests reach"
+    return f"{number_text(number)} is beyond {MAX_GITHUB_NUMBER:,}, the largest GitHub issues and pull requests reach"
 
 
 def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: datetime) -> StateDocument:

@@ -261,7 +261,7 @@ class Trees:
     def _damaged(self, result: Result, treeish: str, path: str) -> StatefileError:
         """The error for a failed ``ls-tree`` of ``treeish``: invalid data when it is missing or not a tree."""
         if not any(sign in result.err for sign in ("not a tree object", "bad object", "not a valid object",
-                                                  "Could not read")):  # fmt: skip
+                                                  "Could not read", "malformed", "too-short", "corrupt")):  # fmt: skip
             return self._git.failure(result, "run `git fsck`")
         kind = self._git.call("cat-file", "-t", treeish)
         found = kind.stdout.decode("ascii", "replace").strip()
@@ -272,6 +272,9 @@ class Trees:
             tree = header.removeprefix(b"tree ").decode("ascii", "replace")
             return missing_object(path or "the top folder", tree if is_oid(tree) else treeish, self._branch)
         where = f"{path} (object {treeish})" if path else f"object {treeish}"
+        if found == "tree":  # there, and a tree, but git cannot read its entries: the object itself is damaged
+            said = one_line(result.err, 120)
+            return InvalidDataError(f"{where} on branch {self._branch} is a damaged tree ({said}); run `git fsck`")
         return InvalidDataError(f"{where} on branch {self._branch} is a {found}, expected a tree; run `git fsck`")
 
     def remember(self, treeish: str, entries: Listing, *, sizes: bool = False) -> Listing:
@@ -288,12 +291,21 @@ class Trees:
             return parse_listing(result.stdout)
         found = _UNREADABLE.search(result.err)
         if found is None:
+            # A tree that is there but cannot be read (corrupt, not missing): git does not say which, so walk the
+            # folders one listing at a time; the first that fails raises its own error, with its path.
+            self._walk(treeish, "")
             raise self._damaged(result, treeish, "")
         # git names only the missing object: list again with the folders (-t, each printed before its contents)
         # to say which folder of the branch it is.
         again = self._git.call("ls-tree", "-r", "-t", "-z", "--full-tree", treeish)
         folders = [path for path, entry in parse_listing(again.stdout).items() if entry.oid == found[1]]
         raise missing_object(folders[0] if folders else "a folder", found[1], self._branch)
+
+    def _walk(self, treeish: str, path: str) -> None:
+        """List every folder below ``treeish`` (at ``path``), raising the error of the first that cannot be read."""
+        for name, entry in self.listing(treeish, path=path).items():
+            if entry.type == "tree":
+                self._walk(entry.oid, f"{path}/{name}" if path else name)
 
 
 class Writer:

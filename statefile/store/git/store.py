@@ -920,6 +920,8 @@ class GitStore(Store):
             try:
                 tip = self._fetch()
                 return Outcome.DONE, tip is not None and (tip == new or self._refs.is_ancestor(new, tip))
+            except (UsageError, InvalidDataError):
+                raise  # an answer, and a final one (a clash, a symbolic ref): asking again will not change it
             except StatefileError:
                 return Outcome.UNANSWERED, None
 
