@@ -184,7 +184,10 @@ def base_env(root: Path) -> dict[str, str]:
     home = root / ".home"
     home.mkdir(exist_ok=True)
     env.update(GIT_IDENTITY)
-    env.update(HOME=str(home), NO_COLOR="1", EDITOR="true", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C.UTF-8")
+    # Temporary files too (an edit's saved text) stay in the case's folder, removed with it, not in the machine's /tmp.
+    (home / "tmp").mkdir(exist_ok=True)
+    env.update(HOME=str(home), NO_COLOR="1", EDITOR="true", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C.UTF-8",
+               TMPDIR=str(home / "tmp"))  # fmt: skip
     return env
 
 
