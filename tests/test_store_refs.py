@@ -79,19 +79,23 @@ def test_a_push_that_cannot_be_verified_says_so_and_never_that_it_failed(
     # The check is bounded by time: a shorter bound keeps this test short (the remote stays away throughout).
     monkeypatch.setattr(git_store, "_VERIFY_BACKOFF", Backoff(tries=20, first=0.05, cap=0.2, budget=1.0), raising=False)
     vanish_after_receiving(remote, None)
-    started = time.monotonic()
     with pytest.raises(GitError) as info:
         store.update("perf", appender("- two"), "statefile: two")
-    took = time.monotonic() - started
     message = str(info.value)
     assert info.value.exit_code == EXIT_GIT and "\n" not in message
     assert "may have landed" in message and "could not be verified" in message
     assert "`statefile --remote origin log perf`" in message and "before recording again" in message
     assert "failed" not in message.replace(str(tmp_path), "").lower()
-    assert 0.8 < took < 10
     (tmp_path / "remote.git.away").rename(remote)
     assert "- two" in git(remote, "show", f"{BRANCH}:perf.md")  # it had landed: hence "may have"
     assert rev(work, LOCAL) == before  # nothing here claims it did
+
+
+def assert_refused_as_a_clash(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """A usage error naming what is in the way, at once (``sf``'s timeout guards the old 26 s wait), never a lock."""
+    line = one_error_line(proc)
+    assert proc.returncode == EXIT_USAGE, line
+    assert all(needle in line for needle in needles) and "lock" not in line, line
 
 
 # -- branch names that clash by git's directory/file rule ---------------------------------------------------------
@@ -111,14 +115,8 @@ def test_a_branch_that_clashes_with_an_existing_one_is_a_usage_error_at_once(
     repo = make_repo(tmp_path / "repo")
     git(repo, "branch", existing)
     before = git(repo, "for-each-ref")
-    started = time.monotonic()
     proc = sf("--branch", wanted, "init", "perf", cwd=repo, timeout=10)
-    took = time.monotonic() - started
-    line = one_error_line(proc)
-    assert proc.returncode == EXIT_USAGE, line
-    assert f"refs/heads/{existing}" in line and "--branch" in line
-    assert "lock" not in line
-    assert took < 3
+    assert_refused_as_a_clash(proc, f"refs/heads/{existing}", "--branch")
     assert git(repo, "for-each-ref") == before
 
 
@@ -133,14 +131,8 @@ def test_a_branch_that_clashes_on_the_remote_is_a_usage_error_at_once(
     git(pusher, "push", "-q", "origin", f"HEAD:refs/heads/{existing}")
     work = clone(remote, tmp_path / "work")  # the clash is only on the remote: no such local branch here
     before = git(remote, "for-each-ref")
-    started = time.monotonic()
     proc = sf("--remote", "origin", "--branch", wanted, "init", "perf", cwd=work, timeout=10)
-    took = time.monotonic() - started
-    line = one_error_line(proc)
-    assert proc.returncode == EXIT_USAGE, line
-    assert f"refs/heads/{existing}" in line and "origin" in line
-    assert "lock" not in line
-    assert took < 3
+    assert_refused_as_a_clash(proc, f"refs/heads/{existing}", "origin")
     assert git(remote, "for-each-ref") == before
 
 
@@ -166,10 +158,5 @@ def test_a_stale_remote_tracking_ref_in_the_way_of_the_fetch_is_named_not_taken_
     git(work, "update-ref", TRACKING, "HEAD")
     pusher = clone(remote, tmp_path / "pusher")
     assert sf("--remote", "origin", "--branch", f"{BRANCH}/sub", "init", "perf", cwd=pusher).returncode == 0
-    started = time.monotonic()
     proc = sf("--remote", "origin", "--branch", f"{BRANCH}/sub", "list", cwd=work, timeout=10)
-    took = time.monotonic() - started
-    line = one_error_line(proc)
-    assert proc.returncode == EXIT_USAGE, line
-    assert TRACKING in line and "git fetch --prune origin" in line and "lock" not in line
-    assert took < 3
+    assert_refused_as_a_clash(proc, TRACKING, "git fetch --prune origin")
