@@ -158,7 +158,6 @@ def test_an_import_naming_a_file_and_a_folder_alike_writes_nothing_and_says_so(t
     ("error", "code", "needle"),
     [
         (PermissionError(errno.EACCES, "Permission denied", "/locked/autoloop.json"), 8, "make it readable"),
-        (OSError(errno.ENAMETOOLONG, "File name too long", "x" * 300), 2, "longer than the file system holds"),
     ],
 )
 def test_a_path_the_system_will_not_look_at_is_one_line_not_exit_70(

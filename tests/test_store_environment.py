@@ -123,37 +123,34 @@ run readonly --dir "$M" record perf --status accepted --metric 1
     assert not [name for name in (results / "listing").read_text().split() if name.endswith(".tmp")]
 
 
-def test_a_full_disk_on_the_remote_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
-    out = scenario(tmp_path, r"""
-git init -q --bare -b main "$M/remote.git"
+def remote_scenario(tmp_path: Path, where: str, damage: str, name: str) -> dict[str, tuple[int, str]]:
+    """A remote (in ``$M``, the small disk, or ``$W``) with ``perf`` on it, then ``damage``, then a record through it
+    (run as ``name``); the remote branch before and after go to results/."""
+    remote = f'"{where}/remote.git"'
+    out = scenario(tmp_path, rf"""
+git init -q --bare -b main {remote}
 git init -q -b main "$W/work" && cd "$W/work" && git commit -q --allow-empty -m initial
-git remote add origin "$M/remote.git" && git push -q origin main
+git remote add origin {remote} && git push -q origin main
 run init --remote origin init perf
-git -C "$M/remote.git" rev-parse refs/heads/memory/autoloop > "$R/before"
-fill
-run full --remote origin record perf --status accepted --metric 1
-git -C "$M/remote.git" rev-parse refs/heads/memory/autoloop > "$R/after"
+git -C {remote} rev-parse refs/heads/memory/autoloop > "$R/before"
+{damage}
+run {name} --remote origin record perf --status accepted --metric 1
+git -C {remote} rev-parse refs/heads/memory/autoloop > "$R/after"
 """)  # fmt: skip
     assert out["init"][0] == 0
-    environment_error(out["full"], "remote's disk is full")
-    assert "branch protection" not in out["full"][1]
+    assert "branch protection" not in out[name][1]
     assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()
+    return out
+
+
+def test_a_full_disk_on_the_remote_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
+    out = remote_scenario(tmp_path, "$M", "fill", "full")
+    environment_error(out["full"], "remote's disk is full")
 
 
 def test_a_read_only_remote_says_why_and_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
     """The remote cannot create objects (its objects folder is read-only): git's relayed reason is kept."""
-    out = scenario(tmp_path, r"""
-git init -q --bare -b main "$W/remote.git"
-git init -q -b main "$W/work" && cd "$W/work" && git commit -q --allow-empty -m initial
-git remote add origin "$W/remote.git" && git push -q origin main
-run init --remote origin init perf
-git -C "$W/remote.git" rev-parse refs/heads/memory/autoloop > "$R/before"
-mount --bind "$W/remote.git/objects" "$W/remote.git/objects"
-mount -o remount,bind,ro "$W/remote.git/objects"
-run readonly --remote origin record perf --status accepted --metric 1
-git -C "$W/remote.git" rev-parse refs/heads/memory/autoloop > "$R/after"
-""")  # fmt: skip
-    assert out["init"][0] == 0
+    damage = 'mount --bind "$W/remote.git/objects" "$W/remote.git/objects"\n'
+    damage += 'mount -o remount,bind,ro "$W/remote.git/objects"'
+    out = remote_scenario(tmp_path, "$W", damage, "readonly")
     environment_error(out["readonly"], "remote repository cannot be written", "unable to create temporary object")
-    assert "branch protection" not in out["readonly"][1]
-    assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()

@@ -7,7 +7,6 @@ The CLI builds one :class:`AppContext` from the global options; commands ask it 
 from __future__ import annotations
 
 import difflib
-import errno
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -16,7 +15,7 @@ from typing import Any
 
 from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
-from statefile.errors import ConflictError, EnvironmentFailure, NotFoundError, StatefileError, UsageError
+from statefile.errors import ConflictError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.text import plural
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
@@ -59,8 +58,7 @@ class AppContext:
         """
         if not self._discovered:
             start = self.repo if self.repo is not None else Path.cwd()
-            what = "--repo" if self.repo is not None else "the current directory"
-            self._repository = find_repository(start) if _is_folder(start, what) else None
+            self._repository = find_repository(start) if start.is_dir() else None
             self._discovered = True
         return self._repository
 
@@ -113,12 +111,11 @@ class AppContext:
                     f"--dir works on a plain folder and cannot use a remote ({config.remote.source}); "
                     "drop --remote/STATEFILE_REMOTE or --dir"
                 )
-            if not _is_folder(self.folder, "--dir"):
+            if not self.folder.is_dir():
                 raise NotFoundError(f"--dir {self.folder}: no such folder; create it or check the path")
             self._store = FolderStore(self.folder, max_bytes=max_bytes)
             return self._store
-        # _is_folder first: a path too long to look at is an error of its own, where exists() would crash.
-        if self.repo is not None and not _is_folder(self.repo, "--repo") and not self.repo.exists():
+        if self.repo is not None and not self.repo.exists():
             raise NotFoundError(f"--repo {self.repo}: no such folder; pass the path of a git repository")
         repository = self.repository()
         if repository is None:
@@ -145,8 +142,10 @@ class AppContext:
         if self._memory_folder is None:
             config = self.config()
             folder = self.folder if self.folder is not None else Path(config.repo_memory_dir.value)
-            where = "--dir" if self.folder is not None else f"repo-memory's folder ({config.repo_memory_dir.source})"
-            if not _is_folder(folder, where):
+            if not folder.is_dir():
+                where = (
+                    "--dir" if self.folder is not None else f"repo-memory's folder ({config.repo_memory_dir.source})"
+                )
                 raise NotFoundError(
                     f"{where} {folder}: no such folder; gh-aw creates it when the workflow has tools.repo-memory — "
                     "pass --dir PATH elsewhere"
@@ -276,24 +275,6 @@ class AppContext:
     def with_repository(self, repo: Path) -> AppContext:
         """The same options, with the repository at ``repo`` (a scratch one for a job without a checkout)."""
         return replace(self, repo=repo, _store=None, _repository=None, _discovered=False, _read_checked=False)
-
-
-def _is_folder(path: Path, what: str) -> bool:
-    """Whether the folder a user named (``--dir``, ``--repo``, …) exists; an error naming ``what`` when the path
-    cannot even be looked at.
-
-    pathlib's ``is_dir`` answers False for a missing path, a file on the way (ENOTDIR) or a link loop (ELOOP), but
-    raises for a name longer than the file system holds (ENAMETOOLONG) or a folder on the way this user may not enter
-    (EACCES): those are the user's path or the machine, said in one line, never a crash.
-    """
-    try:
-        return path.is_dir()
-    except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            raise EnvironmentFailure(
-                f"{what} {path}: cannot look at it ({exc.strerror}); make it readable for this user"
-            ) from None
-        raise UsageError(f"{what} {path}: not a usable path ({exc.strerror}); give a shorter or another path") from None
 
 
 def _diverged(state: BranchState, branch: str) -> str:

@@ -80,14 +80,8 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
         )
         return EXIT_ENVIRONMENT
     except OSError as exc:
-        if exc.errno in _PATH_ERRNOS and exc.filename is not None:
+        if exc.errno in _PATH_ADVICE and exc.filename is not None:
             return _path_error(exc)
-        if exc.errno in (errno.EACCES, errno.EPERM) and exc.filename is not None:
-            # A path the user gave (--out, --autoloop-json, a file to check) behind a folder this user may not
-            # enter: the machine's permissions, said in one line.
-            path = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else str(exc.filename)
-            echo_error(f"cannot use {path} ({exc.strerror}): make it readable for this user, or give another path")
-            return EXIT_ENVIRONMENT
         if exc.errno not in _ENVIRONMENT_ERRNOS:
             return _internal(exc)
         # Output into a full disk or device, or a read-only place nobody checked for: the machine's problem.
@@ -116,7 +110,7 @@ def _internal(exc: Exception) -> int:
 
 
 def _path_error(exc: OSError) -> int:
-    """A path that names nothing the system can look up: one line naming it (cut short), exit 2.
+    """A path the system will not look up: one line naming it (cut short); exit 2, or 8 for permissions.
 
     Every file or folder a user names (``--dir``, ``--out``, ``--autoloop-json``, a file to compact) is looked at
     with ``stat`` somewhere, and pathlib's ``exists``/``is_dir`` raise instead of answering for these errnos.
@@ -124,13 +118,9 @@ def _path_error(exc: OSError) -> int:
     path is one the user gave and can change; catching it here covers every such option, present and future.
     """
     path = os.fsdecode(exc.filename) if isinstance(exc.filename, (str, bytes)) else str(exc.filename)
-    advice = {
-        errno.ENAMETOOLONG: "the path or one of its names is longer than the file system holds; give a shorter path",
-        errno.ELOOP: "the path runs into a loop of symbolic links; fix the link or give another path",
-        errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
-    }.get(exc.errno or 0, "check the path")
+    advice, code = _PATH_ADVICE[exc.errno or 0]
     echo_error(f"cannot use {path} ({exc.strerror}): {advice}")
-    return EXIT_USAGE
+    return code
 
 
 def _discard_output() -> None:
@@ -142,8 +132,16 @@ def _discard_output() -> None:
         os.close(devnull)
 
 
-# A path no lookup can follow: too long, a loop of symbolic links, a file where a folder should be.
-_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR)
+# A path no lookup can follow (too long, a loop of links, a file where a folder should be: the user's to change), or
+# one behind a folder this user may not enter (the machine's permissions): what to do, and the exit code.
+_PATH_ADVICE = {
+    errno.ENAMETOOLONG: ("the path or one of its names is longer than the file system holds; give a shorter path",
+                         EXIT_USAGE),
+    errno.ELOOP: ("the path runs into a loop of symbolic links; fix the link or give another path", EXIT_USAGE),
+    errno.ENOTDIR: ("a part of the path is a file, not a folder; check the path", EXIT_USAGE),
+    errno.EACCES: ("make it readable for this user, or give another path", EXIT_ENVIRONMENT),
+    errno.EPERM: ("make it readable for this user, or give another path", EXIT_ENVIRONMENT),
+}  # fmt: skip
 # Writes the machine refused: a full disk or device, a quota, a file-size limit, a read-only file system.
 _ENVIRONMENT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
 # click 8.2+: a group run without a command raises this (8.1 printed the help and exited 0).

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from statefile.defaults import MAX_EXPONENT, MAX_ITERATION, number_text
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
+from statefile.model.machine_state import count_field
 from statefile.model.patterns import FRACTIONAL_HEAD, entry_title, leading_number
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, highest, inside, merge, missing, of_numbers, spans_text
@@ -120,10 +121,8 @@ def next_iteration_problem(count: int, highest: int) -> str:
 def machine_state_problems(doc: StateDocument) -> Iterator[Anomaly]:
     """What ``record`` would refuse to go on from (the same functions it calls), for ``check`` to fail on first."""
     state = doc.machine_state
-    count = state.get("iteration_count")
     problems = [
-        next_iteration_problem(count if isinstance(count, int) and not isinstance(count, bool) else 0,
-                               doc.highest_iteration),
+        next_iteration_problem(count_field(state, "iteration_count"), doc.highest_iteration),
         *(number_row_problem(state, key) for key in NUMBER_ROWS),
     ]  # fmt: skip
     for problem in problems:

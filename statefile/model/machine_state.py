@@ -13,7 +13,7 @@ next row.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -67,6 +67,13 @@ class Row:
     def key(self) -> str:
         """The scheduler's key for this row."""
         return field_key(self.label)
+
+
+def count_field(state: Mapping[str, Any], key: str) -> int:
+    """A counting row (``iteration_count``, ``consecutive_errors``) as a number: the scheduler reads a missing or
+    garbled count as 0, and so does every rule here."""
+    value = state.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def table_rows(lines: list[str]) -> list[Row]:

@@ -228,7 +228,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         base = doc
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
-    old_count = _int(state, "iteration_count")
+    old_count = machine_state.count_field(state, "iteration_count")
     number = _iteration_number(base, req, old_count, program)
     if req.at is not None and (req.at - now > _CLOCK_SKEW or req.at.year < 1970):
         # Checked before converting: 9999-12-31T23:59:59-12:00 is a valid time whose UTC is not.
@@ -250,7 +250,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     previous = [word for item in state.get("recent_statuses", []) for word in statuses_in_cell(item) or [item]]
     statuses = [*previous, req.status][-RECENT_STATUSES_KEPT:]
     fields["Recent Statuses"] = statuses
-    errors = _int(state, "consecutive_errors")
+    errors = machine_state.count_field(state, "consecutive_errors")
     if req.status == "accepted":
         fields["Consecutive Errors"] = 0
         fields["Paused"] = False
@@ -354,12 +354,6 @@ def recorded_iteration(doc: StateDocument) -> int:
 def _cell_number(cell: Any) -> int | None:
     match = re.search(r"#?(\d+)", cell) if isinstance(cell, str) else None
     return int(match.group(1)) if match else None
-
-
-def _int(state: dict[str, Any], key: str) -> int:
-    value = state.get(key)
-    # The scheduler reads a missing or garbled count as 0; so do we.
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _iteration_number(doc: StateDocument, req: RecordRequest, count: int, program: str) -> int:
