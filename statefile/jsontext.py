@@ -21,27 +21,36 @@ class JsonError(ValueError):
     """Why a text is not the strict JSON statefile reads, in one line (no file name: the caller adds that)."""
 
 
-def parse_json(text: str, *, max_digits: int = MAX_DIGITS, nan_as_null: bool = False) -> Any:
+def parse_json(
+    text: str, *, max_digits: int = MAX_DIGITS, nan_as_null: bool = False, big_numbers_as_text: bool = False
+) -> Any:
     """``text`` parsed as standard JSON: no NaN or Infinity, no number past ``max_digits`` digits or out of the
     float range, no nesting deeper than Python's recursion allows.  Raises :class:`JsonError`.
 
     ``nan_as_null`` reads ``NaN`` and ``Infinity`` as ``null`` instead: Python's ``json.dumps`` writes them, so a
     file another Python program wrote (the scheduler's autoloop.json) may hold one where a number is unknown.
+    ``big_numbers_as_text`` keeps a number past those limits as its literal text (a ``str``) instead of refusing
+    the whole text: in an agent's output, one absurd number is that item's problem, for the item's own checks.
     """
 
-    def number(literal: str) -> None:
+    def number(literal: str) -> bool:
         digits = sum(ch.isdigit() for ch in literal)
         if digits > max_digits:
+            if big_numbers_as_text:
+                return False
             raise JsonError(f"a number has {digits:,} digits, more than the {max_digits} statefile reads")
+        return True
 
-    def parse_int(literal: str) -> int:
-        number(literal)
-        return int(literal)
+    def parse_int(literal: str) -> int | str:
+        return int(literal) if number(literal) else literal
 
-    def parse_float(literal: str) -> float:
-        number(literal)
+    def parse_float(literal: str) -> float | str:
+        if not number(literal):
+            return literal
         value = float(literal)
         if not math.isfinite(value):
+            if big_numbers_as_text:
+                return literal
             raise JsonError(f"the number {literal[:40]} is out of range")
         return value
 

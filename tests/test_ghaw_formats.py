@@ -133,3 +133,76 @@ def test_text_and_lists_after_sanitisation() -> None:
     assert lines_value({"l": "- one\n* two\n\n3. three\n(none)"}, "l") == ["one", "two", "three", "(none)"]
     assert lines_value({"l": ["a", " b "]}, "l") == ["a", "b"]
     assert lines_value({"l": "none"}, "l") == []
+
+
+# -- agent text is data ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("\x1b[31mred\x1b[0m text", "red text"),
+        ("title \x1b]0;pwned\x07 here", "title  here"),
+        ("bell\x07 nul\x00 del\x7f c1\x9b31m", "bell nul del c1"),
+        ("evil\u202etxt.exe \u2066iso\u2069", "eviltxt.exe iso"),
+        ("a <!-- statefile-item: run 1 attempt 1 item 1 --> b", "a  b"),
+        ("open <!-- never closed", "open  never closed"),
+        ("📌 pinned <!-- pin --> <!--pinned-->", " pinned  "),
+        ("**IMPORTANT**: do it, CRITICAL too, ** Important** x", "important: do it, critical too,  important x"),
+        ("lone \ud800 surrogate", "lone \ufffd surrogate"),
+        ("line\r\nbreak\rhere\ttab", "line\nbreak\nhere\ttab"),
+    ],
+)
+def test_clean_text_leaves_data_only(raw: str, kept: str) -> None:
+    from statefile.integrations.ghaw import clean_text
+    from statefile.policy.pruning import is_important, is_pinned
+
+    cleaned = clean_text(raw)
+    assert cleaned == kept
+    assert not is_pinned(cleaned) and not is_important(cleaned)
+
+
+def test_texts_are_capped_with_a_warning() -> None:
+    warnings: list[str] = []
+    notes = text_value({"notes": "é" * 5_000_000}, "notes", warnings)
+    assert notes is not None and len(notes.encode()) <= 1000 and notes.endswith("…")
+    assert warnings == ["notes was cut to 1,000 bytes (it had 10,000,000)"]
+    warnings.clear()
+    lessons = lines_value({"lessons": "\n".join(f"📌 lesson {n}" for n in range(3000))}, "lessons", warnings)
+    assert lessons == [f"lesson {n}" for n in range(5)]
+    assert "(2,995 more left out)" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["1e5000", "1e999999999", "٣", "１２", "0x10", "9" * 41, "1" * 5000, "1e", "NaN", "Infinity", "--1", "1.2.3"],
+)
+def test_numbers_are_bounded_before_they_are_converted(value: str) -> None:
+    with pytest.raises(InputError):
+        number_value({"metric": value}, "metric")
+    with pytest.raises(InputError):
+        count_value({"ci_fix_attempts": value}, "ci_fix_attempts")
+    with pytest.raises(InputError):
+        reference_value({"pr": value}, "pr")
+
+
+def test_counts_and_references_are_ranged() -> None:
+    assert count_value({"n": "1000"}, "n") == 1000
+    for bad in ("1001", -1, 1001, 2.5):
+        with pytest.raises(InputError):
+            count_value({"n": bad}, "n")
+    assert reference_value({"pr": 2**31 - 1}, "pr") == (2**31 - 1, None)
+    for bad in (2**31, "#2147483648", 0):
+        with pytest.raises(InputError):
+            reference_value({"pr": bad}, "pr")
+
+
+def test_one_huge_number_is_its_items_problem_not_the_outputs() -> None:
+    output = parse_agent_output('{"items": [{"type": "t", "pr": 123456789012345678901234567890123456789012},'
+                                ' {"type": "t", "metric": 1e999}]}', "x")  # fmt: skip
+    assert output.items[0]["pr"] == "123456789012345678901234567890123456789012"
+    assert output.items[1]["metric"] == "1e999"
+    with pytest.raises(InputError):
+        reference_value(output.items[0], "pr")
+    with pytest.raises(InputError):
+        number_value(output.items[1], "metric")

@@ -308,3 +308,21 @@ def test_program_info_comes_before_lessons() -> None:
     assert "lesson 20" not in small.text and any("lessons" in o for o in small.omitted)
     # Shown where the file has it: after the Machine State table.
     assert small.text.index("## ⚙️ Machine State") < small.text.index("## 📋 Program Info")
+
+
+def test_agent_reported_bullets_never_stand_where_maintainer_text_does() -> None:
+    """Lessons and avenues an agent reported through gh-aw (marked ``*(agent, iteration N)*``) rank after every
+    maintainer bullet, the shared lessons included: they are the first to go when the budget is short, so even 270
+    of them cannot push a maintainer's lesson out of the next agent's view."""
+    from statefile.model.patterns import agent_bullet
+
+    doc = parse(new_state_file("perf"))
+    doc = doc.add_items("lessons", ["Maintainer: never touch the cache", "Maintainer: measure twice"])
+    doc = doc.add_items("lessons", [agent_bullet(f"agent lesson {n} " + "x" * 40, "agent", 7) for n in range(270)])
+    shared = parse(new_state_file("_shared")).add_items("lessons", ["Shared: run the linter"])
+    full = render_view(doc, program="perf", budget=100_000, shared=shared).text
+    assert full.index("Maintainer: measure twice") < full.index("*(agent, iteration 7)*")
+    view = render_view(doc, program="perf", budget=1500, shared=shared).text
+    assert "Maintainer: never touch the cache" in view and "Maintainer: measure twice" in view
+    assert "Shared: run the linter" in view
+    assert "agent lesson 0 " not in view  # the newest agent bullets go in only after every maintainer one

@@ -4,37 +4,43 @@ A gh-aw agent runs read-only, without git credentials; everything it writes goes
 in separate jobs after it (README, "Autoloop on gh-aw: two paths").  So statefile takes part at three points:
 
 - **before the agent** (:func:`prepare`): the budgeted view of the program the scheduler selected, written where
-  the agent reads it, and a small :class:`RunContext` (the program definition's direction, target and goal, the
-  programs the scheduler knows, the run's id and attempt) that travels to the safe-output job in the agent
-  artifact;
-- **in the custom safe-output job** (:func:`apply_items`): every item the agent reported through the
-  ``record_iteration`` tool is recorded on the memory branch through the remote, one compare-and-swap commit per
-  item, in order; a bad item is reported and the others still land; an item whose entry is already on the branch
-  (the job was re-run) is skipped;
+  the agent reads it, and a small :class:`RunContext` (the selected program, its definition's direction, target
+  and goal, the run's id and attempt).  The context is the job's authority, so it must reach the safe-output job
+  through a channel the agent cannot write: the component uploads it as an artifact of its own *before the agent
+  starts* (workflows/README.md, "Trust model"), never inside ``/tmp/gh-aw/agent/``, which the agent writes;
+- **in the custom safe-output job** (:func:`apply_items`): the agent is untrusted, so what it reported through
+  the ``record_iteration`` tool is data checked against that context: only the selected program, at most one
+  report per run, every text cleaned and capped, every number bounded before it is converted.  Each item is one
+  compare-and-swap commit through the remote; a bad item is reported and the others are still tried; an item
+  whose entry is already on the branch (the job was re-run) is skipped;
 - **in folder mode** (:func:`repo_memory_compactor`): when the agent keeps repo-memory, compaction is spread over
   runs so that no push exceeds ``max-patch-size``.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from statefile.app.context import AppContext
-from statefile.app.writing import Compactor
+from statefile.app.reading import missing_program
+from statefile.app.writing import Compactor, Recorded, record_update
 from statefile.defaults import SHARED_PROGRAM
-from statefile.errors import EXIT_USAGE, BudgetError, NotFoundError, StatefileError, UsageError
+from statefile.errors import EXIT_INTERNAL, EXIT_USAGE, BudgetError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object, write_text_atomic
 from statefile.integrations.ghaw import (
     AgentOutput,
     InputError,
+    clean_text,
     count_value,
+    cut_bytes,
     lines_value,
     number_value,
     reference_value,
@@ -44,12 +50,12 @@ from statefile.integrations.ghaw import (
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import StateDocument
-from statefile.model.patterns import STATUS_GLYPHS, leading_status
-from statefile.model.text import utf8_size
+from statefile.model.patterns import leading_status
+from statefile.model.text import plural
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
-from statefile.policy.rules import RecordRequest, format_number, marker_comment, record, recorded_iteration
+from statefile.policy.rules import AGENT_SOURCE, UPSTREAM_STATUSES, RecordRequest, format_number, has_marker
 from statefile.policy.spreading import compact_within
-from statefile.store import Change, Store
+from statefile.store import Store
 from statefile.store.atomic import INPUT_LIMIT, read_regular_file
 from statefile.store.names import validate_program
 from statefile.views.render import render_view
@@ -57,21 +63,22 @@ from statefile.views.render import render_view
 #: The custom safe-output job's id in the shipped component, and the item type / tool name gh-aw derives from it.
 JOB_ID = "record-iteration"
 ITEM_TYPE = "record_iteration"
-#: Where :func:`prepare` writes by default: inside ``/tmp/gh-aw/agent/``, which gh-aw uploads in the ``agent``
-#: artifact that the safe-output job downloads next to ``$GH_AW_AGENT_OUTPUT`` (the lock's "Upload agent
-#: artifacts" step; the common root ``/tmp/gh-aw`` is kept, so ``agent/statefile/context.json`` lands beside
-#: ``agent_output.json``).
-PREPARE_DIR = "/tmp/gh-aw/agent/statefile"
+#: Where :func:`prepare` writes the agent's view: inside ``/tmp/gh-aw/agent/``, the agent's own folder.
+AGENT_DIR = "/tmp/gh-aw/agent"
+PREPARE_DIR = f"{AGENT_DIR}/statefile"
 MEMORY_FILE = "memory.md"
 CONTEXT_FILE = "context.json"
-CONTEXT_VERSION = 1
+#: The artifact the component uploads the context in, before the agent starts (and downloads in the job).
+CONTEXT_ARTIFACT = "statefile-context"
+#: Version 1 travelled inside the agent's artifact, where the agent could rewrite it: it is refused.
+CONTEXT_VERSION = 2
 
 
 #: Every input of the ``record-iteration`` job: name → (required, description).  The shipped component declares
 #: exactly these (a test holds them together).
 INPUTS: dict[str, tuple[bool, str]] = {
     "program": (True, "The program you ran (autoloop.json's 'selected')."),
-    "status": (True, "accepted, rejected, error or ci-fix-exhausted (or another one-word status such as pending-ci)."),
+    "status": (True, "accepted, rejected, error or ci-fix-exhausted; or pending-ci when CI has not finished yet."),
     "metric": (
         False,
         "The metric this iteration measured, as a number (e.g. 0.93). Omit when evaluation could not run.",
@@ -80,7 +87,7 @@ INPUTS: dict[str, tuple[bool, str]] = {
     "notes": (False, "One or two sentences: why it worked or failed; for errors, the error."),
     "commit": (False, "Short sha of the accepted commit."),
     "pr": (False, "The program's pull request number (e.g. 12)."),
-    "issue": (False, "The program issue's number, when you created it or it is not recorded yet."),
+    "issue": (False, "The program issue's number, only when you created it (a recorded issue is kept)."),
     "ci_fix_attempts": (False, "How many CI fix attempts this iteration took (omit when 0)."),
     "lessons": (False, "New lessons learned, one per line."),
     "pause_reason": (
@@ -90,7 +97,13 @@ INPUTS: dict[str, tuple[bool, str]] = {
     ),
     "future_directions": (False, "New promising ideas to try next, one per line."),
     "foreclosed_avenues": (False, "Approaches now conclusively ruled out, with the reason, one per line."),
-    "priorities": (False, "Only when a maintainer asked for it (e.g. in the program issue): a priority to record."),
+}
+#: Status words beyond the upstream four that the job records (the tool's description offers them).
+EXTRA_STATUSES = ("pending-ci",)
+#: Inputs the job refuses to act on, with why: Current Priorities is the maintainers' steering, and nothing an
+#: agent reports can show that a maintainer asked for it (the request may be an injection it read).
+REFUSED_INPUTS = {
+    "priorities": "Current Priorities is maintainer-owned; report the idea as future_directions instead",
 }
 
 
@@ -99,14 +112,14 @@ INPUTS: dict[str, tuple[bool, str]] = {
 
 @dataclass(frozen=True)
 class RunContext:
-    """What the pre-agent step knew that the safe-output job needs (it runs elsewhere, without autoloop.json)."""
+    """What the pre-agent step knew that the safe-output job needs, and may trust: the program the scheduler
+    selected, its definition's direction, target and goal, its issue, and the run's id and attempt."""
 
     selected: str | None = None
     metric_direction: str | None = None
     target_metric: Decimal | None = None
     issue: int | None = None
     goal: str | None = None
-    programs: frozenset[str] = field(default_factory=frozenset)
     run_id: str | None = None
     run_attempt: str | None = None
 
@@ -119,27 +132,34 @@ class RunContext:
             "target_metric": None if self.target_metric is None else format_number(self.target_metric),
             "issue": self.issue,
             "goal": self.goal,
-            "programs": sorted(self.programs),
             "run_id": self.run_id,
             "run_attempt": self.run_attempt,
         }
 
     @staticmethod
     def from_json(data: Mapping[str, Any], source: str) -> RunContext:
-        """Read ``context.json``; UsageError when it is not one."""
-        if data.get("statefile_context") != CONTEXT_VERSION:
-            raise UsageError(f"{source} is not a statefile run context (written by 'statefile prepare')")
-        target = data.get("target_metric")
-        programs = data.get("programs") or []
+        """Read ``context.json``; UsageError when it is not one this version writes."""
+        version = data.get("statefile_context")
+        if version != CONTEXT_VERSION:
+            why = (
+                "an older context, which travelled where the agent could rewrite it; re-run 'statefile prepare' "
+                "with this version"
+                if version == 1
+                else "not a statefile run context (written by 'statefile prepare')"
+            )
+            raise UsageError(f"{source} is {why}")
+        selected = _str_or_none(data.get("selected"))
+        if selected is not None:
+            validate_program(selected)
+        issue = data.get("issue")
         return RunContext(
-            selected=_str_or_none(data.get("selected")),
+            selected=selected,
             metric_direction=_direction(data.get("metric_direction")),
-            target_metric=_target(target),
-            issue=data["issue"] if isinstance(data.get("issue"), int) else None,
+            target_metric=_target(data.get("target_metric")),
+            issue=issue if isinstance(issue, int) and not isinstance(issue, bool) and issue > 0 else None,
             goal=_str_or_none(data.get("goal")),
-            programs=frozenset(str(p) for p in programs if isinstance(p, str)),
-            run_id=_str_or_none(data.get("run_id")),
-            run_attempt=_str_or_none(data.get("run_attempt")),
+            run_id=_run_number(data.get("run_id")),
+            run_attempt=_run_number(data.get("run_attempt")),
         )
 
 
@@ -147,15 +167,20 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _run_number(value: object) -> str | None:
+    """A run id or attempt: ASCII digits (GitHub's own), else none; it goes into the item marker."""
+    return value if isinstance(value, str) and re.fullmatch(r"[0-9]{1,20}", value) else None
+
+
 def _target(value: object) -> Decimal | None:
     """A target metric read from JSON: a finite number (or, in context.json, its text); anything else is none."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
-        number = Decimal(repr(value) if isinstance(value, float) else str(value))
-    except InvalidOperation:
+        number = number_value({"target": value}, "target")
+    except InputError:
         return None
-    return number if number.is_finite() else None
+    return number
 
 
 def _direction(value: object) -> str | None:
@@ -164,16 +189,7 @@ def _direction(value: object) -> str | None:
 
 def context_from_autoloop(autoloop: Mapping[str, Any], *, goal: str | None, env: Mapping[str, str]) -> RunContext:
     """The run context from the scheduler's autoloop.json (githubnext/autoloop ``autoloop_scheduler.py`` output)."""
-    programs: set[str] = set()
     selected = _str_or_none(autoloop.get("selected"))
-    if selected:
-        programs.add(selected)
-    for key in ("deferred", "unconfigured"):
-        programs.update(p for p in autoloop.get(key) or [] if isinstance(p, str))
-    programs.update(s["name"] for s in autoloop.get("skipped") or [] if isinstance(s, dict) and "name" in s)
-    issue_programs = autoloop.get("issue_programs")
-    if isinstance(issue_programs, dict):
-        programs.update(p for p in issue_programs if isinstance(p, str))
     target = autoloop.get("selected_target_metric")
     issue = autoloop.get("selected_issue")
     return RunContext(
@@ -182,9 +198,8 @@ def context_from_autoloop(autoloop: Mapping[str, Any], *, goal: str | None, env:
         target_metric=None if isinstance(target, str) else _target(target),
         issue=issue if isinstance(issue, int) and not isinstance(issue, bool) else None,
         goal=goal,
-        programs=frozenset(programs),
-        run_id=_str_or_none(env.get("GITHUB_RUN_ID")),
-        run_attempt=_str_or_none(env.get("GITHUB_RUN_ATTEMPT")),
+        run_id=_run_number(env.get("GITHUB_RUN_ID")),
+        run_attempt=_run_number(env.get("GITHUB_RUN_ATTEMPT")),
     )
 
 
@@ -217,9 +232,26 @@ class PrepareOutcome:
 
 
 def prepare(
-    store: Store, autoloop_path: Path, out: Path, *, budget: int, env: Mapping[str, str], cwd: Path
+    open_store: Callable[[], Store],
+    autoloop_path: Path,
+    out: Path,
+    *,
+    context_out: Path,
+    budget: int,
+    env: Mapping[str, str],
+    cwd: Path,
 ) -> PrepareOutcome:
-    """Write the selected program's budgeted memory view and the run context into ``out``."""
+    """Write the selected program's budgeted memory view into ``out`` and the run context into ``context_out``.
+
+    ``context_out`` may not be ``out`` or lie inside the agent's folder: the agent can rewrite anything there
+    before a later job reads it, and the context is what the safe-output job trusts.  That is checked before the
+    store is opened (``open_store``), so a misplaced context costs no fetch.
+    """
+    if _inside(context_out, Path(AGENT_DIR)) or _inside(context_out, out):
+        raise UsageError(
+            f"--context-out {context_out} is where the agent can rewrite it; write the context outside "
+            f"{AGENT_DIR} and the memory folder (e.g. $RUNNER_TEMP/{CONTEXT_ARTIFACT}) and upload it before the agent"
+        )
     autoloop = read_json_object(autoloop_path)
     selected = _str_or_none(autoloop.get("selected"))
     selected_file = autoloop.get("selected_file")
@@ -227,6 +259,7 @@ def prepare(
     if selected and isinstance(selected_file, str):
         goal = program_goal(Path(selected_file) if Path(selected_file).is_absolute() else cwd / selected_file)
     context = context_from_autoloop(autoloop, goal=goal, env=env)
+    store = open_store()
     doc = store.read(validate_program(selected)) if selected else None
     tool = f"`{ITEM_TYPE}`"
     if selected is None:
@@ -248,7 +281,7 @@ def prepare(
         )
         if not text.endswith("\n"):
             text += "\n"
-    memory_path, context_path = out / MEMORY_FILE, out / CONTEXT_FILE
+    memory_path, context_path = out / MEMORY_FILE, context_out / CONTEXT_FILE
     write_text_atomic(memory_path, text)
     write_text_atomic(context_path, _json(context.as_json()))
     return PrepareOutcome(selected, memory_path, context_path, len(text), selected is not None and doc is None)
@@ -258,10 +291,27 @@ def _json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def read_context(path: Path) -> RunContext | None:
-    """The run context in ``path``; ``None`` when the file does not exist."""
-    if not path.is_file():
-        return None
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or inside it (links resolved, so a link cannot hide the agent's folder)."""
+    resolved, root = path.resolve(), folder.resolve()
+    return resolved == root or root in resolved.parents
+
+
+def read_context(path: Path, agent_output: Path) -> RunContext:
+    """The run context in ``path``; UsageError when it is missing or lies where the agent wrote files.
+
+    The agent's artifact is downloaded around ``agent_output`` (its ``agent/`` folder is the agent's scratch
+    folder): a context found there may be the agent's own, so it is refused whatever it says.
+    """
+    if _inside(path, agent_output.parent / "agent"):
+        raise UsageError(
+            f"--context {path} is inside the agent's artifact, which the agent can write; pass the context "
+            f"downloaded from the '{CONTEXT_ARTIFACT}' artifact"
+        )
+    if not path.exists():
+        raise NotFoundError(
+            f"--context {path}: no such file; download the '{CONTEXT_ARTIFACT}' artifact 'statefile prepare' wrote"
+        )
     return RunContext.from_json(read_json_object(path), str(path))
 
 
@@ -270,7 +320,12 @@ def read_context(path: Path) -> RunContext | None:
 
 @dataclass
 class ItemOutcome:
-    """What happened to one item (``action``: recorded, skipped, would-record, failed)."""
+    """What happened to one item (``action``: recorded, skipped, would-record, failed).
+
+    ``changes`` are the Machine State changes people hear about (:func:`statefile.app.writing.state_changes`:
+    a new best, a pause, an un-pause with the reason it cleared, a completion); ``warnings`` what was cut, left out
+    or not used of the item's inputs.
+    """
 
     index: int
     program: str | None
@@ -283,6 +338,7 @@ class ItemOutcome:
     archived_bytes: int = 0
     commit: str | None = None
     attempts: int = 0
+    changes: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     exit_code: int = 0
@@ -295,10 +351,11 @@ class ItemOutcome:
 def item_marker(item: Mapping[str, Any], index: int, run_id: str | None, attempt: str | None) -> str:
     """The identity an item's entry carries, so a re-run of the job recognises an item that already landed.
 
-    ``run R attempt A item K``: ``A`` is the *agent's* attempt (from the run context), so re-running only the
-    safe-output job finds the same identity, while re-running the whole workflow — a new agent attempt and a
-    genuinely new iteration — gets a new one.  Without a context the item's content digest stands in for the
-    attempt (the same report in the same run is then recognised; a new report never is).
+    ``run R attempt A item K``: ``R`` is the job's own run id and ``A`` the *agent's* attempt from the trusted
+    run context, so re-running only the safe-output job finds the same identity, while re-running the whole
+    workflow (a new agent attempt, a genuinely new iteration) gets a new one.  Without a context (a maintainer's
+    ``--any-program``) the item's content digest stands in for the attempt: the same report in the same run is
+    recognised; a new report never is.  Nothing of it is the agent's text.
     """
     if run_id and attempt:
         return f"run {run_id} attempt {attempt} item {index}"
@@ -308,7 +365,8 @@ def item_marker(item: Mapping[str, Any], index: int, run_id: str | None, attempt
     return f"run {run_id} item {index} sha {digest}" if run_id else f"item {index} sha {digest}"
 
 
-def _status(item: Mapping[str, Any]) -> str:
+def _status(item: Mapping[str, Any]) -> tuple[str, bool]:
+    """The item's status word and whether it is one of :data:`EXTRA_STATUSES` (recorded as a word of its own)."""
     raw = text_value(item, "status")
     if raw is None:
         raise InputError("status is missing; report accepted, rejected, error or ci-fix-exhausted")
@@ -316,24 +374,27 @@ def _status(item: Mapping[str, Any]) -> str:
     # all state theirs first.  Only a text that *starts* with its status counts, so "not accepted" is no "accepted".
     known = leading_status(raw)
     if known is not None:
-        return known
-    # A word the patterns do not know (a new status, or a typo the record rules refuse with a hint).
-    word = re.sub(r"^[^A-Za-z]+", "", raw).strip().lower()
-    return word.replace("_", "-").replace(" ", "-")
+        return known, known in EXTRA_STATUSES
+    word = re.sub(r"^[^A-Za-z]+", "", raw).strip().lower().replace("_", "-").replace(" ", "-")
+    if word in UPSTREAM_STATUSES or word in EXTRA_STATUSES:
+        return word, word in EXTRA_STATUSES
+    close = difflib.get_close_matches(word, (*UPSTREAM_STATUSES, *EXTRA_STATUSES), n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise InputError(
+        f"status {cut_bytes(raw, 60)!r} is not one this job records; {hint}report one of "
+        f"{', '.join((*UPSTREAM_STATUSES, *EXTRA_STATUSES))}"
+    )
 
 
-def _text(item: Mapping[str, Any], name: str) -> str | None:
-    value = text_value(item, name)
+def _text(item: Mapping[str, Any], name: str, warnings: list[str]) -> str | None:
+    value = text_value(item, name, warnings)
     if value is None:
         return None
     # gh-aw escapes template delimiters ({{ → \{\{, ${ → \$\{) in string inputs; a state file is no template.
     return value.replace("\\{\\{", "{{").replace("\\$\\{", "${")
 
 
-def request_from_item(
-    item: Mapping[str, Any], *, context: RunContext | None, run_url: str | None, marker: str
-) -> tuple[str, RecordRequest, list[str]]:
-    """The program, the record request and warnings for one agent output item.  InputError/UsageError if unusable."""
+def _program(item: Mapping[str, Any]) -> str:
     program = text_value(item, "program")
     if program is None:
         raise InputError("program is missing; report the program you ran (autoloop.json's 'selected')")
@@ -341,34 +402,57 @@ def request_from_item(
     validate_program(program)
     if program == SHARED_PROGRAM:
         raise InputError(f"'{SHARED_PROGRAM}' is not a program")
+    return program
+
+
+def request_from_item(
+    item: Mapping[str, Any], *, context: RunContext | None, run_url: str | None, marker: str
+) -> tuple[str, RecordRequest, list[str]]:
+    """The program, the record request and warnings for one agent output item.  InputError/UsageError if unusable.
+
+    Every value is the agent's and is treated as data: texts cleaned and capped
+    (:data:`~statefile.integrations.ghaw.AGENT_TEXT_LIMITS`), numbers bounded, the lists' new bullets marked as
+    the agent's.  Authority (the direction, target, goal and issue of the program) comes from ``context`` only.
+    """
+    program = _program(item)
     warnings: list[str] = []
+    for name, why in REFUSED_INPUTS.items():
+        if item.get(name) not in (None, "", []):
+            warnings.append(f"{name} not recorded: {why}")
+    # An input the tool does not declare reaches the job as the agent wrote it: gh-aw sanitises declared inputs only.
+    unknown = sorted(k for k in item if k != "type" and k not in INPUTS and k not in REFUSED_INPUTS)
+    if unknown:
+        listed = ", ".join(cut_bytes(clean_text(str(k)), 40) for k in unknown[:5])
+        warnings.append(f"not an input of the tool, ignored: {listed}" + (" …" if len(unknown) > 5 else ""))
     pr, warning = reference_value(item, "pr")
     if warning:
         warnings.append(warning)
     issue, warning = reference_value(item, "issue")
     if warning:
         warnings.append(warning)
-    commit = _text(item, "commit")
+    commit = _text(item, "commit", warnings)
+    status, new_status = _status(item)
     own = context is not None and context.selected == program
     request = RecordRequest(
-        status=_status(item),
+        status=status,
+        new_status=new_status,
         metric=number_value(item, "metric"),
-        change=_text(item, "change"),
-        notes=_text(item, "notes"),
+        change=_text(item, "change", warnings),
+        notes=_text(item, "notes", warnings),
         commit=commit.strip("`") if commit else None,
         run_url=run_url,
         pr=pr,
         ci_fix_attempts=count_value(item, "ci_fix_attempts") or 0,
-        lessons=tuple(lines_value(item, "lessons")) + tuple(lines_value(item, "lesson")),
-        pause_reason=_text(item, "pause_reason"),
+        lessons=tuple(lines_value(item, "lessons", warnings)),
+        pause_reason=_text(item, "pause_reason", warnings),
         metric_direction=context.metric_direction if own and context else None,
         target_metric=context.target_metric if own and context else None,
         goal=context.goal if own and context else None,
         issue=issue if issue is not None else (context.issue if own and context else None),
-        foreclosed=tuple(lines_value(item, "foreclosed_avenues")),
-        future_directions=tuple(lines_value(item, "future_directions")),
-        priorities=tuple(lines_value(item, "priorities")),
+        foreclosed=tuple(lines_value(item, "foreclosed_avenues", warnings)),
+        future_directions=tuple(lines_value(item, "future_directions", warnings)),
         marker=marker,
+        source=AGENT_SOURCE,
     )
     return program, request, warnings
 
@@ -377,18 +461,20 @@ def already_applied(store: Store, program: str, marker: str) -> bool:
     """Whether an entry carrying ``marker`` is on the branch: in the state file or in its archive.
 
     Entries only ever move from the state file to the archive, and archives are append-only, so once there the
-    marker stays; before the item lands, nothing else writes it.
+    marker stays; before the item lands, nothing else writes it (it is read only where statefile writes it:
+    :func:`~statefile.policy.rules.has_marker`).
     """
-    needle = marker_comment(marker)
     text = store.read_text(program)
-    if text is not None and needle in text:
+    if text is not None and has_marker(text, marker):
         return True
-    return any(needle in store.read_archive(program, part) for part in store.archive_parts(program))
+    return any(has_marker(store.read_archive(program, part), marker) for part in store.archive_parts(program))
 
 
-#: Items of one type ``apply`` records from one agent output.  A run is one iteration; gh-aw keeps only the first
-#: ``max`` items of a custom type (1 unless the workflow raises it), so hundreds mean a runaway agent, and each
-#: item is a commit of its own (about 25 ms).
+#: Reports one gh-aw run records: a run is one iteration (the component sets the tool's ``max: 1``, gh-aw's own
+#: default for a custom job); a second report is refused, whatever it says, so one agent cannot turn one run
+#: into many iterations.
+MAX_ITEMS_PER_RUN = 1
+#: Items a maintainer's ``apply --any-program`` records from one output (each is a commit of its own).
 MAX_ITEMS = 100
 
 
@@ -398,6 +484,7 @@ def apply_items(
     item_type: str,
     *,
     context: RunContext | None,
+    any_program: bool = False,
     run_id: str | None,
     run_url: str | None,
     policy: CompactionPolicy,
@@ -405,103 +492,98 @@ def apply_items(
     dry_run: bool = False,
     compactor: Callable[[str], Compactor] | None = None,
 ) -> list[ItemOutcome]:
-    """Record every item of ``item_type`` in order; each item's failure is its own (see the module docstring).
+    """Record the items of ``item_type`` in order; each item's failure is its own (see the module docstring).
 
-    More than :data:`MAX_ITEMS` items is one UsageError before anything is written.
+    With a ``context`` (a gh-aw run) only the selected program is written, and only the first
+    :data:`MAX_ITEMS_PER_RUN` items; without one, only with ``any_program`` (a maintainer applying an output by
+    hand: any *existing* program, at most :data:`MAX_ITEMS` items), else every item is refused.  Any error inside
+    an item, even an unexpected one, fails that item only.
     """
-    count = len(output.of_type(item_type))
-    if count > MAX_ITEMS:
+    items = output.of_type(item_type)
+    if len(items) > MAX_ITEMS:
         raise UsageError(
-            f"the agent output has {count:,} {tool_type(item_type)} items; one run records at most {MAX_ITEMS} "
-            "(gh-aw itself passes on 1 unless the job sets max) — nothing was written; check what the agent reported"
+            f"the agent output has {len(items):,} {tool_type(item_type)} items; one run records at most "
+            f"{MAX_ITEMS_PER_RUN} — nothing was written; check what the agent reported"
         )
+    # What refuses the whole output, before any item is read: one line, not one per item.
+    if context is None and not any_program:
+        raise UsageError(
+            "no run context, so nothing was written: in a gh-aw job pass --context with the file 'statefile "
+            f"prepare' wrote (the '{CONTEXT_ARTIFACT}' artifact); a maintainer applying an output by hand passes "
+            "--any-program"
+        )
+    if context is not None and context.run_id and run_id and context.run_id != run_id:
+        raise UsageError(
+            f"the run context is from run {context.run_id}, this job is run {run_id}, so nothing was written; "
+            f"download this run's '{CONTEXT_ARTIFACT}' artifact"
+        )
+    if context is not None and context.selected is None:
+        raise UsageError("the scheduler selected no program for this run, so nothing was written")
+    cap = MAX_ITEMS_PER_RUN if context is not None else MAX_ITEMS
+    run_id = run_id or (context.run_id if context is not None else None)
     attempt = context.run_attempt if context is not None else None
     known: set[str] | None = None
     outcomes: list[ItemOutcome] = []
-    for index, item in enumerate(output.of_type(item_type), 1):
+    for index, item in enumerate(items, 1):
         marker = item_marker(item, index, run_id, attempt)
         outcome = ItemOutcome(index, None, None, "failed", marker)
         outcomes.append(outcome)
         try:
-            named = item.get("program")
-            outcome.program = named.strip() if isinstance(named, str) and named.strip() else None
-            program, request, warnings = request_from_item(item, context=context, run_url=run_url, marker=marker)
-            outcome.program, outcome.status, outcome.warnings = program, request.status, warnings
-            if known is None:
-                known = set(store.programs())
-            if program not in known and (context is None or program not in context.programs):
-                listed = sorted(known | (context.programs if context else set()))
-                raise NotFoundError(
-                    f"unknown program '{program}' (known: {', '.join(listed) or 'none'}); nothing was written for "
-                    "this item — a typo never creates a program"
+            outcome.program = _program(item)
+            if index > cap:
+                raise UsageError(
+                    f"a run records {plural(cap, 'report')} and this is report {index}; nothing was written for it "
+                    "— an agent calls record_iteration once per iteration"
                 )
+            program, request, warnings = request_from_item(item, context=context, run_url=run_url, marker=marker)
+            outcome.status, outcome.warnings = request.status, warnings
+            if context is not None:
+                if program != context.selected:
+                    raise UsageError(
+                        f"this run was selected for '{context.selected}', not '{program}'; nothing was written for "
+                        f"this item — a run records only its own program (program: {context.selected})"
+                    )
+                create = True
+            else:
+                if known is None:
+                    known = set(store.programs())
+                if program not in known:
+                    raise missing_program(store, program, hint="nothing was written for this item")
+                create = False
             if already_applied(store, program, marker):
                 outcome.action = "skipped"
                 continue
-            compact_fn = compactor(program) if compactor is not None else None
+            update = record_update(
+                store, program, request, policy, now=now, create=create, keep_issue=True,
+                compactor=compactor(program) if compactor is not None else None,
+            )  # fmt: skip
             if dry_run:
-                planned = _record_change(program, request, policy, now, marker, compact_fn)(store.read(program))
+                planned = update(store.read(program))
                 assert planned.detail is not None
                 outcome.action = "would-record"
-                outcome.iteration, outcome.moved, outcome.archived_bytes = planned.detail
-                outcome.size = planned.document.size
+                _fill(outcome, planned.detail, planned.document.size)
                 continue
-            landed = store.update(
-                program,
-                _record_change(program, request, policy, now, marker, compact_fn),
-                f"statefile: record iteration of {program}",
-            )
-            known.add(program)
+            landed = store.update(program, update, f"statefile: record iteration of {program}")
             if landed.detail is None:  # the marker was in the document at the tip the write ran on
                 outcome.action = "skipped"
                 continue
             outcome.action = "recorded"
-            outcome.iteration, outcome.moved, outcome.archived_bytes = landed.detail
-            outcome.size = landed.document.size if landed.document is not None else None
+            _fill(outcome, landed.detail, landed.document.size if landed.document is not None else None)
             outcome.commit, outcome.attempts = landed.commit, landed.attempts
         except StatefileError as exc:
             outcome.action, outcome.error = "failed", str(exc)
             outcome.exit_code = exc.exit_code if not isinstance(exc, InputError) else EXIT_USAGE
+        except Exception as exc:  # one item's bug must not stop the others: they are still tried
+            outcome.action, outcome.exit_code = "failed", EXIT_INTERNAL
+            outcome.error = f"internal error on this item ({type(exc).__name__}); nothing was written for it"
     return outcomes
 
 
-def _record_change(
-    program: str,
-    request: RecordRequest,
-    policy: CompactionPolicy,
-    now: datetime,
-    marker: str,
-    compactor: Compactor | None,
-) -> Callable[[StateDocument | None], Change[tuple[int, int, int]]]:
-    """The pure update function for one item: record, compact, and detail (iteration, items moved, archived bytes)."""
-    needle = marker_comment(marker)
-    scoped = policy if policy.program == program else _with_program(policy, program)
-
-    def apply(doc: StateDocument | None) -> Change[tuple[int, int, int]]:
-        if doc is not None and needle in doc.render():
-            return Change(doc)  # landed already (a re-run raced nothing: the marker only comes with this item)
-        recorded = record(doc, request, program=program, now=now)
-        number = recorded_iteration(recorded)
-        result = (compactor or compact)(recorded, scoped)
-        glyph = STATUS_GLYPHS.get(request.status, "•")
-        message = (
-            f"statefile: record iteration {number} of {program} ({glyph} {request.status})\n\nStatefile-Item: {marker}"
-        )
-        if result.report.changed:
-            message += f"\n\n{result.report.summary()}"
-        return Change(
-            result.document,
-            archive=result.archive,
-            archive_label=f"compaction of {program}.md while recording iteration {number}",
-            message=message,
-            detail=(number, len(result.report.moved), utf8_size(result.archive)),
-        )
-
-    return apply
-
-
-def _with_program(policy: CompactionPolicy, program: str) -> CompactionPolicy:
-    return replace(policy, program=program)
+def _fill(outcome: ItemOutcome, done: Recorded, size: int | None) -> None:
+    outcome.iteration, outcome.size = done.iteration, size
+    outcome.moved, outcome.archived_bytes = len(done.report.moved), done.archived_bytes
+    outcome.changes = done.changes
+    outcome.warnings.extend(done.notes)
 
 
 # -- folder mode: compaction that fits the push -----------------------------------------------------------------------

@@ -20,10 +20,11 @@ from statefile.integrations.summarizer import command_summarizer
 from statefile.model.document import StateDocument, parse
 from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.template import new_state_file
+from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact
 from statefile.policy.edits import removed_by_edit
 from statefile.policy.repair import RepairResult, repair
-from statefile.policy.rules import RecordRequest, record, recorded_iteration
+from statefile.policy.rules import ITEM_TRAILER, RecordRequest, has_marker, record, recorded_iteration
 from statefile.store import Change, Store, UpdateFn
 from statefile.store.base import T
 
@@ -166,6 +167,78 @@ def restoring_heading(fn: Callable[[StateDocument | None], StateDocument | Chang
     return apply
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What one record did to the document: the iteration, what compaction moved, the Machine State changes people
+    hear about (:func:`state_changes`), whether it created the program, and notes on inputs it did not use."""
+
+    iteration: int
+    report: CompactionReport
+    changes: dict[str, Any]
+    created: bool
+    notes: tuple[str, ...] = ()
+    archived_bytes: int = 0
+
+
+def record_update(
+    store: Store,
+    program: str,
+    request: RecordRequest,
+    policy: CompactionPolicy,
+    *,
+    now: datetime,
+    compactor: Compactor | None = None,
+    create: bool = False,
+    keep_issue: bool = False,
+) -> Callable[[StateDocument | None], Change[Recorded | None]]:
+    """The one record pipeline (``record`` and ``apply``): the update rules, compaction by policy, the heading
+    restored, and a commit message that says what changed.  A pure function of the document, for ``Store.update``.
+
+    ``create``: a missing program is created (else NotFoundError naming the closest programs).  ``keep_issue``:
+    an Issue already recorded is kept, and the request's issue becomes a note (the agent's tool offers ``issue``
+    only for a program whose issue is not recorded yet).  With ``request.marker`` (an item's identity), a document
+    that already holds the entry carrying it is left as it is and the detail is ``None``: the item landed before.
+    """
+    hint = f"nothing was written — check the name, or pass --create to start '{program}'"
+    scoped = _policy_for(policy, program)
+
+    def apply(doc: StateDocument | None) -> Change[Recorded | None]:
+        if doc is None and not create:
+            raise missing_program(store, program, hint=hint)
+        if doc is not None and request.marker and has_marker(doc.render(), request.marker):
+            return Change(doc)
+        before = doc.machine_state if doc is not None else {}
+        notes: list[str] = []
+        req = request
+        if keep_issue and req.issue is not None and isinstance(before.get("issue"), str):
+            if before["issue"].strip("` ") != f"#{req.issue}":
+                notes.append(f"issue #{req.issue} not recorded: the program's issue is {before['issue']} already")
+            req = replace(req, issue=None)
+        recorded = record(doc, req, program=program, now=now)
+        number = recorded_iteration(recorded)
+        result = (compactor or compact)(recorded, scoped)
+        document = restore_heading(result.document)
+        changes = state_changes(before, document.machine_state)
+        glyph = STATUS_GLYPHS.get(req.status, "•")
+        body = change_lines(changes)
+        if result.report.changed:
+            body.append(result.report.summary())
+        message = f"statefile: record iteration {number} of {program} ({glyph} {req.status})"
+        if body:
+            message += "\n\n" + "\n".join(body)
+        if req.marker:
+            message += f"\n\n{ITEM_TRAILER}: {req.marker}"  # git's trailer block: the message's last paragraph
+        return Change(
+            document,
+            archive=result.archive,
+            archive_label=f"compaction of {program}.md while recording iteration {number}",
+            message=message,
+            detail=Recorded(number, result.report, changes, doc is None, tuple(notes), utf8_size(result.archive)),
+        )
+
+    return apply
+
+
 def record_iteration(
     store: Store,
     program: str,
@@ -181,46 +254,21 @@ def record_iteration(
     A program that does not exist is created only when ``create`` is true (``--create``, or the scheduler selected
     it); otherwise NotFoundError names the closest programs and nothing is written.
     """
-    hint = f"nothing was written — check the name, or pass --create to start '{program}'"
-
-    def apply(doc: StateDocument | None) -> Change[tuple[int, CompactionReport, dict[str, Any], bool]]:
-        if doc is None and not create:
-            raise missing_program(store, program, hint=hint)
-        before = doc.machine_state if doc is not None else {}
-        recorded = record(doc, request, program=program, now=now)
-        number = recorded_iteration(recorded)
-        result = (compactor or compact)(recorded, _policy_for(policy, program))
-        document = restore_heading(result.document)
-        changes = state_changes(before, document.machine_state)
-        glyph = STATUS_GLYPHS.get(request.status, "•")
-        message = f"statefile: record iteration {number} of {program} ({glyph} {request.status})"
-        body = change_lines(changes)
-        if result.report.changed:
-            body.append(result.report.summary())
-        if body:
-            message += "\n\n" + "\n".join(body)
-        return Change(
-            document,
-            archive=result.archive,
-            archive_label=f"compaction of {program}.md while recording iteration {number}",
-            message=message,
-            detail=(number, result.report, changes, doc is None),  # the store hands back the call that landed
-        )
-
-    landed = store.update(program, apply, f"statefile: record iteration of {program}")
+    update = record_update(store, program, request, policy, now=now, compactor=compactor, create=create)
+    landed = store.update(program, update, f"statefile: record iteration of {program}")
     assert landed.detail is not None and landed.document is not None
-    number, report, changes, created = landed.detail
+    done = landed.detail
     return RecordOutcome(
         program,
         landed.commit or "",
-        number,
+        done.iteration,
         request.status,
         landed.document.size,
-        report.as_dict(),
+        done.report.as_dict(),
         landed.attempts,
         store.max_bytes,
-        created,
-        changes,
+        done.created,
+        done.changes,
     )
 
 

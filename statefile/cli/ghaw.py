@@ -6,7 +6,9 @@ them.
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.ghaw import (
+    CONTEXT_ARTIFACT,
     CONTEXT_FILE,
     ITEM_TYPE,
     PREPARE_DIR,
@@ -23,9 +26,10 @@ from statefile.app.ghaw import (
     prepare,
     read_context,
 )
-from statefile.app.writing import compaction_policy
+from statefile.app.writing import change_lines, compaction_policy
 from statefile.cli.run import echo_error, shown
 from statefile.cli.support import emit_json, example, pass_app, say, without_checkout
+from statefile.errors import UsageError
 from statefile.integrations.ghaw import read_agent_output, tool_type
 
 STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
@@ -44,21 +48,32 @@ STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
     type=click.Path(path_type=Path, file_okay=False),
     default=PREPARE_DIR,
     show_default=True,
-    help="Folder for memory.md (what the agent reads) and context.json (what the safe-output job needs).",
+    help="Folder for memory.md, what the agent reads.",
+)
+@click.option(
+    "--context-out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=lambda: str(Path(os.environ.get("RUNNER_TEMP") or tempfile.gettempdir()) / CONTEXT_ARTIFACT),
+    show_default=f"$RUNNER_TEMP/{CONTEXT_ARTIFACT}",
+    help="Folder for context.json, what the safe-output job trusts: upload it as an artifact before the agent "
+    "starts (never inside /tmp/gh-aw/agent/, which the agent writes).",
 )
 @click.option("--budget", type=click.IntRange(min=200), default=8000, show_default=True, help="Characters at most.")
 @example("statefile --dir /tmp/gh-aw/repo-memory/autoloop prepare")
 @pass_app
-def prepare_cmd(app: AppContext, autoloop_json: Path, out: Path, budget: int) -> None:
+def prepare_cmd(app: AppContext, autoloop_json: Path, out: Path, context_out: Path, budget: int) -> None:
     """Before the agent: write the selected program's memory view and this run's context.
 
     OUT/memory.md is the budgeted view of the program the scheduler selected (read-only: the agent reports
-    through the record_iteration tool).  OUT/context.json carries the program definition's metric direction,
-    target and goal, the programs the scheduler knows and the run's id and attempt to `statefile apply`; the
-    default OUT is inside /tmp/gh-aw/agent/, which gh-aw uploads with the agent output.
+    through the record_iteration tool).  CONTEXT_OUT/context.json carries the selected program, its definition's
+    metric direction, target and goal, and the run's id and attempt to `statefile apply`.  The agent must not be
+    able to rewrite it: the component uploads it as the statefile-context artifact before the agent starts.
     """
 
-    outcome = prepare(app.store(), autoloop_json, out, budget=budget, env=app.env, cwd=Path.cwd())
+    with without_checkout(app) as app:  # the URL the component falls back to works without a checkout
+        outcome = prepare(
+            app.store, autoloop_json, out, context_out=context_out, budget=budget, env=app.env, cwd=Path.cwd()
+        )
     if app.as_json:
         emit_json(
             {
@@ -98,8 +113,15 @@ def prepare_cmd(app: AppContext, autoloop_json: Path, out: Path, budget: int) ->
     "--context",
     "context_path",
     type=click.Path(path_type=Path, dir_okay=False),
-    help=f"The run context 'statefile prepare' wrote (default: agent/statefile/{CONTEXT_FILE} beside the agent "
-    "output, where gh-aw's agent artifact puts it).",
+    help=f"The run context 'statefile prepare' wrote ({CONTEXT_FILE} of the {CONTEXT_ARTIFACT} artifact): which "
+    "program this run may record, its direction and target.  Required in a gh-aw job; a context inside the "
+    "agent's artifact is refused.",
+)
+@click.option(
+    "--any-program",
+    is_flag=True,
+    help="A maintainer applying an output by hand, without a run context: items may name any existing program. "
+    "No workflow step passes this.",
 )
 @click.option("--run-id", envvar="GITHUB_RUN_ID", help="The workflow run's id. [env GITHUB_RUN_ID]")
 @click.option(
@@ -109,7 +131,10 @@ def prepare_cmd(app: AppContext, autoloop_json: Path, out: Path, budget: int) ->
 @click.option(
     "--dry-run", is_flag=True, help=f"Say what would be recorded; write nothing (also when {STAGED_VARIABLE}=true)."
 )
-@example('statefile --remote "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" apply --agent-output "$GH_AW_AGENT_OUTPUT"')
+@example(
+    'statefile --remote "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY.git" apply --agent-output "$GH_AW_AGENT_OUTPUT" '
+    '--context "$RUNNER_TEMP/statefile-context/context.json"'
+)
 @pass_app
 def apply_cmd(
     app: AppContext,
@@ -119,22 +144,22 @@ def apply_cmd(
     run_id: str | None,
     run_url: str | None,
     dry_run: bool,
+    any_program: bool,
 ) -> None:
-    """Record every item the agent reported (gh-aw safe outputs) on the memory branch, in order.
+    """Record the iteration the agent reported (gh-aw safe outputs) on the memory branch.
 
-    One compare-and-swap commit per item through the remote, retried when another run wrote first.  A bad item
-    (unknown program, invalid status or number) is reported on its own line and the others still land.  An item
-    whose entry is already on the branch (the job was re-run) is skipped.  Without a checkout (a safe-output job
-    has none) a URL remote is used from a temporary repository.  Exit code: 0 when every item landed or was
-    already there, else the highest exit code among the items that failed.
+    The agent is untrusted: with --context only the program the scheduler selected is written, one report per
+    run, its texts cleaned and capped, its numbers bounded.  One compare-and-swap commit per item through the
+    remote, retried when another run wrote first.  A bad item is reported on its own line and the others are
+    still tried.  An item whose entry is already on the branch (the job was re-run) is skipped.  Without a
+    checkout (a safe-output job has none) a URL remote is used from a temporary repository.  Exit code: 0 when
+    every item landed or was already there, else the highest exit code among the items that failed.
     """
 
     output = read_agent_output(agent_output)
-    if context_path is None:
-        context_path = agent_output.parent / "agent" / "statefile" / CONTEXT_FILE
-    elif not context_path.is_file():
-        raise click.UsageError(f"--context {context_path}: no such file")
-    context = read_context(context_path)
+    if context_path is not None and any_program:
+        raise UsageError("--context and --any-program exclude each other: a run context names the one program")
+    context = read_context(context_path, agent_output) if context_path is not None else None
     env = app.env
     if run_url is None and run_id and env.get("GITHUB_REPOSITORY"):
         server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
@@ -154,6 +179,7 @@ def apply_cmd(
             output,
             item_type,
             context=context,
+            any_program=any_program,
             run_id=run_id,
             run_url=run_url,
             policy=compaction_policy(app.config(), now=now),
@@ -191,6 +217,9 @@ def _report(app: AppContext, o: ItemOutcome) -> None:
     if o.attempts > 1:
         line += f" after {o.attempts} tries"
     say(app, line)
+    # Never silent: an un-pause (with the reason it cleared), a pause, a completion, a new best.
+    for change in change_lines(o.changes):
+        say(app, f"{who}: {change}")
 
 
 def _warn(app: AppContext, message: str) -> None:

@@ -21,13 +21,16 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, number_text
 from statefile.errors import NotFoundError, UsageError
 from statefile.jsontext import JsonError, parse_json
+from statefile.model.anomalies import plausible
+from statefile.model.patterns import PIN_PATTERN
 from statefile.store.atomic import read_regular_file
 
 #: Where gh-aw clones a repo-memory: ``/tmp/gh-aw/repo-memory/{id}`` (the lock's ``MEMORY_DIR`` and
@@ -147,7 +150,7 @@ class AgentOutput:
 def parse_agent_output(text: str, source: str) -> AgentOutput:
     """The agent output in ``text`` (from ``source``, for messages); UsageError when it is not that shape."""
     try:
-        data = parse_json(text)
+        data = parse_json(text, big_numbers_as_text=True)
     except JsonError as exc:
         raise UsageError(f"{source} is not JSON gh-aw writes ({exc}); pass $GH_AW_AGENT_OUTPUT") from None
     if not isinstance(data, dict):
@@ -187,16 +190,108 @@ def read_agent_output(path: Path) -> AgentOutput:
 # What the sanitiser leaves of a URL it refused: "(host/redacted)" or "(redacted)".
 _REDACTED = re.compile(r"\((?:[\w.…-]*/)?redacted\)")
 _NONE_WORDS = {"", "-", "—", "none", "null", "n/a", "na"}
-_PR_URL = re.compile(r"/pull/(\d+)(?:\D|$)")
-_NUMBER_REF = re.compile(r"^(?:pr|pull request|issue)?\s*#?\s*(\d+)$", re.I)
+# Digits are ASCII digits: Python's int() and Decimal() also read Arabic-Indic, Devanagari … digits, which no
+# metric, count or GitHub number is written in, and which a reader of the file would not take for a number.
+_PR_URL = re.compile(r"/pull/([0-9]{1,10})(?![0-9])")
+_NUMBER_REF = re.compile(r"(?:pr|pull request|issue)?\s*#?\s*([0-9]{1,10})", re.I)
+# A number as an agent writes one: at most 40 digits on each side of the point and an exponent of at most 4 digits,
+# so that converting it is always cheap (Decimal("1e999999999") is instant, but int() of it never ends).
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,4})?")
+_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3}){1,13}(?:\.[0-9]{1,40})?")
+_COUNT_TEXT = re.compile(r"[0-9]{1,9}")
+_WORDLIKE = re.compile(r"[^\W_]")
 
 
 class InputError(UsageError):
     """One input of an item cannot be used (the item is reported and skipped; the others still land)."""
 
 
-def text_value(item: Mapping[str, Any], name: str) -> str | None:
-    """A text input: stripped, ``None`` when absent or empty.  Numbers are accepted as their text."""
+@dataclass(frozen=True)
+class TextLimit:
+    """How much of one text input is kept: ``bytes`` of UTF-8 per line, and at most ``lines`` lines."""
+
+    bytes: int
+    lines: int = 1
+
+
+#: The caps on every text an agent reports, by input name: the one place to change them.  A single-line input
+#: longer than its cap is cut (marked ``…``) and the item still lands, with a warning; list inputs (one entry per
+#: line) keep their first ``lines`` entries, each cut to ``bytes``.  They bound what one report can add to the
+#: state file, so a hostile or runaway agent can neither fill the file nor push the maintainers' text out of the
+#: next agent's view.
+AGENT_TEXT_LIMITS: dict[str, TextLimit] = {
+    "program": TextLimit(100),
+    "status": TextLimit(40),
+    "metric": TextLimit(100),
+    "change": TextLimit(300),
+    "notes": TextLimit(1000),
+    "commit": TextLimit(64),
+    "pr": TextLimit(300),
+    "issue": TextLimit(300),
+    "ci_fix_attempts": TextLimit(20),
+    "pause_reason": TextLimit(300),
+    "lessons": TextLimit(300, 5),
+    "future_directions": TextLimit(300, 5),
+    "foreclosed_avenues": TextLimit(300, 5),
+}
+#: Any other input (an older or misspelt name): bounded all the same.
+DEFAULT_TEXT_LIMIT = TextLimit(300, 5)
+#: The most of a raw value any step looks at: a 5 MB value is cut to this before it is cleaned, so every pass over
+#: it is bounded (the caps above are far smaller; this only keeps the work linear in what is kept).
+_RAW_SCAN = 64 * 1024
+
+# Terminal escape sequences: CSI (ESC [ … final, or the one-byte C1 CSI), OSC and other strings (ESC ] … BEL or
+# ST), and two-character escapes.  Removed whole, so no "[31m" is left behind as text.
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?"
+)
+# C0 controls but tab and newline, DEL, C1 controls, and the invisible characters that reorder or hide text
+# (bidi embeddings, overrides and isolates, marks, the BOM): "Trojan Source" text reads one way and is another.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_COMMENT_PART = re.compile(r"<!-*|-*-->")
+# What makes a bullet protected from pruning or shown first (policy.pruning): a pin and "important" emphasis.
+_PIN_MARK = re.compile(PIN_PATTERN, re.I)
+_IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
+_IMPORTANT_EMPHASIS = re.compile(r"\*\*(\s*)(?i:(important|critical))\b(?:\s*\*\*)?")
+
+
+def clean_text(value: str) -> str:
+    """Agent text made inert: data, never structure, authority or terminal control.
+
+    Removes terminal escape sequences and control characters (newline and tab are kept; a carriage return is a
+    newline), bidi and other invisible formatting characters, HTML comments (a comment is invisible on GitHub and
+    could carry statefile's own item marker or a ``<!-- pin -->``), pin markers and the emphasis that marks a
+    lesson important (``IMPORTANT``, ``CRITICAL``, ``**Important**``), so agent text can never make itself
+    protected; lone surrogates (which JSON allows) become U+FFFD.  Linear in the length of ``value``.
+    """
+    text = _SURROGATE.sub("\ufffd", value).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", _ANSI.sub("", text))
+    text = _COMMENT.sub("", text)
+    # What is left of a comment: an unclosed "<!--" would hide the rest of the file on GitHub.
+    text = _COMMENT_PART.sub("", text)
+    text = _PIN_MARK.sub("", text)
+    text = _IMPORTANT_EMPHASIS.sub(lambda m: m.group(1) + m.group(2).lower(), text)
+    return _IMPORTANT_WORD.sub(lambda m: m.group(1).lower(), text)
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes on a character boundary, ``…`` marking a cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: max(0, limit - 3)].decode("utf-8", "ignore").rstrip() + "…"
+
+
+def _limit(name: str) -> TextLimit:
+    return AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT)
+
+
+def _raw(item: Mapping[str, Any], name: str) -> str | None:
+    """The input ``name`` as text before cleaning: numbers as their text, ``None`` when absent."""
     value = item.get(name)
     if value is None:
         return None
@@ -206,64 +301,120 @@ def text_value(item: Mapping[str, Any], name: str) -> str | None:
         return str(value)
     if not isinstance(value, str):
         raise InputError(f"{name} must be text, got {type(value).__name__}")
-    return value.strip() or None
+    return value
 
 
-def lines_value(item: Mapping[str, Any], name: str) -> list[str]:
-    """A list input: a JSON list of strings, or one string with one entry per line (bullets' ``- `` removed)."""
+def text_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = None) -> str | None:
+    """A one-line text input: cleaned (:func:`clean_text`), whitespace folded, cut to its cap
+    (:data:`AGENT_TEXT_LIMITS`, a warning added to ``warnings``); ``None`` when absent or empty."""
+    raw = _raw(item, name)
+    if raw is None:
+        return None
+    text = " ".join(clean_text(raw[:_RAW_SCAN]).split())
+    limit = _limit(name).bytes
+    kept = cut_bytes(text, limit)
+    if warnings is not None and (kept != text or len(raw) > _RAW_SCAN):
+        warnings.append(f"{name} was cut to {limit:,} bytes (it had {len(raw.encode('utf-8', 'replace')):,})")
+    return kept or None
+
+
+def lines_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = None) -> list[str]:
+    """A list input: a JSON list of strings, or one string with one entry per line (bullets' ``- `` removed);
+    each entry cleaned and cut, at most the cap's number of entries (a warning says what was left out)."""
     value = item.get(name)
     if value is None:
         return []
-    raw = value if isinstance(value, list) else str(value).splitlines() if isinstance(value, str) else None
-    if raw is None:
+    if isinstance(value, str):
+        raw: list[Any] = clean_text(value[:_RAW_SCAN]).split("\n")
+    elif isinstance(value, list):
+        raw = value
+    else:
         raise InputError(f"{name} must be text or a list of texts, got {type(value).__name__}")
-    out = []
+    limit = _limit(name)
+    out: list[str] = []
+    cut = dropped = 0
     for entry in raw:
         if not isinstance(entry, (str, int, float)) or isinstance(entry, bool):
             raise InputError(f"{name} must hold texts, got {type(entry).__name__}")
-        text = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", str(entry)).strip()
-        if text and text.lower() not in _NONE_WORDS:
-            out.append(text)
+        text = " ".join(clean_text(str(entry)[:_RAW_SCAN]).split())
+        text = re.sub(r"^(?:[-*+]|[0-9]{1,9}[.)])\s+", "", text).strip()
+        if not text or text.lower() in _NONE_WORDS or not _WORDLIKE.search(text):
+            continue  # nothing left to read (what was there was a comment, a pin, markup)
+        if len(out) >= limit.lines:
+            dropped += 1
+            continue
+        kept = cut_bytes(text, limit.bytes)
+        cut += kept != text
+        out.append(kept)
+    if warnings is not None and (dropped or cut or (isinstance(value, str) and len(value) > _RAW_SCAN)):
+        warnings.append(
+            f"{name}: kept the first {limit.lines} entries of at most {limit.bytes:,} bytes each"
+            + (f" ({dropped:,} more left out)" if dropped else "")
+        )
     return out
 
 
 def number_value(item: Mapping[str, Any], name: str) -> Decimal | None:
-    """A number input: a JSON number, or a string holding one (``"0.93"``, ``" 1,234.5 "``, ``"`12`"``)."""
+    """A number input: a JSON number, or a string holding one (``"0.93"``, ``" 1,234.5 "``, ``"`12`"``).
+
+    Only ASCII digits, at most 40 on each side of the point, an exponent of at most four digits, and a magnitude
+    within 1e±308: checked on the text before anything converts it.
+    """
     value = item.get(name)
     if value is None:
         return None
     if isinstance(value, bool):
         raise InputError(f"{name} must be a number, got {str(value).lower()}")
-    if isinstance(value, int):
-        return Decimal(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InputError(f"{name} must be a finite number, got {value}")
         return Decimal(repr(value))
-    if not isinstance(value, str):
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value
+    else:
         raise InputError(f"{name} must be a number, got {type(value).__name__}")
-    text = value.strip().strip("`").strip().replace("_", "")
+    shown = cut_bytes(" ".join(clean_text(text[:200]).split()), 60)
+    text = text.strip().strip("`").strip().replace("_", "")
     if text.lower() in _NONE_WORDS:
         return None
-    if re.fullmatch(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?", text):
+    if len(text) <= 200 and _GROUPED.fullmatch(text):
         text = text.replace(",", "")
-    try:
-        number = Decimal(text)
-    except InvalidOperation:
-        raise InputError(f"{name} {value!r} is not a number") from None
-    if not number.is_finite():
-        raise InputError(f"{name} {value!r} is not a finite number")
+    if len(text) > 200 or not _NUMBER_TEXT.fullmatch(text):
+        raise InputError(
+            f"{name} {shown!r} is not a number (ASCII digits, at most 40 before and after the point); "
+            "report the measured value, such as 0.93"
+        )
+    number = Decimal(text)
+    if not plausible(number):
+        raise InputError(f"{name} {shown!r} is beyond 1e±{MAX_EXPONENT}; report the measured value")
     return number
 
 
-def count_value(item: Mapping[str, Any], name: str) -> int | None:
-    """A whole-number input (0 or more), from a JSON number or a string."""
-    number = number_value(item, name)
-    if number is None:
+def count_value(item: Mapping[str, Any], name: str, *, maximum: int = 1000) -> int | None:
+    """A whole-number input from 0 to ``maximum``, from a JSON number or a string of ASCII digits."""
+    value = item.get(name)
+    if value is None:
         return None
-    if number != number.to_integral_value() or number < 0:
-        raise InputError(f"{name} must be a whole number of 0 or more, got {item.get(name)!r}")
-    return int(number)
+    if isinstance(value, str):
+        text = value.strip().strip("`").strip()
+        if text.lower() in _NONE_WORDS:
+            return None
+        if not _COUNT_TEXT.fullmatch(text):
+            shown = cut_bytes(" ".join(clean_text(value[:200]).split()), 60)
+            raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {shown!r}")
+        count = int(text)
+    else:
+        number = number_value(item, name)
+        if number is None:
+            return None
+        if number != number.to_integral_value() or not 0 <= number <= maximum:
+            raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {value!r}")
+        count = int(number)
+    if count > maximum:
+        raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {count:,}")
+    return count
 
 
 def reference_value(item: Mapping[str, Any], name: str) -> tuple[int | None, str | None]:
@@ -276,28 +427,30 @@ def reference_value(item: Mapping[str, Any], name: str) -> tuple[int | None, str
     if value is None or isinstance(value, bool):
         return None, None
     if isinstance(value, (int, float)):
-        if isinstance(value, float) and not value.is_integer():
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
             raise InputError(f"{name} must be a number such as 12 or '#12', got {value}")
-        if value < 1:
-            raise InputError(f"{name} must be a positive number, got {value}")
+        if not 1 <= value <= MAX_GITHUB_NUMBER:
+            raise InputError(f"{name} must be a number from 1 to {MAX_GITHUB_NUMBER:,}, got {number_text(int(value))}")
         return int(value), None
     if not isinstance(value, str):
         raise InputError(f"{name} must be a number such as 12 or '#12', got {type(value).__name__}")
-    text = value.strip().strip("`").strip()
+    text = value[:_RAW_SCAN].strip().strip("`").strip()
+    shown = cut_bytes(" ".join(clean_text(text[:200]).split()), 60)
     if text.lower() in _NONE_WORDS:
         return None, None
-    match = _NUMBER_REF.match(text) or _PR_URL.search(text)
+    match = _NUMBER_REF.fullmatch(text) or _PR_URL.search(text)
     if match:
         number = int(match.group(1))
-        if number < 1:
-            raise InputError(f"{name} must be a positive number, got {value!r}")
+        if not 1 <= number <= MAX_GITHUB_NUMBER:
+            raise InputError(f"{name} must be a number from 1 to {MAX_GITHUB_NUMBER:,}, got {shown!r}")
         return number, None
     if _REDACTED.search(text):
-        return None, f"{name} {value!r} was redacted by gh-aw's sanitiser (its host is not allowed); pass the number"
-    raise InputError(f"{name} {value!r} is not a number such as 12, '#12' or a pull request URL")
+        return None, f"{name} {shown!r} was redacted by gh-aw's sanitiser (its host is not allowed); pass the number"
+    raise InputError(f"{name} {shown!r} is not a number such as 12, '#12' or a pull request URL")
 
 
 __all__ = [
+    "AGENT_TEXT_LIMITS",
     "DEFAULT_MAX_FILE_COUNT",
     "DEFAULT_MAX_PATCH_SIZE",
     "DEFAULT_MEMORY_ID",
@@ -305,8 +458,11 @@ __all__ = [
     "REPO_MEMORY_ROOT",
     "AgentOutput",
     "InputError",
+    "TextLimit",
     "added_lines_bytes",
+    "clean_text",
     "count_value",
+    "cut_bytes",
     "effective_patch_limit",
     "glob_matches",
     "glob_regex",

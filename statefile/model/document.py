@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -459,10 +459,17 @@ class StateDocument:
         """A copy with a bullet appended to Current Priorities (a maintainer-owned list: only ever appended to)."""
         return self._add_item("priorities", text)
 
-    def _add_item(self, kind: str, text: str) -> StateDocument:
+    def add_items(self, kind: str, texts: Sequence[str]) -> StateDocument:
+        """A copy with one bullet per text appended to the list section ``kind`` (``lessons``, ``foreclosed``,
+        ``future``, ``priorities``), in one pass: linear in the texts, however many there are."""
+        if not texts:
+            return self
         doc, index = self._with_section(kind)
         section = doc._sections[index]
-        return doc._with_section_lines(index, bullets.add_item(list(section.lines), text, doc.newline))
+        return doc._with_section_lines(index, bullets.add_items(list(section.lines), texts, doc.newline))
+
+    def _add_item(self, kind: str, text: str) -> StateDocument:
+        return self.add_items(kind, [text])
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A document is a value: editors return new documents, so one can be shared, hashed and retried safely.

@@ -39,24 +39,32 @@ def items(lines: Sequence[str]) -> list[Item]:
 
 def add_item(lines: list[str], text: str, newline: str) -> list[str]:
     """Append ``- text`` after the section's last bullet, replacing a ``*(none yet)*`` placeholder."""
-    bullet = f"- {' '.join(text.split())}{newline}"
+    return add_items(lines, [text], newline)
+
+
+def add_items(lines: list[str], texts: Sequence[str], newline: str) -> list[str]:
+    """Append one ``- text`` bullet per text after the section's last bullet, replacing a ``*(none yet)*``
+    placeholder.  The section is scanned once, so adding N bullets costs one scan, not N."""
+    new = [f"- {' '.join(text.split())}{newline}" for text in texts]
+    if not new:
+        return list(lines)
     found = items(lines)
     out = list(lines)
     placeholders = [item for item in found if item.is_placeholder]
     if placeholders:
         item = placeholders[0]
-        out[item.start : item.end] = [bullet]
+        out[item.start : item.end] = new
         return out
     if found:
         last = found[-1]
         tail = out[last.end - 1]
         if not tail.endswith(("\n", "\r")):
             out[last.end - 1] = tail + newline
-        out.insert(last.end, bullet)
+        out[last.end : last.end] = new
         return out
     # No list yet: after the intro, before the trailing blank lines / rule that separate sections.
     end = content_end(out)
     if end >= 1 and not out[end - 1].endswith(("\n", "\r")):
         out[end - 1] += newline
-    out[end:end] = [newline, bullet]
+    out[end:end] = [newline, *new]
     return out

@@ -194,6 +194,29 @@ def is_placeholder(text: str) -> bool:
 PIN_PATTERN = r"📌|<!--\s*pin(?:ned)?\s*-->"
 EXPIRES_PATTERN = r"\(expires (\d{4})-(\d{2})-(\d{2})\)"
 
+# -- who wrote a bullet ----------------------------------------------------------------------------------------------
+
+# A bullet an agent reported through gh-aw's tool (statefile apply) starts with whose it is and which iteration it
+# came from, so neither a maintainer nor the next agent takes it for a maintainer's word.
+_AGENT_BULLET = re.compile(r"^\s*(?:[-*+]\s+)?\*\(agent, iteration ([0-9]+)\)\*")
+_AGENT_MARK = re.compile(r"\*\(agent, iteration [0-9]+\)\*")
+
+
+def agent_bullet(text: str, source: str, iteration: int) -> str:
+    """``text`` as a bullet reported by ``source`` (``agent``) in ``iteration``: ``*(agent, iteration 42)* text``."""
+    return f"*({source}, iteration {iteration})* {text}"
+
+
+def is_agent_bullet(text: str) -> bool:
+    """Whether a bullet (with or without its ``- ``) carries the agent's mark (:func:`agent_bullet`)."""
+    return bool(_AGENT_BULLET.match(text))
+
+
+def without_agent_mark(text: str) -> str:
+    """``text`` without the agent's mark: what the bullet says, for comparing two bullets' words."""
+    return _AGENT_MARK.sub(" ", text)
+
+
 # -- numbers -----------------------------------------------------------------------------------------------------
 
 # A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"

@@ -68,7 +68,7 @@ def expiry(text: str) -> date | None:
 
 def tokens(text: str) -> frozenset[str]:
     """The word set a bullet is compared by: markers, markdown and case removed."""
-    text = _CONSOLIDATED.sub(" ", _EXPIRES.sub(" ", _PIN.sub(" ", text)))
+    text = _CONSOLIDATED.sub(" ", _EXPIRES.sub(" ", _PIN.sub(" ", patterns.without_agent_mark(text))))
     return frozenset(w.lower() for w in _WORD.findall(text))
 
 

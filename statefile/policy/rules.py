@@ -65,7 +65,7 @@ from statefile.model import machine_state
 from statefile.model.anomalies import next_iteration_problem, number_row_problem, plausible
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, render_iteration
-from statefile.model.patterns import leading_number, state_direction, statuses_in_cell
+from statefile.model.patterns import agent_bullet, leading_number, state_direction, statuses_in_cell
 from statefile.model.template import new_state_file
 
 #: How many statuses Recent Statuses keeps (the upstream prompt says the last 10).
@@ -82,6 +82,8 @@ CI_FIX_EXHAUSTED_REASON = "ci-fix-exhausted: no failure signature reported"
 DIRECTIONS = ("higher", "lower")
 _ERROR_COUNT_REASON = re.compile(r"^\d+ consecutive errors\b")
 _REPO_FROM_RUN = re.compile(r"^(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/\d+")
+#: The ``source`` of a report an agent made through gh-aw's tool (``statefile apply``).
+AGENT_SOURCE = "agent"
 #: The status words the upstream prompt uses (Recent Statuses: "accepted, rejected, error, or ci-fix-exhausted").
 #: Any other word is refused unless the caller says it means a new word (``new_status``): a typo such as
 #: ``acepted`` would otherwise be recorded as a status of its own, with no streak reset and no best metric.
@@ -130,11 +132,13 @@ class RecordRequest:
     lessons: tuple[str, ...] = ()
     foreclosed: tuple[str, ...] = ()
     future_directions: tuple[str, ...] = ()
-    priorities: tuple[str, ...] = ()
     #: An identity written invisibly into the entry (an HTML comment), so a re-run can see it already landed.
     marker: str | None = None
     #: Accept a status word the upstream prompt does not use (``statefile record --new-status``).
     new_status: bool = False
+    #: Who reported the new bullets (:data:`AGENT_SOURCE` for an agent's report through gh-aw): each is marked
+    #: with it and the iteration (``*(agent, iteration 42)* …``).  ``None``: a maintainer's own words, unmarked.
+    source: str | None = None
 
     def __post_init__(self) -> None:
         status = self.status.strip().lower() if isinstance(self.status, str) else ""
@@ -162,7 +166,7 @@ class RecordRequest:
             if value is not None:
                 # Every field is one line of the file: a newline would start a heading or a new bullet of its own.
                 object.__setattr__(self, name, " ".join(str(value).split()) or None)
-        for name in ("lessons", "foreclosed", "future_directions", "priorities"):
+        for name in ("lessons", "foreclosed", "future_directions"):
             texts = tuple(" ".join(str(v).split()) for v in getattr(self, name))
             object.__setattr__(self, name, tuple(t for t in texts if t))
         if self.pause_reason is not None:
@@ -319,21 +323,37 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
             newline=new.newline,
         )
     )
-    for lesson in (req.lesson, *req.lessons):
-        if lesson and lesson.strip():
-            new = new.add_lesson(lesson)
-    for text in req.foreclosed:
-        new = new.add_foreclosed(text)
-    for text in req.future_directions:
-        new = new.add_future_direction(text)
-    for text in req.priorities:
-        new = new.add_priority(text)
+    # Each list in one pass (an agent's report may carry many lines: adding them one by one re-read the section
+    # each time, quadratic in the count).
+    lessons = [t for t in (req.lesson, *req.lessons) if t and t.strip()]
+    for kind, texts in (("lessons", lessons), ("foreclosed", req.foreclosed), ("future", req.future_directions)):
+        if req.source is not None:
+            texts = [agent_bullet(t, req.source, number) for t in texts]
+        new = new.add_items(kind, texts)
     return new
 
 
 def marker_comment(marker: str) -> str:
     """The invisible line that carries an item's identity in its entry: ``<!-- statefile-item: … -->``."""
     return f"<!-- statefile-item: {marker} -->"
+
+
+#: The commit trailer that carries an item's identity (``git interpret-trailers`` reads it).
+ITEM_TRAILER = "Statefile-Item"
+
+
+def has_marker(text: str, marker: str) -> bool:
+    """Whether ``text`` (a state file or an archive part) holds the entry that carries ``marker``.
+
+    Read only where statefile writes it: a line that is the marker comment and nothing else (an entry's last
+    line, indented inside a bullet-form entry).  Text an agent reports is one line per field and has its HTML
+    comments removed, so it can neither be such a line nor hold one: a forged marker in a note cannot make a
+    later re-run skip its own report.
+    """
+    needle = marker_comment(marker)
+    if needle not in text:  # the common case, decided without splitting the text
+        return False
+    return any(line.strip() == needle for line in text.splitlines())
 
 
 def _pr_link(number: int | None, cell: Any, run_url: str | None) -> str | None:

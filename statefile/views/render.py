@@ -18,8 +18,10 @@ Fill order of ``full`` (the drop order is the reverse: the last tier goes first)
 1. Program Info (the goal and what the metric means: without it the numbers above say little), then pinned
    lessons (``📌`` or ``<!-- pin -->``), the program's and then the shared ones;
 2. the three newest detailed iterations;
-3. lessons, the program's newest first (bottom of the list first), then shared lessons from ``_shared.md``;
-4. foreclosed avenues, newest first;
+3. lessons, the program's newest first (bottom of the list first), then shared lessons from ``_shared.md``, then
+   the bullets an agent reported through gh-aw (marked ``*(agent, iteration N)*``): never where maintainer text
+   stands;
+4. foreclosed avenues, newest first (agent-reported ones last);
 5. older detailed iterations, newest first – an entry that does not fit in full is shown as one line;
 6. range lines and other history entries, newest first;
 7. everything else (Future Directions, unknown sections), top to bottom.
@@ -44,7 +46,7 @@ from statefile.model import spans as intervals
 from statefile.model.blocks import CODE, FENCE, HEADING, HTML, ITEM, PARAGRAPH, QUOTE, RULE, Block, outline
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
-from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_placeholder, state_direction
+from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_agent_bullet, is_placeholder, state_direction
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, merge, size, spans_text
 from statefile.model.text import line_body, plural, split_lines
@@ -54,6 +56,8 @@ LEVELS = ("index", "timeline", "full")
 DEFAULT_BUDGET = 8000
 # Below this a view cannot hold even a status line and the notice; the CLI reports it as a usage error.
 MIN_BUDGET = 200
+# Added to the rank of an agent-marked bullet: past every unmarked one (shared lessons start at 10**6).
+_AGENT_RANK = 10**8
 # The newest detailed iterations that come right after pinned lessons (tier 2).
 NEWEST_IN_FULL = 3
 # Width of generated one-line summaries: timeline lines, and the shorter lines of the index.
@@ -324,6 +328,11 @@ def _add_items(
         pinned = is_pinned("\n".join(lines))
         # Newest first: agents append lessons at the bottom, so the last bullet is the most recent.
         rank = rank_base + len(units) - position
+        if lines and is_agent_bullet(lines[0]):
+            # A bullet an agent reported through gh-aw (statefile apply marks it) never stands where maintainer
+            # text does: after every unmarked bullet of its tier, the program's and the shared ones, so it is the
+            # first to go when the budget is short.
+            rank += _AGENT_RANK
         model.add(_Unit(key, 0, pinned_tier if pinned else tier, rank, lines, category=category))
 
 
