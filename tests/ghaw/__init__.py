@@ -9,6 +9,8 @@ numbers into github/gh-aw-actions v0.65.6 and githubnext/autoloop), never from t
 - :mod:`.safe_outputs` — the safe-outputs MCP server's JSONL, the ingestion (``collect_ndjson_output.cjs``) with
   the custom-job input validation and the string sanitiser (``sanitize_content_core.cjs``);
 - :mod:`.schema` — the documented schema of a custom safe-output job (``safe-outputs: jobs:``);
-- :mod:`.component` — loading a shipped component and running its steps' ``run:`` scripts;
-- :mod:`.workflow` — one scheduled run put together, with a simulated agent.
+- :mod:`.component` — loading a shipped component and running its steps: ``run:`` scripts, and the artifact
+  actions (upload-artifact / download-artifact v4+) against a per-run artifact store;
+- :mod:`.workflow` — one scheduled run put together, with a simulated agent: the agent job's artifact upload
+  (from Autoloop's compiled lock file) and the custom safe-output job as gh-aw's compiler lays it out.
 """

@@ -13,11 +13,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from ghaw.component import TIMEOUT
+
 BOT = ("-c", "user.name=github-actions[bot]", "-c", "user.email=41898282+github-actions[bot]@users.noreply.github.com")
 
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=TIMEOUT)
 
 
 def scheduler_clone(url: str, branch: str, memory_dir: Path) -> bool:

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ghaw.component import TIMEOUT
+
 BOT = ["-c", "user.name=github-actions[bot]", "-c", "user.email=41898282+github-actions[bot]@users.noreply.github.com"]
 
 
@@ -85,7 +87,7 @@ class PushResult:
 
 
 def _git(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=TIMEOUT,
                           env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"})  # fmt: skip
     if check and done.returncode:
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")

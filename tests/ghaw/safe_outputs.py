@@ -5,16 +5,20 @@
   one compact JSON line; a string field over 64,000 characters is replaced by a "saved to file" note whose file
   never reaches later jobs.
 - :func:`ingest`: "Ingest agent output" (``collect_ndjson_output.cjs``): each line parsed; unknown types
-  rejected; **at most one item per custom-job type** (no ``max`` is written for jobs, and the fallback is 1 —
-  ghaw-spec §3.5); each declared input validated by its type (``string`` values sanitised, ``number`` and
-  ``boolean`` must already be JSON numbers/booleans, ``choice`` one of the options; a required input missing is
-  an error); an item with any error is dropped whole and the error listed.  Writes ``{"items": …, "errors": …}``.
+  rejected; **at most ``max`` items per custom-job type** (the job's own ``max:``, which newer compilers write
+  into the config — ``safe_jobs.go`` — and 1 when it has none, ghaw-spec §3.5); each declared input validated by
+  its type (``string`` values sanitised, ``number`` and ``boolean`` must already be JSON numbers/booleans,
+  ``choice`` one of the options; a required input missing is an error); an item with any error is dropped whole
+  and the error listed.  A field the job does not declare is passed on as the agent wrote it, unsanitised
+  (``validateItemWithSafeJobConfig`` only touches declared inputs).  Writes ``{"items": …, "errors": …}``.
 - :func:`sanitize`: ``sanitizeContentCore`` (``sanitize_content_core.cjs`` v0.65.6 lines 990-1065), the steps
   that matter for statefile's fields: NFC, entity decoding, invisible and bidi characters removed, full-width ASCII
   mapped, ANSI/control characters removed, ``@mentions`` wrapped in backticks, HTML comments removed, tags outside
   a small allow-list turned into ``(tag)``, non-https URLs and https URLs off the allow-list replaced by
-  ``(host/redacted)``, template delimiters escaped, and the result trimmed.  Code regions are not special-cased
-  here (the fields statefile receives are one-line prose).
+  ``(host/redacted)``, template delimiters escaped, and the result trimmed.  As in gh-aw (checked against
+  github/gh-aw-actions ``setup/js/sanitize_content_core.cjs`` at ``ff0525b``), comment removal (with nesting
+  depth), tag conversion and template escaping skip code regions (fenced blocks, inline code spans): an HTML
+  comment written inside backticks reaches the custom job as it was written.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import html
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +77,12 @@ def sanitize(
     s = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", s)
     if command:
         s = re.sub(rf"^(\s*)/({re.escape(command)})\b", r"\1`/\2`", s, flags=re.I)
+    s = outside_code(s, _remove_comments)  # before mentions: a mention's backticks would split a comment
     s = re.sub(r"(^|[^A-Za-z0-9`])@([A-Za-z0-9](?:[A-Za-z0-9_-]{0,37}[A-Za-z0-9])?(?:/[A-Za-z0-9._-]+)?)",
                r"\1`@\2`", s)  # fmt: skip
-    previous = None
-    while previous != s:
-        previous, s = s, re.sub(r"<!--[\s\S]*?--!?>", "", s)
-    s = re.sub(r"</?([A-Za-z][A-Za-z0-9-]*)([^>]*)>",
-               lambda m: m.group(0) if m.group(1).lower() in _ALLOWED_TAGS else f"({m.group(0)[1:-1]})", s)  # fmt: skip
+    s = outside_code(s, lambda t: re.sub(
+        r"</?([A-Za-z][A-Za-z0-9-]*)([^>]*)>",
+        lambda m: m.group(0) if m.group(1).lower() in _ALLOWED_TAGS else f"({m.group(0)[1:-1]})", t))  # fmt: skip
 
     def redact_protocol(m: re.Match[str]) -> str:
         domain = m.group(2)
@@ -100,8 +104,101 @@ def sanitize(
     s = re.sub(r"https://(?P<host>[\w.-]+(?::\d+)?)(/(?:(?!https://)[^\s,])*)?", redact_https, s, flags=re.I)
     s = re.sub(r"(?P<pre>^|[\s(\[{\"'])//(?P<host>[\w.-]+(?::\d+)?)(/(?:(?!//)[^\s,])*)?",
                lambda m: redact_https(m, m.group("pre")), s)  # fmt: skip
-    s = s.replace("{{", "\\{\\{").replace("${", "\\$\\{")
+    s = outside_code(s, _escape_templates)
     return s.strip()
+
+
+def _escape_templates(text: str) -> str:
+    for delimiter, escaped in (("{{", "\\{\\{"), ("<%=", "\\<%="), ("${", "\\$\\{"), ("{#", "\\{\\#"),
+                               ("{%", "\\{\\%")):  # fmt: skip
+        text = text.replace(delimiter, escaped)
+    return text
+
+
+def _remove_comments(text: str) -> str:
+    """``<!-- … -->`` (and ``--!>``) removed with nesting depth: ``<!-- <!-- --> x -->`` leaves nothing."""
+    out: list[str] = []
+    depth = i = 0
+    while i < len(text):
+        if text.startswith("<!--", i):
+            depth, i = depth + 1, i + 4
+        elif depth and text.startswith("--!>", i):
+            depth, i = depth - 1, i + 4
+        elif depth and text.startswith("-->", i):
+            depth, i = depth - 1, i + 3
+        else:
+            if not depth:
+                out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _fenced_ranges(text: str) -> list[tuple[int, int]]:
+    """Fenced code blocks: from a line starting with 3+ backticks or tildes to the closing fence (or the end)."""
+    ranges: list[tuple[int, int]] = []
+    pos, start, fence = 0, -1, ""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        end = pos + len(line) + (1 if index < len(lines) - 1 else 0)
+        stripped = line.strip()
+        if not fence:
+            match = re.match(r"^(`{3,}|~{3,})", stripped)
+            if match:
+                start, fence = pos, match.group(1)
+        elif re.fullmatch(rf"{re.escape(fence[0])}{{{len(fence)},}}\s*", stripped):
+            ranges.append((start, end))
+            fence = ""
+        pos = end
+    if fence:
+        ranges.append((start, len(text)))
+    return ranges
+
+
+def _outside_inline_code(text: str, fn: Callable[[str], str]) -> str:
+    """``fn`` applied to the text between inline code spans (a run of N backticks closed by exactly N)."""
+    parts: list[str] = []
+    i = done = 0
+    while i < len(text):
+        if text[i] != "`":
+            i += 1
+            continue
+        opening = i
+        while i < len(text) and text[i] == "`":
+            i += 1
+        count, j, close = i - opening, i, -1
+        while j < len(text):
+            if text[j] != "`":
+                j += 1
+                continue
+            run = j
+            while j < len(text) and text[j] == "`":
+                j += 1
+            if j - run == count:
+                close = run
+                break
+        if close >= 0:
+            if done < opening:
+                parts.append(fn(text[done:opening]))
+            parts.append(text[opening : close + count])
+            done = i = close + count
+    if done < len(text):
+        parts.append(fn(text[done:]))
+    return "".join(parts)
+
+
+def outside_code(text: str, fn: Callable[[str], str]) -> str:
+    """``applyToNonCodeRegions``: ``fn`` applied outside fenced code blocks and inline code spans, which stay as
+    they are (so an HTML comment inside backticks survives ingestion, as it does in gh-aw)."""
+    parts: list[str] = []
+    pos = 0
+    for start, end in _fenced_ranges(text):
+        if pos < start:
+            parts.append(_outside_inline_code(text[pos:start], fn))
+        parts.append(text[start:end])
+        pos = end
+    if pos < len(text) or not parts:
+        parts.append(_outside_inline_code(text[pos:], fn))
+    return "".join(parts)
 
 
 def _validate(item: dict[str, Any], inputs: dict[str, Any], line: int, allowed: tuple[str, ...]) -> list[str]:
