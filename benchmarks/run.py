@@ -35,7 +35,7 @@ from pathlib import Path
 from _timing import Row, machine, pin_identity
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("startup", "scheduler", "record", "store", "compaction", "contention", "tokens")
+BENCHES = ("startup", "scheduler", "record", "store", "compaction", "contention", "tokens", "apply")
 TITLES = {
     "startup": "Start-up (whole process)",
     "scheduler": "Scheduler view of P programs from a remote memory branch (whole process)",
@@ -44,6 +44,7 @@ TITLES = {
     "compaction": "Parse and compaction",
     "contention": "Contention: W writers, K records each, one program, through a bare remote",
     "tokens": "What the agent pays per iteration: bytes and estimated tokens read and written",
+    "apply": "One agent report of about 1 MB, in statefile's own code (the safe-output job, without git)",
 }
 
 
