@@ -17,6 +17,8 @@ EXIT_GIT = 6
 EXIT_INVALID_DATA = 7
 EXIT_ENVIRONMENT = 8
 EXIT_INTERNAL = 70
+#: Interrupted (Ctrl-C, SIGINT): 128 + the signal's number, as shells report it.
+EXIT_INTERRUPTED = 130
 
 
 class StatefileError(Exception):
@@ -68,3 +70,10 @@ class EnvironmentFailure(StatefileError):
     """
 
     exit_code = EXIT_ENVIRONMENT
+
+
+class InterruptedWrite(StatefileError):
+    """Ctrl-C arrived after a write may have reached the memory: the message says whether it landed and how to
+    look, so that nobody runs the command again and records the same thing twice."""
+
+    exit_code = EXIT_INTERRUPTED

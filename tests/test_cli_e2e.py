@@ -280,7 +280,7 @@ def test_import_refuses_to_roll_back_existing_state(tmp_path: Path) -> None:
     run_statefile(*base, "record", "perf", "--status", "accepted", "--metric", "2", cwd=tmp_path)
     before = (folder / "perf.md").read_bytes()
     proc = run_statefile(*base, "import", str(export), cwd=tmp_path)
-    assert_clean_error(proc, 5, "exist with different content")
+    assert_clean_error(proc, 5, "1 file exists with different content (perf.md)")  # as seen: "1 file exist"
     assert (folder / "perf.md").read_bytes() == before
     assert run_statefile(*base, "import", str(export), "--force", cwd=tmp_path).returncode == 0
     assert upstream_machine_state((folder / "perf.md").read_text())["iteration_count"] == 1

@@ -50,3 +50,38 @@ def test_shown_cuts_only_long_words_and_keeps_the_advice() -> None:
     message = f"no program '{'x' * 5000}'; 'statefile list' shows the programs"
     assert shown(message).endswith("'statefile list' shows the programs")
     assert shown("short words stay as they are") == "short words stay as they are"
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["log", "perf", "-n", "abc"], "'--limit' / '-n'"),
+        (["history", "perf", "-n", "1.5"], "'--last' / '-n'"),
+        (["search", "x", "-n", "ten"], "'--limit' / '-n'"),
+        (["expand", "perf", "x7"], "'ITERATION'"),
+        (["record", "perf", "--status", "accepted", "--iteration", "9" * 5000], "'--iteration'"),
+    ],
+)
+def test_a_number_that_is_not_one_is_said_in_words(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, args: list[str], option: str
+) -> None:
+    """As seen: `log perf -n abc` said click's "'abc' is not a valid integer range"."""
+    monkeypatch.chdir(tmp_path)
+    assert invoke(cli, args) == EXIT_USAGE
+    _, err = capfd.readouterr()
+    assert len(err.splitlines()) == 1 and option in err and "give one such as" in err, err
+    # A long run of digits is a number: it is called too long, not "not a whole number".
+    assert ("digits, far beyond any count" if "9" * 200 in " ".join(args) else "is not a whole number") in err, err
+    assert "integer range" not in err and len(err) < 300
+
+
+@pytest.mark.parametrize("command", [["log", "perf"], ["show", "perf"], ["expand", "perf", "1"]])
+def test_a_program_name_cut_short_gets_a_did_you_mean(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """As seen: `log perf` beside perf-comparison said only "no program 'perf'"."""
+    (tmp_path / "perf-comparison.md").write_text("# Autoloop: perf-comparison\n")
+    (tmp_path / "latency.md").write_text("# Autoloop: latency\n")
+    assert invoke(cli, ["--dir", str(tmp_path), *command]) == 3
+    _, err = capfd.readouterr()
+    assert len(err.splitlines()) == 1 and "no program 'perf' (did you mean 'perf-comparison'?)" in err, err

@@ -414,3 +414,74 @@ def test_bad_frontmatter_values_name_the_file_and_key(tmp_path: Path) -> None:
 def test_a_higher_layer_hides_a_bad_frontmatter_value(tmp_path: Path) -> None:
     workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: lots")
     assert resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "100"}).max_bytes.value == 100
+
+
+# -- issue 22: an explicit --dir outranks a remote from a file; messages name the key --------------------------------
+
+
+def test_sources_name_the_key_in_their_file(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", 'remote = "origin"\nkeep-recent = 3\n')
+    workflow(tmp_path, 'branch-name: memory/autoloop\nfile-glob: ["*.md"]')
+    config = resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "20000"})
+    assert config.origin("remote") == "remote in .statefile.toml"
+    assert config.origin("file_glob") == "tools.repo-memory.file-glob in .github/workflows/autoloop.md frontmatter"
+    assert config.origin("max_bytes") == "env STATEFILE_MAX_BYTES"
+    assert config.origin("summarizer") == "default"
+    assert not config.explicit("remote") and config.explicit("max_bytes")
+    with pytest.raises(UsageError, match=r"keep-recent \(3, keep-recent in \.statefile\.toml\)"):
+        resolve(tmp_path, flags={"aggressive_keep": 4})
+
+
+def _repo_with_remote_in_toml(tmp_path: Path) -> tuple[Path, Path]:
+    import subprocess
+
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    write(work, ".statefile.toml", 'remote = "origin"\n')
+    folder = tmp_path / "repo-memory" / "autoloop"
+    write(folder, "perf.md", "# Autoloop: perf\n")
+    return work, folder
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_an_explicit_dir_wins_over_a_remote_from_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], how: str
+) -> None:
+    """As seen: after `remote = "origin"` in .statefile.toml, the component's `statefile --dir
+    /tmp/gh-aw/repo-memory/autoloop list` exited 2 (`--dir … cannot use a remote`)."""
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    work, folder = _repo_with_remote_in_toml(tmp_path)
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("STATEFILE_REMOTE", raising=False)
+    if how == "env":
+        monkeypatch.setenv("STATEFILE_DIR", str(folder))
+        args = ["list"]
+    else:
+        monkeypatch.delenv("STATEFILE_DIR", raising=False)
+        args = ["--dir", str(folder), "list"]
+    assert invoke(cli, args) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith("PROGRAM") and "perf" in out and err == ""
+    # A remote given for this run is a real clash, and the message says where it came from.
+    monkeypatch.setenv("STATEFILE_REMOTE", "origin")
+    assert invoke(cli, args) == 2
+    _, err = capfd.readouterr()
+    assert "cannot use a remote (env STATEFILE_REMOTE)" in err and len(err.splitlines()) == 1
+
+
+def test_a_missing_folder_names_the_config_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    work, _ = _repo_with_remote_in_toml(tmp_path)
+    write(work, ".statefile.toml", f'repo-memory-dir = "{tmp_path / "nowhere"}"\n')
+    monkeypatch.chdir(work)
+    for name in ("STATEFILE_DIR", "STATEFILE_REMOTE", "STATEFILE_REPO_MEMORY_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert invoke(cli, ["--repo-memory", "list"]) == 3
+    _, err = capfd.readouterr()
+    assert "(repo-memory-dir in .statefile.toml)" in err, err

@@ -192,6 +192,35 @@ def test_a_mistyped_branch_is_never_created(repo: Repo, capsys: pytest.CaptureFi
     assert listed.code == 3 and "no memory branch nope" in listed.error_line
 
 
+def test_a_mistyped_branch_is_not_offered_for_creation_nor_created_by_create(
+    repo: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As seen: `--branch memory/autolop record …` said "did you mean memory/autoloop? … pass --create", and
+    following that advice started a second memory on the typo'd branch."""
+    monkeypatch.delenv("STATEFILE_NEW_BRANCH", raising=False)
+    before = repo.refs()
+    typo = ["--remote", "origin", "--branch", "memory/autolop"]
+    offered = sf(capsys, *typo, "record", "perf", "--status", "accepted")
+    assert offered.code == 3 and "did you mean memory/autoloop?" in offered.error_line
+    assert "--create" not in offered.error_line and "pass --branch memory/autoloop" in offered.error_line
+    for args in (
+        [*typo, "record", "perf", "--status", "accepted", "--create"],
+        ["--branch", "memory/autolop", "record", "perf", "--status", "accepted", "--create"],
+        [*typo, "init", "perf"],
+        ["--remote", "origin", "--branch", "Memory/Autoloop", "init", "perf"],
+    ):
+        refused = sf(capsys, *args)
+        assert refused.code == 3, (args, refused)
+        assert "did you mean memory/autoloop?" in refused.error_line and "nothing was written" in refused.error_line
+        assert "STATEFILE_NEW_BRANCH=" in refused.error_line
+    unchanged(repo, before)
+    # A name that is no near miss is created as asked; one that is, only when acknowledged by its full name.
+    assert sf(capsys, "--remote", "origin", "--branch", "memory/experiments", "init", "perf").code == 0
+    monkeypatch.setenv("STATEFILE_NEW_BRANCH", "memory/autolop")
+    assert sf(capsys, *typo, "record", "perf", "--status", "accepted", "--create").code == 0
+    assert repo.remote_file("perf.md", "memory/autolop")
+
+
 def test_a_stale_local_branch_is_reported_on_read_and_refused_on_write(
     repo: Repo, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,6 +12,7 @@ a command that changes nothing (no one is there to type).
 from __future__ import annotations
 
 import glob
+import inspect
 import json
 import os
 import re
@@ -130,6 +131,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # What a gh-aw run leaves for the safe-output job and the prepare step.
         item = {"type": "record_iteration", "program": "perf", "status": "accepted", "metric": "0.95"}
         (root / "gh-aw" / "agent_output.json").write_text(json.dumps({"items": [item]}) + "\n")
+        # The run context the pre-agent step uploaded (statefile-context), as the job downloads it.
+        (root / "runner-temp" / "statefile-context").mkdir(parents=True)
+        context = {"statefile_context": 2, "selected": "perf", "run_id": None, "run_attempt": None}
+        (root / "runner-temp" / "statefile-context" / "context.json").write_text(json.dumps(context) + "\n")
         shutil.copytree(repos.work / "memory", root / "gh-aw" / "repo-memory" / "autoloop")
     finally:
         os.chdir(cwd)
@@ -163,6 +168,7 @@ def test_help_example_runs(
     monkeypatch.setenv("GITHUB_SERVER_URL", f"file://{root}")
     monkeypatch.setenv("GITHUB_REPOSITORY", "remote")
     monkeypatch.setenv("GH_AW_AGENT_OUTPUT", str(root / "gh-aw" / "agent_output.json"))
+    monkeypatch.setenv("RUNNER_TEMP", str(root / "runner-temp"))
     words = [os.path.expandvars(word) for word in shlex.split(line.replace("/tmp/gh-aw/", f"{root}/gh-aw/"))]
     redirect = None
     if ">" in words:  # `… > perf.csv`: what the shell would do
@@ -181,3 +187,16 @@ def test_help_example_runs(
     assert "Traceback" not in captured.err
     if redirect is not None:
         redirect.write_text(captured.out)
+
+
+def test_the_command_list_shows_each_whole_first_sentence(capfd: pytest.CaptureFixture[str]) -> None:
+    """As seen: `statefile --help` listed "Record every item the agent reported (gh-aw safe outputs) on..."."""
+    assert invoke(cli, ["--help"]) == 0
+    listing = capfd.readouterr().out.partition("\nCommands:\n")[2]
+    assert "..." not in listing
+    flowing = "".join(listing.split())  # wrapping may break a line at any space or hyphen
+    for path, command in _commands():
+        if len(path) == 1:
+            sentence = " ".join(inspect.cleandoc(command.help or "").partition("\n\n")[0].split())
+            sentence = sentence[: sentence.index(". ") + 1] if ". " in sentence else sentence
+            assert "".join(f"{path[0]} {sentence}".split()) in flowing, path

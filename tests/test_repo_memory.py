@@ -156,3 +156,83 @@ def test_both_limits_cannot_be_met_fails_before_writing(tmp_path: Path) -> None:
     assert done.returncode == 4 and "nothing was written" in done.stderr and "max-patch-size" in done.stderr
     assert (folder / "legacy.md").read_text() == text
     assert not list(folder.glob("_archive*"))
+
+
+# -- issue 22: what the post-step judges, a --dir naming the folder, the lock file ------------------------------------
+
+
+def _statefile(capfd: pytest.CaptureFixture[str], cwd: Path, *args: str) -> tuple[int, str, str]:
+    """The CLI in this process, as the console script runs it, from ``cwd``: exit code, stdout, stderr."""
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for name in ("STATEFILE_DIR", "STATEFILE_REPO_MEMORY", "STATEFILE_REMOTE"):
+            patch.delenv(name, raising=False)
+        code = invoke(cli, list(args))
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def test_check_judges_only_what_this_run_pushes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """As seen: archive/perf-comparison/0001.md, written on the branch by path 1 (or the maintenance job, a
+    maintainer's record, repair), made every path-2 post-step `check` fail, though the push leaves it as it is."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    archive = "# Archive: perf-comparison (part 1)\n\n## Archived 2026-01-01 00:00 UTC — compaction\n\nold text\n"
+    folder = _memory_clone(tmp_path, {"perf-comparison.md": synthetic_state("perf-comparison", 3, seed=1)})
+    (folder / "archive" / "perf-comparison").mkdir(parents=True)
+    (folder / "archive" / "perf-comparison" / "0001.md").write_text(archive)
+    _git("add", "-A", cwd=folder)
+    _git("commit", "-q", "-m", "written through the remote (path 1)", cwd=folder)
+
+    code, out, _ = _statefile(capfd, work, "--repo-memory", "--dir", str(folder), "check")
+    assert code == 0, out
+    assert "does not match" not in out
+    notes = [line for line in out.splitlines() if line.strip().startswith("note:")]
+    assert len(notes) == 1 and "archive/perf-comparison/0001.md" in notes[0] and "unchanged" in notes[0], out
+
+    # What this run changes outside the glob is still an error: that change would never reach the branch.
+    (folder / "archive" / "perf-comparison" / "0001.md").write_text(archive + "\nnew text\n")
+    (folder / "archive" / "perf-comparison" / "0002.md").write_text("# Archive: perf-comparison (part 2)\n")
+    code, out, _ = _statefile(capfd, work, "--repo-memory", "--dir", str(folder), "check")
+    assert code == 1
+    assert "archive/perf-comparison/0001.md does not match repo-memory's file-glob" in out
+    assert "archive/perf-comparison/0002.md does not match repo-memory's file-glob" in out
+
+
+def test_a_dir_naming_the_repo_memory_folder_writes_as_repo_memory(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As seen: `statefile --dir /tmp/gh-aw/repo-memory/default record …` compacted into archive/perf/0001.md,
+    which repo-memory's push dropped (file-glob *.md): the folded history never reached the branch."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=100000))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 14, seed=2)})
+    (work / ".statefile.toml").write_text(f'keep-recent = 3\nrepo-memory-dir = "{folder}"\n')
+    code, _, err = _statefile(capfd, work, "--dir", str(folder), "record", "perf", "--status", "accepted",
+                                "--metric", "1")  # fmt: skip
+    assert code == 0, err
+    assert not (folder / "archive").exists(), "a plain folder store's archive layout, which the push drops"
+    assert list(folder.glob("_archive.perf.*.md")), sorted(p.name for p in folder.iterdir())
+    assert "repo-memory folder" in err  # it says why it wrote elsewhere than --dir's plain layout
+    _push(folder, ["*.md"])
+    assert _statefile(capfd, work, "--dir", str(folder), "expand", "perf", "1")[0] == 0
+    # The scheduler's clone beside it is a plain folder, as before.
+    other = tmp_path / "repo-memory" / "autoloop"
+    other.mkdir()
+    (other / "perf.md").write_text(synthetic_state("perf", 14, seed=2))
+    code, _, err = _statefile(capfd, work, "--dir", str(other), "record", "perf", "--status", "accepted",
+                                "--metric", "1")  # fmt: skip
+    assert code == 0, err
+    assert (other / "archive" / "perf" / "0001.md").is_file()
+
+
+def test_no_lock_file_is_left_in_the_folder(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """As seen: .statefile.lock stayed in the repo-memory folder after a --repo-memory write."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 3, seed=1)})
+    code, _, err = _statefile(capfd, work, "--repo-memory", "--dir", str(folder), "record", "perf", "--status",
+                              "rejected", "--metric", "1")  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == [".git", "perf.md"]
+    assert _git("status", "--porcelain", cwd=folder).split() == ["M", "perf.md"]

@@ -35,7 +35,7 @@ def test_update_creates_reads_and_rewrites_the_state_file(folder: Path) -> None:
     doc = store.read("perf")
     assert doc is not None and doc.render() == "# Autoloop: perf\n\n- one\n- two\n"
     assert store.log("perf") == []
-    assert [p.name for p in folder.iterdir()] in (["perf.md", LOCK_NAME], [LOCK_NAME, "perf.md"])  # no temp files
+    assert [p.name for p in folder.iterdir()] == ["perf.md"]  # no temp files, and no lock file left behind
 
 
 def test_writes_keep_the_file_mode_and_leave_the_old_bytes_until_the_rename(folder: Path) -> None:
@@ -62,7 +62,7 @@ def test_budget_errors_and_failing_functions_change_nothing(folder: Path) -> Non
     with pytest.raises(ValueError, match="nope"):
         store.update("perf", boom, "statefile: boom")
     assert (folder / "perf.md").read_bytes() == before
-    assert sorted(p.name for p in folder.iterdir()) == sorted([LOCK_NAME, "perf.md"])
+    assert sorted(p.name for p in folder.iterdir()) == ["perf.md"]
 
 
 def test_archive_files_are_written_beside_the_state_files(folder: Path) -> None:

@@ -289,6 +289,25 @@ class Config:
     max_file_count: Setting[int]
     repo_memory_dir: Setting[str]
 
+    def origin(self, name: str) -> str:
+        """Where setting ``name`` came from, in words a person can act on: ``flag --remote``, ``env
+        STATEFILE_REMOTE``, ``remote in .statefile.toml``, ``tools.repo-memory.file-glob in
+        .github/workflows/autoloop.md frontmatter`` or ``default``.  A file alone does not say which line to change:
+        messages name the key in it."""
+        option = _BY_NAME[name]
+        source: str = getattr(self, name).source
+        if source.startswith(SOURCE_DEFAULT) or self.explicit(name):
+            return source
+        if source.endswith(" frontmatter"):
+            return f"tools.repo-memory.{option.frontmatter_key or 'id'} in {source}"
+        return f"{option.key} in {source}"
+
+    def explicit(self, name: str) -> bool:
+        """Whether setting ``name`` was given for this run (a flag or an environment variable), not read from a
+        file or left at its default: an explicit choice outranks anything a file says."""
+        source: str = getattr(self, name).source
+        return source.startswith(("flag ", "env "))
+
     def describe(self) -> list[tuple[str, object, str]]:
         """``(key, value, source)`` for every setting, in documentation order (what ``statefile config`` prints).
 
@@ -337,8 +356,8 @@ def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[
     if config.aggressive_keep.value > config.keep_recent.value:
         if config.aggressive_keep.source != SOURCE_DEFAULT:
             raise UsageError(
-                f"aggressive-keep ({config.aggressive_keep.value}, {config.aggressive_keep.source}) is larger than "
-                f"keep-recent ({config.keep_recent.value}, {config.keep_recent.source}); make it smaller or equal"
+                f"aggressive-keep ({config.aggressive_keep.value}, {config.origin('aggressive_keep')}) is larger than "
+                f"keep-recent ({config.keep_recent.value}, {config.origin('keep_recent')}); make it smaller or equal"
             )
         # Only keep-recent was set (e.g. 3): the default aggressive-keep follows it down.
         resolved["aggressive_keep"] = Setting(config.keep_recent.value, f"{SOURCE_DEFAULT} (capped at keep-recent)")

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
-from statefile.errors import ConflictError, NotFoundError, StatefileError, UsageError
+from statefile.errors import ConflictError, InterruptedWrite, NotFoundError, StatefileError, UsageError
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.text import plural
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
@@ -48,6 +48,19 @@ class AppContext:
     _repository: Repository | None = None
     _discovered: bool = False
     _read_checked: bool = False
+    #: Every store this run opened, shared with the contexts derived from this one (``with_max_bytes`` …, which
+    #: open their own): what an interrupt must say depends on all of them (see :meth:`interrupted`).
+    _opened: list[Store] = field(default_factory=list)
+    #: Whether ``--dir`` names gh-aw's repo-memory folder (``None``: not looked at yet; see __post_init__).
+    _dir_is_memory: bool | None = None
+
+    def __post_init__(self) -> None:
+        # gh-aw pushes its repo-memory folder through file-glob, which drops what a plain folder store writes
+        # (archive/{program}/0001.md under "*.md"): a --dir naming that folder works as --repo-memory, whichever
+        # flag named it.  Decided here, once, because every use case reads ``repo_memory`` as a plain field.
+        if self.folder is not None and not self.repo_memory and self._dir_is_memory is None:
+            self._dir_is_memory = self._names_memory_folder(self.folder)
+            self.repo_memory = self._dir_is_memory
 
     def repository(self) -> Repository | None:
         """The git repository at or above ``--repo`` (else the cwd), as git finds it; ``None`` when there is none.
@@ -85,35 +98,50 @@ class AppContext:
             self._config = resolve_config(root, flags, self.env)
         return self._config
 
+    def _names_memory_folder(self, folder: Path) -> bool:
+        """Whether ``folder`` is gh-aw's repo-memory folder for this repository's workflow (``repo-memory-dir``:
+        ``/tmp/gh-aw/repo-memory/{id}`` from the frontmatter, ``…/default`` without one)."""
+        configured = Path(self.config().repo_memory_dir.value)
+        return os.path.realpath(folder) == os.path.realpath(configured)
+
     def store(self) -> Store:
-        """The store commands read and write: a folder with ``--dir``, else the memory branch of the repo."""
+        """The store commands read and write: a folder with ``--dir``, else the memory branch of the repo.
+
+        A folder has no remote: a remote given for this run (flag, environment) is an error, while one that only
+        comes from a file (``remote`` in ``.statefile.toml``, meant for maintainers' clones) gives way to the
+        folder named for this run.
+        """
         if self._store is not None:
             return self._store
         config = self.config()
         max_bytes = config.max_bytes.value
         if self.repo_memory:
             memory = self.memory_folder()
-            if config.remote.value:
+            if config.remote.value and config.explicit("remote"):
+                flag = "--dir" if self._dir_is_memory else "--repo-memory"
+                what = f"--dir {self.folder} (gh-aw's repo-memory folder)" if self._dir_is_memory else flag
                 raise UsageError(
-                    f"--repo-memory works on gh-aw's memory folder and cannot use a remote ({config.remote.source}); "
-                    "drop --remote/STATEFILE_REMOTE or --repo-memory"
+                    f"{what} works on gh-aw's memory folder and cannot use a remote ({config.origin('remote')}); "
+                    f"drop --remote/STATEFILE_REMOTE or {flag}"
                 )
             self._store = FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
+            self._opened.append(self._store)
             return self._store
         if self.folder is not None:
-            if config.branch.source.startswith(("flag", "env")):
+            if config.explicit("branch"):
                 raise UsageError(
                     f"--dir works on a plain folder, which has no branch, but a branch was given "
-                    f"({config.branch.source}); drop --branch/STATEFILE_BRANCH or --dir"
+                    f"({config.origin('branch')}); drop --branch/STATEFILE_BRANCH or --dir"
                 )
-            if config.remote.value:
+            if config.remote.value and config.explicit("remote"):
                 raise UsageError(
-                    f"--dir works on a plain folder and cannot use a remote ({config.remote.source}); "
+                    f"--dir works on a plain folder and cannot use a remote ({config.origin('remote')}); "
                     "drop --remote/STATEFILE_REMOTE or --dir"
                 )
             if not self.folder.is_dir():
                 raise NotFoundError(f"--dir {self.folder}: no such folder; create it or check the path")
             self._store = FolderStore(self.folder, max_bytes=max_bytes)
+            self._opened.append(self._store)
             return self._store
         if self.repo is not None and not self.repo.exists():
             raise NotFoundError(f"--repo {self.repo}: no such folder; pass the path of a git repository")
@@ -130,11 +158,18 @@ class AppContext:
         store = GitStore(
             repository, branch=config.branch.value, remote=config.remote.value, max_bytes=max_bytes, author=author
         )
+        self._opened.append(store)
         if store.remote is not None:
             # Reads come from local refs; one fetch makes every command see the remote's current state.
             store.fetch()
         self._store = store
         return store
+
+    def interrupted(self) -> InterruptedWrite | None:
+        """The error a Ctrl-C must end the command with when a write of this run may have reached the memory
+        (``None``: nothing did, and "aborted" is the truth)."""
+        said = [text for store in self._opened if (text := store.interrupted_write())]
+        return InterruptedWrite("; ".join(said)) if said else None
 
     def memory_folder(self) -> RepoMemoryFolder:
         """gh-aw's repo-memory folder and its push limits (``--repo-memory``): the folder is ``--dir`` if given,
@@ -144,7 +179,7 @@ class AppContext:
             folder = self.folder if self.folder is not None else Path(config.repo_memory_dir.value)
             if not folder.is_dir():
                 where = (
-                    "--dir" if self.folder is not None else f"repo-memory's folder ({config.repo_memory_dir.source})"
+                    "--dir" if self.folder is not None else f"repo-memory's folder ({config.origin('repo_memory_dir')})"
                 )
                 raise NotFoundError(
                     f"{where} {folder}: no such folder; gh-aw creates it when the workflow has tools.repo-memory — "
@@ -195,14 +230,20 @@ class AppContext:
         """
         store = self.store()
         if not isinstance(store, GitStore):
+            if self._dir_is_memory:
+                self.notify(
+                    f"--dir {self.folder} is gh-aw's repo-memory folder: writing as --repo-memory does (archive parts "
+                    "where its file-glob lets them reach the branch, within max-patch-size)"
+                )
             return store
         state = store.branch_state()
         branch = store.branch
+        if not state.exists:
+            if not create:
+                raise self._missing_branch(store, "write")
+            self._refuse_near_miss(store)
+            return store
         if store.remote is None:
-            if not state.exists:
-                if not create:
-                    raise self._missing_branch(store, "write")
-                return store
             if state.local is None:
                 remote = state.tracking_name.partition("/")[0]
                 raise NotFoundError(
@@ -222,8 +263,6 @@ class AppContext:
             return store
         remote = store.remote
         if state.tracking is None and not create:
-            if state.local is None:
-                raise self._missing_branch(store, "write")
             raise NotFoundError(
                 f"{remote} has no branch {branch}; nothing was written — `statefile --remote {remote} sync` "
                 f"publishes the local one ({plural(state.ahead, 'commit')}), or pass --create"
@@ -235,9 +274,12 @@ class AppContext:
     def _missing_branch(self, store: GitStore, action: str) -> NotFoundError:
         branch = store.branch
         where = f"here or on {store.remote}" if store.remote is not None else "in this repository"
-        names = store.branch_names()
-        close = difflib.get_close_matches(branch, names, n=3, cutoff=0.6)
+        close = near_misses(branch, store.branch_names())
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        what = "nothing was written — " if action == "write" else ""
+        if close:
+            # A typo: following advice to create it would fork the memory.  Only the name it missed is offered.
+            return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}pass --branch {close[0]}")
         remotes = store.remote_names() if store.remote is None else []
         steps = []
         if remotes:
@@ -246,8 +288,22 @@ class AppContext:
             steps.append("pass --create (or run 'statefile init PROGRAM') to start a new memory branch")
         else:
             steps.append("'statefile init PROGRAM' starts one")
-        what = "nothing was written — " if action == "write" else ""
         return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}{'; '.join(steps)}")
+
+    def _refuse_near_miss(self, store: GitStore) -> None:
+        """Refuse to start a memory branch whose name is a near miss of an existing one (``memory/autolop`` beside
+        ``memory/autoloop``): a typo must never start a second memory.  A name meant to be this close is
+        acknowledged by repeating it in ``STATEFILE_NEW_BRANCH`` — not a flag, so that no retyped command line (or
+        an agent following advice) can pass it by habit."""
+        branch = store.branch
+        close = near_misses(branch, store.branch_names())
+        if not close or self.env.get(NEW_BRANCH_ENV, "").strip() == branch:
+            return
+        raise NotFoundError(
+            f"no memory branch {branch} (did you mean {' or '.join(close)}?); nothing was written — a new branch "
+            f"this close to an existing one is not created: pass --branch {close[0]}, or, if {branch} is really "
+            f"meant to be a new memory, run the command again with {NEW_BRANCH_ENV}={branch}"
+        )
 
     @property
     def globs(self) -> tuple[str, ...]:
@@ -270,11 +326,54 @@ class AppContext:
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
-        return replace(self, folder=folder, repo_memory=False, _store=None, _memory_folder=None, _read_checked=False)
+        return replace(
+            self, folder=folder, repo_memory=False, _store=None, _memory_folder=None, _read_checked=False,
+            _dir_is_memory=None,
+        )  # fmt: skip
 
     def with_repository(self, repo: Path) -> AppContext:
         """The same options, with the repository at ``repo`` (a scratch one for a job without a checkout)."""
         return replace(self, repo=repo, _store=None, _repository=None, _discovered=False, _read_checked=False)
+
+
+#: The acknowledgement that a new memory branch is meant to be named this close to an existing one: its name.
+NEW_BRANCH_ENV = "STATEFILE_NEW_BRANCH"
+
+
+def near_misses(name: str, names: Iterable[str]) -> list[str]:
+    """The existing ``names`` that ``name`` may be a typo of: the same but for case, one edit away (a character
+    added, dropped or changed, or two neighbours swapped), or nearly the same text (difflib's ratio ≥ 0.9).
+
+    Tighter than the usual did-you-mean (difflib's 0.6), on purpose: branch names share long prefixes
+    (``memory/``), and ``memory/default`` beside ``memory/autoloop`` is no typo of it — yet every name offered here
+    is one that ``--create`` refuses to start.
+    """
+    wanted = name.casefold()
+    found = []
+    for other in names:
+        if other == name or other.startswith(name + "/") or name.startswith(other + "/"):
+            # One inside the other is no typo: git cannot hold both (its file/folder rule), and says so itself.
+            continue
+        folded = other.casefold()
+        if _one_edit(wanted, folded) or difflib.SequenceMatcher(None, wanted, folded).ratio() >= 0.9:
+            found.append(other)
+    return found[:3]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by at most one insertion, deletion, substitution or swap of neighbours."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    a, b = a[start:], b[start:]
+    if len(a) == len(b):
+        return a[1:] == b[1:] or (len(a) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])
+    shorter, longer = (a, b) if len(a) < len(b) else (b, a)
+    return shorter == longer[1:]
 
 
 def _diverged(state: BranchState, branch: str) -> str:

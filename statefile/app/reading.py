@@ -46,6 +46,8 @@ class CheckOutcome:
     warnings: list[str] = field(default_factory=list)
     #: Whether the outcome is one file's, with a size worth showing (not a check of names or of a push).
     sized: bool = True
+    #: What a person may want to know that needs nothing done (files the push leaves as they are).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -61,6 +63,7 @@ class CheckOutcome:
             "max_bytes": self.max_bytes,
             "errors": self.errors,
             "warnings": self.warnings,
+            "notes": self.notes,
         }
 
 
@@ -373,8 +376,16 @@ def build_report(
 
 
 def closest_programs(store: Store, program: str) -> str:
-    """`` (did you mean 'perf'?)`` with the closest program names in the store, or "" when none is close."""
-    close = difflib.get_close_matches(program, sorted(store.programs()), n=3, cutoff=0.6)
+    """`` (did you mean 'perf'?)`` with the closest program names in the store, or "" when none is close.
+
+    Close is a near spelling (difflib) or the name cut short at a word (``perf`` for ``perf-comparison``): people
+    shorten long program names, which difflib alone does not see.
+    """
+    names = sorted(store.programs())
+    close = difflib.get_close_matches(program, names, n=3, cutoff=0.6)
+    wanted = program.casefold()
+    words = [n for n in names if n not in close and any(n.casefold().startswith(wanted + sep) for sep in "-_.")]
+    close = (close + words)[:3]
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 

@@ -10,17 +10,38 @@ not pay for compaction.  Global options (``--json``, ``--remote``, …) work bef
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import sys
-from pathlib import Path
-from typing import Any
+import os
+import signal
+import types
 
-import click
 
-from statefile import __version__
-from statefile.cli.run import invoke
-from statefile.cli.types import SIZE
+def _interrupted_while_loading(signum: int, frame: types.FrameType | None) -> None:
+    """Ctrl-C while the command line loads (click, the command table: tens of milliseconds, before any command
+    has read or written anything): one line and the interrupt's exit code, not the traceback of an import."""
+    try:
+        os.write(2, b"statefile: interrupted while starting; nothing was read or written\n")
+    finally:
+        os._exit(130)
+
+
+try:
+    # Only for the imports below: the module's end puts the previous handler back, so a program that imports the
+    # CLI (a test) keeps its own Ctrl-C, and a running command gets Python's KeyboardInterrupt, which it reports.
+    _BEFORE_LOADING = signal.signal(signal.SIGINT, _interrupted_while_loading)
+except ValueError:  # not the main thread, which alone may set handlers (and alone receives the signal)
+    _BEFORE_LOADING = None
+
+import difflib  # noqa: E402 - after the handler, which must cover these imports
+import importlib  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import click  # noqa: E402
+
+from statefile import __version__  # noqa: E402
+from statefile.cli.run import invoke  # noqa: E402
+from statefile.cli.types import SIZE  # noqa: E402
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -141,6 +162,18 @@ class _LazyGroup(click.Group):
             command._statefile_globals = True  # type: ignore[attr-defined]
         return command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``statefile --help``: each command's whole first sentence, wrapped (click cuts it at
+        about 45 characters with "...", which left most descriptions unfinished)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -175,6 +208,10 @@ for _option in _global_options():
     if _option.name in _ENV:
         _option.envvar = _ENV[_option.name]
     cli.params.append(_option)
+
+
+if _BEFORE_LOADING is not None:
+    signal.signal(signal.SIGINT, _BEFORE_LOADING)
 
 
 def main(argv: list[str] | None = None) -> None:

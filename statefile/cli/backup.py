@@ -13,6 +13,7 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.writing import restore_heading, restoring_heading
+from statefile.cli.run import escaped
 from statefile.cli.support import emit_json, example, pass_app, plural, say, unchanged
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import ConflictError, NotFoundError, UsageError
@@ -41,7 +42,9 @@ def export_cmd(app: AppContext, out: Path | None) -> None:
         data = export_json(store.read_all(), branch="", commit=None)
     text = dumps(data)
     if out is None:
-        click.echo(text, nl=False)
+        # C1 controls and bidi marks \u-escaped (the same JSON, the same values); a file written with --out keeps
+        # the export's bytes as dumps wrote them.
+        click.echo(escaped(text, in_json=True), nl=False)
         return
 
     write_text_atomic(out, text)
@@ -96,7 +99,8 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
         if clashes:
             shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
             raise ConflictError(
-                f"{plural(len(clashes), 'file')} exist with different content ({shown}); nothing was written — "
+                f"{plural(len(clashes), 'file')} {'exists' if len(clashes) == 1 else 'exist'} with different "
+                f"content ({shown}); nothing was written — "
                 "import into an empty branch (--branch NEW) or pass --force to overwrite"
             )
     changed = {path: text for path, text in files.items() if existing.get(path) != text}

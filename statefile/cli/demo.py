@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from statefile.cli.run import invoke
-from statefile.cli.support import example
+from statefile.cli.support import echo, example
 from statefile.store import Store
 
 SAMPLE_PROGRAMS = ("fresh", "mid-life", "long-running", "messy")
@@ -126,4 +126,4 @@ def demo_cmd(ctx: click.Context, keep: bool) -> None:
 
     Records iterations, compacts a long-running file, reports for the scheduler, and shows the log.
     """
-    run_demo(ctx.find_root().command, echo=click.echo, keep=keep)
+    run_demo(ctx.find_root().command, echo=echo, keep=keep)

@@ -17,9 +17,11 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.reading import list_programs, missing_program, program_history
+from statefile.cli.run import escaped
 from statefile.cli.support import (
     MISSING,
     display_width,
+    echo,
     emit_json,
     example,
     pass_app,
@@ -28,6 +30,7 @@ from statefile.cli.support import (
     table,
     without_checkout,
 )
+from statefile.cli.types import whole_number
 from statefile.store import Store
 from statefile.store.atomic import write_output
 from statefile.views.history import HistoryRow, ProgramHistory
@@ -59,7 +62,8 @@ def history_table(history: ProgramHistory, width: int) -> list[str]:
     ]
     lead = max(display_width(line) for line in table(cells, headers, right=(3, 4)))
     room = max(20, width - lead - 2)
-    changes = [" ".join((row.change or "").split()) for row in history.rows]
+    # Escaped before it is cut, so the cut counts the columns printed.
+    changes = [escaped(" ".join((row.change or "").split())) for row in history.rows]
     cut = [c if display_width(c) <= room else c[: room - 1] + "…" for c in changes]
     return table(
         [[*cell, change or None] for cell, change in zip(cells, cut, strict=True)], [*headers, "CHANGE"], right=(3, 4)
@@ -69,7 +73,7 @@ def history_table(history: ProgramHistory, width: int) -> list[str]:
 @click.command("history")
 @click.argument("program")
 @click.option("--csv", "as_csv", is_flag=True, help="Comma-separated values with a header row.")
-@click.option("--last", "-n", type=click.IntRange(min=1), help="Only the newest N rows.")
+@click.option("--last", "-n", type=whole_number(1), help="Only the newest N rows.")
 @example("statefile history perf", "statefile history perf --csv > perf.csv", "statefile history perf --json")
 @pass_app
 def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -> None:
@@ -90,14 +94,14 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
         writer.writerow(CSV_COLUMNS)
         for row in rows:
             writer.writerow(["" if (v := getattr(row, c)) is None else v for c in CSV_COLUMNS])
-        click.echo(buffer.getvalue(), nl=False)
+        echo(buffer.getvalue(), nl=False)
         return
     if not rows:
         say(app, f"{program} has no iterations yet")
         return
     shown = dataclasses.replace(history, rows=rows)
     for text in history_table(shown, shutil.get_terminal_size((120, 24)).columns):
-        click.echo(text)
+        echo(text)
     metric = ""
     points = history.points()
     if points:
@@ -118,7 +122,7 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
 )
 @click.option(
     "--max-charts",
-    type=click.IntRange(min=0),
+    type=whole_number(0),
     default=20,
     show_default=True,
     help="Chart at most this many programs (the most recently run).",
@@ -134,7 +138,7 @@ def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, ma
     with without_checkout(app) as app:
         text, count = _summary(app, programs, max_charts)
     if out is None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         return
     write_output(out, (text + "\n").encode("utf-8"), append=True)  # $GITHUB_STEP_SUMMARY, a file or a device
     say(app, f"appended the summary of {plural(count, 'program')} to {out}")

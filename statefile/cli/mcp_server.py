@@ -30,7 +30,7 @@ from statefile.app.reading import (
     render_program,
     search_memory,
 )
-from statefile.cli.support import example, pass_app, without_checkout
+from statefile.cli.support import echo, example, pass_app, without_checkout
 from statefile.errors import EnvironmentFailure, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
@@ -226,7 +226,7 @@ def mcp_cmd(app: AppContext, check: bool) -> None:
             import anyio  # the SDK's event loop library, there whenever the SDK is
 
             tools = sorted(tool.name for tool in anyio.run(server.list_tools))
-            click.echo(f"statefile mcp: ready to serve {where} read-only; tools: {', '.join(tools)}")
+            echo(f"statefile mcp: ready to serve {where} read-only; tools: {', '.join(tools)}")
             return
         if sys.stdin.isatty():
             click.echo("statefile mcp: serving MCP on stdin/stdout (an MCP client starts this; Ctrl-C stops)", err=True)

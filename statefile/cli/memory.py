@@ -13,7 +13,8 @@ import click
 from statefile.app.context import AppContext
 from statefile.app.reading import program_status, render_program, search_memory, state_files, unreadable_files
 from statefile.cli.run import shown
-from statefile.cli.support import emit_json, example, pass_app, say
+from statefile.cli.support import echo, emit_json, example, pass_app, say
+from statefile.cli.types import whole_number
 from statefile.errors import StatefileError
 from statefile.views.charts import metric_sparkline
 from statefile.views.history import ProgramHistory, history_rows
@@ -23,7 +24,7 @@ from statefile.views.status import pressure_lines
 
 @click.command("render")
 @click.argument("program")
-@click.option("--budget", type=click.IntRange(min=200), default=8000, show_default=True, help="Characters at most.")
+@click.option("--budget", type=whole_number(200), default=8000, show_default=True, help="Characters at most.")
 @click.option("--level", type=click.Choice(["index", "timeline", "full"]), default="full", show_default=True)
 @example("statefile render perf --budget 8000", "statefile render perf --level index")
 @pass_app
@@ -39,7 +40,7 @@ def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
         emit_json({"program": program, "level": level, "budget": budget, "chars": view.chars,
                    "omitted": view.omitted, "text": view.text})  # fmt: skip
     else:
-        click.echo(view.text, nl=not view.text.endswith("\n"))
+        echo(view.text, nl=not view.text.endswith("\n"))
 
 
 @click.command("status")
@@ -76,13 +77,13 @@ def status_cmd(app: AppContext, program: str | None) -> None:
         return
     for name in sorted({*reports, *unreadable}):
         if name in unreadable:
-            click.echo(f"{name}: unreadable: {shown(unreadable[name])}")
+            echo(f"{name}: unreadable: {shown(unreadable[name])}")
             continue
         lines = pressure_lines(reports[name], program=name)
         if trends.get(name):
             lines.insert(1, trends[name])
         for line in lines:
-            click.echo(line)
+            echo(line)
 
 
 def trend_line(history: ProgramHistory) -> str:
@@ -100,7 +101,7 @@ def trend_line(history: ProgramHistory) -> str:
 @click.command("search")
 @click.argument("query")
 @click.option("--program", help="Only this program (and its archive).")
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", "-n", type=whole_number(1), default=20, show_default=True)
 @example('statefile search "radix sort" --program perf')
 @pass_app
 def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> None:
@@ -117,7 +118,7 @@ def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> 
     if not hits:
         say(app, f"no matches for {shown(repr(query))}")
     for hit in hits:
-        click.echo(hit_line(hit))
+        echo(hit_line(hit))
     first = next((hit for hit in hits if hit.expand), None)
     if first is not None and not app.quiet:
-        click.echo(f"whole entries: {first.expand}")
+        echo(f"whole entries: {first.expand}")

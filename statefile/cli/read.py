@@ -28,6 +28,7 @@ from statefile.app.reading import (
 from statefile.cli.run import shown
 from statefile.cli.support import (
     SIZE,
+    echo,
     emit_json,
     example,
     is_file_argument,
@@ -39,6 +40,7 @@ from statefile.cli.support import (
     say,
     table,
 )
+from statefile.cli.types import whole_number
 from statefile.errors import EXIT_CHECK_FAILED, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object, write_json_atomic
 from statefile.model.anomalies import REPAIRABLE
@@ -64,19 +66,19 @@ def show_cmd(app: AppContext, target: str) -> None:
         emit_json(info)
         return
     hist = info["history"]
-    click.echo(f"{name}: {plural(info['size_bytes'], 'byte')}, {plural(len(info['sections']), 'section')}")
-    click.echo("machine state:")
+    echo(f"{name}: {plural(info['size_bytes'], 'byte')}, {plural(len(info['sections']), 'section')}")
+    echo("machine state:")
     for line in table(
         ([label_for(key), value] for key, value in info["machine_state"].items()), ["FIELD", "VALUE"], right=()
     )[1:]:
-        click.echo(f"  {line}")
-    click.echo(
+        echo(f"  {line}")
+    echo(
         f"history: {plural(hist['iterations'], 'iteration')}, {plural(hist['ranges'], 'range')}, "
         f"{hist['other']} other; highest iteration {plain(hist['highest_iteration'] or None)}"
     )
-    click.echo("sections: " + ", ".join(f"{s['kind']} ({s['bytes']:,} B)" for s in info["sections"]))
+    echo("sections: " + ", ".join(f"{s['kind']} ({s['bytes']:,} B)" for s in info["sections"]))
     for warning in info["warnings"]:
-        click.echo(f"warning: {warning}")
+        echo(f"warning: {warning}")
 
 
 #: ``list --sort`` keys: how each orders the rows (largest, most iterated, most recently run first; names A–Z).
@@ -131,7 +133,7 @@ def list_cmd(app: AppContext, sort_by: str, over_budget: bool) -> None:
         right=(1, 2, 3),
     )  # fmt: skip
     for line in lines:
-        click.echo(line)
+        echo(line)
     say(app, _totals(rows, store.max_bytes, everything))
 
 
@@ -151,7 +153,7 @@ def _totals(rows: list[dict[str, Any]], max_bytes: int, everything: int) -> str:
 
 @click.command("log")
 @click.argument("program")
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", "-n", type=whole_number(1), default=20, show_default=True)
 @click.option("--patch", "-p", is_flag=True, help="Show what each commit changed in PROGRAM.md (a unified diff).")
 @example("statefile log perf -n 5", "statefile log perf -p -n 1")
 @pass_app
@@ -167,16 +169,16 @@ def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
         return
     if patch:
         for row in rows:
-            click.echo(f"commit {row['commit']}")
-            click.echo(f"Author: {row['author']}")
-            click.echo(f"Date:   {_utc(row['when_utc'])}")
-            click.echo("")
+            echo(f"commit {row['commit']}")
+            echo(f"Author: {row['author']}")
+            echo(f"Date:   {_utc(row['when_utc'])}")
+            echo("")
             for line in [row["message"], *(["", *row["body"].splitlines()] if row["body"] else [])]:
-                click.echo(f"    {line}".rstrip())
-            click.echo("")
+                echo(f"    {line}".rstrip())
+            echo("")
             if row["patch"]:
-                click.echo(row["patch"], nl=False)
-                click.echo("")
+                echo(row["patch"], nl=False)
+                echo("")
         return
     lines = table(
         ([row["commit"][:10], _utc(row["when_utc"]), f"#{row['iteration']}" if row["iteration"] else None,
@@ -185,7 +187,7 @@ def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
         right=(2,),
     )  # fmt: skip
     for line in lines:
-        click.echo(line)
+        echo(line)
 
 
 def _utc(stamp: str) -> str:
@@ -200,7 +202,7 @@ def _name(author: str) -> str:
 
 @click.command("expand")
 @click.argument("program")
-@click.argument("iteration", type=click.IntRange(min=1))
+@click.argument("iteration", type=whole_number(1))
 @example("statefile expand perf 57")
 @pass_app
 def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
@@ -210,7 +212,7 @@ def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
     if app.as_json:
         emit_json({"program": program, "iteration": iteration, "source": where, "text": text})
     else:
-        click.echo(text, nl=not text.endswith("\n"))
+        echo(text, nl=not text.endswith("\n"))
 
 
 @click.command("check")
@@ -246,7 +248,8 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
         outcomes.append(CheckOutcome(
             f"repo-memory push ({memory.folder})", 0, 1, sized=False,
             errors=[p.message for p in found if p.severity == "error"],
-            warnings=[p.message for p in found if p.severity != "error"],
+            warnings=[p.message for p in found if p.severity == "warning"],
+            notes=[p.message for p in found if p.severity == "info"],
         ))  # fmt: skip
     if app.as_json:
         emit_json([o.as_dict() for o in outcomes])
@@ -255,19 +258,21 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
             state = paint("ok", fg="green") if o.ok else paint("FAIL", fg="red", bold=True)
             # Names and messages echo what was typed (a pasted 100 KB path): each line is cut like an error line.
             name = shown(o.name)
-            if not o.sized:
-                say(app, f"{name}: {state}")
-            else:
-                say(app, f"{name}: {state}, {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})")
+            size = f", {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})" if o.sized else ""
+            if not app.quiet:
+                # Not echo(): the name is escaped already (shown) and the rest is ours, so ok/FAIL keep their colour.
+                click.echo(f"{name}: {state}{size}")
             for error in o.errors:
-                click.echo(f"  error: {shown(error)}")
+                echo(f"  error: {shown(error)}")
             if not app.quiet:
                 for warning in o.warnings:
-                    click.echo(f"  warning: {shown(warning)}")
+                    echo(f"  warning: {shown(warning)}")
+                for note in o.notes:
+                    echo(f"  note: {shown(note)}")
                 fixable = sum(1 for text in [*o.errors, *o.warnings] if text.split(":", 1)[0] in REPAIRABLE)
                 if fixable and not is_file_argument(o.name):
-                    click.echo(f"  `statefile repair {o.name}` can fix {plural(fixable, 'of these', 'of these')}"
-                               " and archives what it takes out")  # fmt: skip
+                    echo(f"  `statefile repair {o.name}` can fix {plural(fixable, 'of these', 'of these')}"
+                         " and archives what it takes out")  # fmt: skip
         if not outcomes:
             say(app, "no state files to check")
     if any(not o.ok for o in outcomes):
@@ -342,8 +347,8 @@ def config_cmd(app: AppContext) -> None:
     docs = {key: doc for key, _, _, _, doc in option_docs()}
     show_docs = not app.quiet and app.env.get("STATEFILE_CONFIG_DOCS")
     lines = table(([key, value, source] for key, value, source in rows), ["KEY", "VALUE", "SOURCE"], right=())
-    click.echo(lines[0])
+    echo(lines[0])
     for (key, _, _), line in zip(rows, lines[1:], strict=True):
-        click.echo(line)
+        echo(line)
         if show_docs:
-            click.echo(f"    {docs.get(key, '')}")
+            echo(f"    {docs.get(key, '')}")

@@ -151,12 +151,29 @@ _NO_ARGS_IS_HELP: type[click.UsageError] = getattr(
 
 
 # Characters a terminal acts on instead of showing (ESC starts sequences that retitle the window, move the cursor or
-# recolour the rest; bidi overrides reorder what is read): a remote hook's or a file's text is shown, never run.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# recolour the rest; C1 controls such as the one-byte CSI do the same; bidi overrides reorder what is read): a remote
+# hook's or a file's text is shown, never run.  Newline and tab are layout and stay; so does the CR of a CRLF line
+# end (a lone CR would let a line overwrite itself).
+_CONTROL = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}" if ord(match.group()) > 0xFF else f"\\x{ord(match.group()):02x}"
+
+
+def _escape_json(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def escaped(text: str, *, in_json: bool = False) -> str:
+    """``text`` as printed for people: every character a terminal would act on spelled out (``\\x1b``, ``\\x9b``,
+    ``\\u202e``), newlines, tabs and CRLF line ends kept.  Escaping twice changes nothing more.
+
+    ``in_json``: ``text`` is JSON (``json.dumps`` with ``ensure_ascii=False`` leaves DEL, C1 controls and bidi
+    marks raw); each is spelled as JSON spells it (``\\u009b``), so the output is still JSON and decodes to the
+    same values.
+    """
+    return _CONTROL.sub(_escape_json if in_json else _escape, text)
 
 
 # A word longer than this in a message is someone's input (a 100 KB program name, a pasted file): it is cut so the
@@ -167,7 +184,7 @@ _LONG_WORD = 120
 def shown(message: str) -> str:
     """An error message as printed: one line, credentials redacted, control characters escaped, every overlong
     word cut short."""
-    words = _CONTROL.sub(_escape, one_line(redact(message))).split(" ")
+    words = escaped(one_line(redact(message))).split(" ")
     return " ".join(
         word if len(word) <= _LONG_WORD else f"{word[: _LONG_WORD - 40]}…[{len(word) - (_LONG_WORD - 40):,} more]"
         for word in words

@@ -1,7 +1,9 @@
 """Helpers shared by the command modules: the app context, output for people (aligned tables, plain values,
 colour only on a terminal) or JSON, sizes typed like ``30KB``, file-or-program arguments.
 
-Human output follows a few rules every command keeps: a missing value is ``—``, a boolean is ``yes``/``no``, a list
+Human output follows a few rules every command keeps: it is printed through :func:`echo` or :func:`say`, which
+spell out every character a terminal would act on (state files hold text agents wrote: an ESC sequence in a lesson
+must not recolour or retitle a maintainer's terminal), a missing value is ``—``, a boolean is ``yes``/``no``, a list
 is comma-separated words (never a Python repr), counts agree with their nouns (:func:`plural`), columns line up
 (:func:`table`), colour appears only on a terminal and never with ``NO_COLOR`` set, and a command that changed
 nothing says so (:func:`unchanged`).
@@ -25,6 +27,7 @@ import click
 
 from statefile.app.context import AppContext
 from statefile.app.reading import missing_program
+from statefile.cli.run import escaped
 from statefile.cli.style import colour_enabled, paint
 from statefile.cli.types import SIZE
 from statefile.model.document import StateDocument
@@ -36,6 +39,7 @@ __all__ = [
     "SIZE",
     "colour_enabled",
     "display_width",
+    "echo",
     "emit_json",
     "example",
     "paint",
@@ -65,7 +69,15 @@ def pass_app(command: F) -> F:
             app = root.meta[_APP_KEY] = AppContext(**(root.obj or {}))
             if not app.quiet:
                 app.notify = _note
-        return command(app, *args, **kwargs)
+        try:
+            return command(app, *args, **kwargs)
+        except KeyboardInterrupt:
+            # Ctrl-C once a write may have reached the memory: say so (landed, or may have: how to look), never
+            # "aborted", which would have the command run again and record the same thing twice.
+            error = app.interrupted()
+            if error is None:
+                raise
+            raise error from None
 
     return cast(F, run)
 
@@ -75,18 +87,30 @@ _APP_KEY = "statefile.app"
 
 def _note(message: str) -> None:
     """A note for people on stderr (stdout stays data: ``--json`` output is never mixed with it)."""
-    click.echo(f"statefile: note: {message}", err=True)
+    echo(f"statefile: note: {message}", err=True)
+
+
+def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print ``message`` for people (on stderr with ``err``), every control character spelled out (``\\x1b``,
+    ``\\u202e``): newlines and tabs stay, so whole markdown (``render``, ``expand``) prints as it reads.
+
+    What commands print goes through here, not ``click.echo``: a file's text, a commit message or a setting may
+    hold ESC sequences, C1 controls or bidi overrides, and none of them may act on the terminal.  A line with
+    :func:`paint`'s colour is the one exception: it goes to ``click.echo`` with every other part escaped already.
+    """
+    click.echo(escaped(message), err=err, nl=nl)
 
 
 def emit_json(data: Any) -> None:
-    """Print ``data`` as indented JSON (non-ASCII kept readable)."""
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    """Print ``data`` as indented JSON (non-ASCII kept readable; control characters and bidi marks ``\\u``-escaped,
+    as JSON spells them, so the text decodes to the same values and never acts on a terminal)."""
+    click.echo(escaped(json.dumps(data, indent=2, ensure_ascii=False, default=str), in_json=True))
 
 
 def say(app: AppContext, message: str = "") -> None:
-    """Print a human-readable line unless ``--quiet``."""
+    """Print a human-readable line unless ``--quiet`` (through :func:`echo`)."""
     if not app.quiet:
-        click.echo(message)
+        echo(message)
 
 
 def is_file_argument(arg: str) -> bool:
@@ -204,12 +228,13 @@ def table(
 ) -> list[str]:
     """Rows of values as aligned text lines, the header first (no trailing spaces).
 
-    Cells go through :func:`plain`.  Columns listed in ``right`` are right-aligned; without ``right``, a column
-    whose every value is a number (or missing) is.  Widths count terminal columns (:func:`display_width`), so an
-    emoji or a dash does not shift the columns after it.
+    Cells go through :func:`plain`, their control characters escaped (a width is that of the text printed).
+    Columns listed in ``right`` are right-aligned; without ``right``, a column whose every value is a number (or
+    missing) is.  Widths count terminal columns (:func:`display_width`), so an emoji or a dash does not shift the
+    columns after it.
     """
     raw = [list(row) for row in rows]
-    cells = [[plain(value) for value in row] for row in raw]
+    cells = [[escaped(plain(value)) for value in row] for row in raw]
     count = len(headers)
     if right is None:
         numeric = {

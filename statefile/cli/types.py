@@ -56,3 +56,32 @@ class GithubNumberType(click.ParamType[int]):
 
 #: The click type of every ``--pr`` and ``--issue``.
 GITHUB_NUMBER = GithubNumberType()
+
+
+class WholeNumberType(click.IntRange):
+    """A count or a number such as ``-n 5`` or an iteration, at least ``min``: anything else is one line that says
+    so in words (click's own says "not a valid integer range" of ``abc``)."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The number, or a usage error naming the option and what it takes."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return super().convert(value, param, ctx)
+        text = str(value).strip()
+        shown = text if len(text) <= 40 else text[:20] + "…"
+        example = max(self.min or 0, 5)
+        if not text.isascii() or not text.removeprefix("-").isdigit():
+            self.fail(f"{shown!r} is not a whole number; give one such as {example}", param, ctx)
+        # Few enough digits for int() (of thousands Python refuses it); a long number is still a number, which the
+        # command's own check then calls too large in words (an iteration "beyond 10,000,000").
+        if len(text) > 100:
+            self.fail(
+                f"{shown!r} has {len(text):,} digits, far beyond any count; give one such as {example}", param, ctx
+            )
+        return super().convert(int(text), param, ctx)
+
+
+def whole_number(minimum: int) -> WholeNumberType:
+    """The click type of a whole-number option or argument that must be at least ``minimum``."""
+    return WholeNumberType(min=minimum)

@@ -42,6 +42,7 @@ from statefile.cli.run import echo_error
 from statefile.cli.support import (
     SIZE,
     display_width,
+    echo,
     emit_json,
     example,
     file_program,
@@ -53,7 +54,7 @@ from statefile.cli.support import (
     say,
     unchanged,
 )
-from statefile.cli.types import GITHUB_NUMBER
+from statefile.cli.types import GITHUB_NUMBER, whole_number
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import EnvironmentFailure, InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object
@@ -160,10 +161,10 @@ def init_cmd(
 @click.option("--commit", "commit_sha", help="Short sha of the accepted change.")
 @click.option("--run-url", help="URL of the workflow run.")
 @click.option("--pr", type=GITHUB_NUMBER, help="Pull request number (sets PR in Machine State).")
-@click.option("--ci-fix-attempts", type=click.IntRange(min=0), default=0, help="CI fix attempts this iteration.")
+@click.option("--ci-fix-attempts", type=whole_number(0), default=0, help="CI fix attempts this iteration.")
 @click.option("--lesson", help="A lesson learned, added to Lessons Learned.")
 @click.option("--at", help="When the iteration ran (ISO 8601, default now).")
-@click.option("--iteration", type=click.IntRange(min=1), help="Iteration number (default: next); taken → exit 5.")
+@click.option("--iteration", type=whole_number(1), help="Iteration number (default: next); taken → exit 5.")
 @click.option(
     "--pause-reason",
     help="Pause the program now with this reason (any status but accepted; the reason for ci-fix-exhausted and "
@@ -371,12 +372,12 @@ def compact_cmd(
             say(app, f"  {restored} the ⚙️ Machine State heading")
         if r.dry_run and not app.quiet:
             for line in dry_run_summary(r.report):
-                click.echo(f"  {line}")
+                echo(f"  {line}")
             if details:
                 for item in r.report.moved:
-                    click.echo(f"    {item.kind}: {item.label} — {item.reason}")
+                    echo(f"    {item.kind}: {item.label} — {item.reason}")
     if dry_run and not details and not app.quiet and any(r.report.changed for _, r in results):
-        click.echo("(--details lists every entry, lesson and avenue that would move)")
+        echo("(--details lists every entry, lesson and avenue that would move)")
     _report_failures(failures)
 
 
@@ -493,10 +494,10 @@ def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dr
                 say(app, f"{o.program}: fixed {plural(len(fixes), 'problem')}{where}{commit}")
             if not app.quiet:
                 for fix in fixes:
-                    click.echo(f"  {'would fix' if o.dry_run else 'fixed'} {fix}")
+                    echo(f"  {'would fix' if o.dry_run else 'fixed'} {fix}")
                 for warning in o.result.remaining:
                     why = LEFT_BECAUSE.get(warning.code)
-                    click.echo(f"  left {warning}" + (f" — {why}" if why else ""))
+                    echo(f"  left {warning}" + (f" — {why}" if why else ""))
     _report_failures(failures)
 
 
@@ -640,14 +641,12 @@ def lesson_list(app: AppContext, program: str) -> None:
         )
         text = " ".join(row.text.split()) + marks
         line = f"{row.number:>3}. {text}"
-        click.echo(line if display_width(line) <= width else line[: width - 1] + "…")
+        echo(line if display_width(line) <= width else line[: width - 1] + "…")
     if program != SHARED_PROGRAM and not app.quiet:
         shared = app.store().read(SHARED_PROGRAM)
         count = len(numbered_lessons(shared)) if shared is not None else 0
         if count:
-            click.echo(
-                f"{plural(count, 'shared lesson')} in {SHARED_PROGRAM}.md: statefile lesson list {SHARED_PROGRAM}"
-            )
+            echo(f"{plural(count, 'shared lesson')} in {SHARED_PROGRAM}.md: statefile lesson list {SHARED_PROGRAM}")
 
 
 @lesson_group.command("add")
@@ -715,7 +714,7 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
         if not candidates:
             say(app, f"no removed lessons to restore for {program}")
         for number, candidate in enumerate(candidates, 1):
-            click.echo(f"{number}. [{candidate.id}] {candidate.text.strip()}  — removed {candidate.removed}: "
+            echo(f"{number}. [{candidate.id}] {candidate.text.strip()}  — removed {candidate.removed}: "
                        f"{candidate.reason}")  # fmt: skip
         return
     today = dt.datetime.now(dt.timezone.utc).date()

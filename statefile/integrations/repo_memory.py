@@ -31,7 +31,7 @@ from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import GitError, UsageError
 from statefile.integrations.ghaw import added_lines_bytes, effective_patch_limit, glob_matches, patch_added_bytes
 from statefile.model.archive import LAYOUT_KINDS, ROOT_ARCHIVE_PREFIX, ArchiveLayout, part_number
-from statefile.model.text import split_lines
+from statefile.model.text import plural, split_lines
 from statefile.redaction import redact
 from statefile.store.git.repo import git_executable
 from statefile.store.names import is_program_name
@@ -43,7 +43,8 @@ _GIT_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "G
 
 @dataclass(frozen=True)
 class Problem:
-    """One finding of :meth:`RepoMemoryFolder.problems`: ``error`` (the push would fail or drop it) or ``warning``."""
+    """One finding of :meth:`RepoMemoryFolder.problems`: ``error`` (the push would fail or drop it), ``warning``,
+    or ``info`` (nothing this run must fix)."""
 
     severity: str
     message: str
@@ -147,6 +148,16 @@ class RepoMemoryFolder:
             self._baselines[path] = text
         return self._baselines[path]
 
+    def unchanged(self, path: str) -> bool:
+        """Whether ``path`` in the folder is exactly as the clone's HEAD has it (so no push of this run changes it)."""
+        old = self.baseline(path)
+        if old is None:
+            return False
+        try:
+            return (self.folder / path).read_bytes().decode("utf-8", "surrogateescape") == old
+        except OSError:
+            return False
+
     def added_bytes(self, path: str, new: str | None) -> int:
         """The bytes the push job would count for ``path`` changing from its baseline to ``new``.
 
@@ -209,10 +220,21 @@ class RepoMemoryFolder:
         found: list[Problem] = []
         glob_text = " ".join(self.globs) or "(none)"
         files = self.files()
+        kept: list[str] = []
         for path in sorted(files):
             if _written_by_statefile(path) and not self.reaches_branch(path):
+                if "/" in path and self.unchanged(path):
+                    # An archive part on the branch already (path 1, a maintainer's record, the maintenance job
+                    # wrote it there): the push skips it and the branch keeps it as it is; nothing of this run is
+                    # lost.  A state file outside the glob stays an error: no record of it could ever be pushed.
+                    kept.append(path)
+                    continue
                 found.append(Problem("error", f"{path} does not match repo-memory's file-glob ({glob_text}): its "
                                               "push skips it, so it never reaches the branch"))  # fmt: skip
+        if kept:
+            names = ", ".join(kept[:3]) + (f" (+{len(kept) - 3} more)" if len(kept) > 3 else "")
+            found.append(Problem("info", f"left on the branch as it has them (outside file-glob {glob_text}, "
+                                         f"unchanged by this run): {plural(len(kept), 'file')}, {names}"))  # fmt: skip
         for program in programs:
             try:
                 self.layout_for(program)

@@ -254,6 +254,12 @@ class Store(abc.ABC):
 
     # -- lifetime ------------------------------------------------------------------------------------------------
 
+    def interrupted_write(self) -> str | None:
+        """What a Ctrl-C arriving now must say about this store's writes (one sentence: they landed, or may have,
+        and how to look); ``None`` while nothing it wrote can have reached the memory yet.  A folder's writes are
+        each one rename, done or not: only a branch, published by a push or a ref update, says more."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook: only stores holding resources override it
         """Release resources (child processes of a git store); the store is unusable afterwards."""
 

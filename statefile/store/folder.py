@@ -1,8 +1,9 @@
 """State files in a plain folder, e.g. gh-aw's repo-memory clone at ``/tmp/gh-aw/repo-memory/<id>``.
 
-Writes hold an exclusive ``fcntl.flock`` on ``.statefile.lock`` in the folder, so two processes updating the same
-folder run one after the other (reads take no lock: every file is replaced atomically, so a reader sees the old
-bytes or the new ones).  Each file is written to a temporary file beside it, flushed, fsynced and renamed over the
+Writes hold an exclusive ``fcntl.flock`` on ``.statefile.lock`` in the folder (removed again when the write is
+done: nothing of statefile's stays in a folder gh-aw pushes), so two processes updating the same folder run one
+after the other (reads take no lock: every file is replaced atomically, so a reader sees the old bytes or the new
+ones).  Each file is written to a temporary file beside it, flushed, fsynced and renamed over the
 old one, then the folder is fsynced.  One update writes its archive parts before the state file, so a crash
 between the two leaves archive text whose state-file change did not land (harmless), never a state file whose
 removed text was not archived.  Names starting with ``.`` (``.git``, the lock file, temporary files) are not part
@@ -181,22 +182,53 @@ class FolderStore(Store):
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        """Hold the folder's write lock while the block runs; the lock file is gone again afterwards.
+
+        The file must not stay: in gh-aw's repo-memory folder everything left behind is part of the push.  Removing
+        a file others may be waiting on is safe only this way: a writer that got the lock checks that the file it
+        locked is still the one at the path (a writer before it may have removed it meanwhile: then it tries
+        again on a fresh file), and removes the file while it still holds the lock.
+        """
+        path = self.root / LOCK_NAME
+        while True:
+            fd = self._open_lock(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other writer is done; released on close or death
+                held = os.fstat(fd)
+                try:
+                    current = os.lstat(path)
+                except FileNotFoundError:
+                    current = None
+            except BaseException:
+                os.close(fd)
+                raise
+            if current is None or (current.st_dev, current.st_ino) != (held.st_dev, held.st_ino):
+                os.close(fd)  # removed (or replaced) by the writer before us: lock the file that is there now
+                continue
+            break
         try:
-            fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            yield
+        finally:
+            try:
+                if stat.S_ISREG(held.st_mode):  # never remove what someone else put in its place (a FIFO)
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+            finally:
+                os.close(fd)
+
+    def _open_lock(self, path: Path) -> int:
+        try:
+            # O_NOFOLLOW: a link there is refused (the lock file is removed afterwards, never a link's target).
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
-            error = _environment(exc, f"creating the lock file {self.root / LOCK_NAME}")
+            error = _environment(exc, f"creating the lock file {path}")
             if not isinstance(error, EnvironmentFailure):
                 # Something else is where the lock file goes (a folder): no write in this folder can start.
                 error = EnvironmentFailure(
-                    f"cannot open the lock file {self.root / LOCK_NAME} ({exc.strerror}); statefile keeps an empty "
-                    "file there — remove what is in its place, then run the command again"
+                    f"cannot open the lock file {path} ({exc.strerror}); statefile keeps an empty file there while "
+                    "it writes — remove what is in its place, then run the command again"
                 )
             raise error from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other writer is done; released on close or death
-            yield
-        finally:
-            os.close(fd)
 
     def _write_batch(self, files: Mapping[str, bytes | None]) -> None:
         # Nested files (archive parts) first, top-level state files last: see the module docstring.

@@ -28,7 +28,7 @@ import contextlib
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import NamedTuple
 
@@ -229,6 +229,10 @@ class GitStore(Store):
         # Whether reads have asked if the branch is a symbolic ref (see tip(); writes ask on every attempt).
         self._branch_checked = False
         self._random = random.Random()
+        # What an interrupt must be told (interrupted_write): the commit being published now (its push or ref update
+        # under way, so it may have landed), and every commit of this store that did land, each with its program.
+        self._in_flight: tuple[str, str] | None = None
+        self._landed_writes: list[tuple[str, str]] = []
 
     def __repr__(self) -> str:
         where = f" via {self._remote.display}" if self._remote else ""
@@ -851,7 +855,7 @@ class GitStore(Store):
     # -- transactions --------------------------------------------------------------------------------------------
 
     def _try_local(
-        self, attempt: Callable[[str | None], str | None], why: str
+        self, attempt: Callable[[str | None], str | None], why: str, program: str
     ) -> tuple[Outcome, tuple[str, Result | None]]:
         state = self._state()
         self._check_writable(state)
@@ -859,8 +863,51 @@ class GitStore(Store):
         new = attempt(base)
         if new is None:
             return Outcome.DONE, (base or "", None)
-        outcome, result = self._refs.cas(self._local_ref, new, state.local, why)
+        with self._publishing(new, program):
+            outcome, result = self._refs.cas(self._local_ref, new, state.local, why)
+            if outcome is Outcome.DONE:
+                self._landed_writes.append((new, program))
         return outcome, (new, result)
+
+    @contextlib.contextmanager
+    def _publishing(self, new: str, program: str) -> Iterator[None]:
+        """Mark commit ``new`` as possibly landing while the block runs (see :meth:`interrupted_write`).
+
+        A KeyboardInterrupt leaves the mark in place: that is exactly when it must be read.  Any other way out
+        clears it — the block either recorded the landing or knows the commit did not land.
+        """
+        self._in_flight = (new, program)
+        try:
+            yield
+        except KeyboardInterrupt:
+            raise
+        except BaseException:
+            self._in_flight = None
+            raise
+        self._in_flight = None
+
+    def interrupted_write(self) -> str | None:
+        """What a Ctrl-C arriving now must say: ``None`` while no write of this store can have reached the branch.
+
+        Once a push or ref update has started, the write may have landed whatever the interrupt stops, and running
+        the command again would record it twice: so the answer says whether it landed, or may have, and how to
+        look (``statefile log PROGRAM``)."""
+        where = self._remote.display if self._remote is not None else self.branch
+        if self._in_flight is not None:
+            commit, program = self._in_flight
+            return (
+                f"interrupted while writing {program or 'the branch'} to {where}: the write may have landed — check "
+                f"with `{self._check_command(program)}` before running the command again"
+            )
+        if self._landed_writes:
+            programs = list(dict.fromkeys(program for _, program in self._landed_writes))
+            commit, program = self._landed_writes[-1]
+            what = ", ".join(p or "the branch" for p in programs)
+            return (
+                f"interrupted after the write landed: {what} on {where} (commit {commit[:10]}); "
+                f"`{self._check_command(program)}` shows it — do not run the command again"
+            )
+        return None
 
     def _try_remote(
         self,
@@ -880,6 +927,20 @@ class GitStore(Store):
                 self._pinned = None if self._advance_local(state.local, base, why) else base
             return Outcome.DONE, (base or "", None)
         self._remote.refuse_symref()
+        with self._publishing(new, program):
+            return self._pushed(new, program, why, locked, state, remote_tip)
+
+    def _pushed(
+        self,
+        new: str,
+        program: str,
+        why: str,
+        locked: list[tuple[float, str | None]],
+        state: RefState,
+        remote_tip: str | None,
+    ) -> tuple[Outcome, tuple[str, Result | None]]:
+        """Push ``new`` and settle what became of it (the second half of :meth:`_try_remote`)."""
+        assert self._remote is not None
         outcome, result = self._remote.push(new)
         if outcome is Outcome.REMOTE_LOCKED:
             # A concurrent push holds the remote's ref lock for milliseconds and then moves the tip; a lock that
@@ -900,6 +961,7 @@ class GitStore(Store):
                 raise self._remote.push_error(result)
             outcome = Outcome.DONE
         if outcome is Outcome.DONE:
+            self._landed_writes.append((new, program))
             # The commit has landed: from here on, a failure to move our own refs (whatever the error: a full or
             # read-only disk here too) must not report the write as failed.  A ref left behind is repaired by the
             # next fetch (a local branch behind the remote follows).
@@ -928,10 +990,10 @@ class GitStore(Store):
         return retry(attempt, _VERIFY_BACKOFF, rng=self._random).value
 
     def _check_command(self, program: str) -> str:
-        """The command that shows whether a write to ``program`` is on the remote (for an unverified push)."""
-        assert self._remote is not None
+        """The command that shows whether a write to ``program`` is on the branch (or the remote's)."""
+        remote = f" --remote {self._remote.name}" if self._remote is not None else ""
         branch = "" if self.branch == DEFAULT_BRANCH else f" --branch {self.branch}"
-        return f"statefile --remote {self._remote.name}{branch} log {program or 'PROGRAM'}"
+        return f"statefile{remote}{branch} log {program or 'PROGRAM'}"
 
     def _transact(
         self, attempt: Callable[[str | None], str | None], why: str, program: str = ""
@@ -946,7 +1008,7 @@ class GitStore(Store):
         def step(_: int) -> tuple[Outcome, tuple[str, Result | None]]:
             if self._remote is not None:
                 return self._try_remote(attempt, why, locked, program)
-            return self._try_local(attempt, why)
+            return self._try_local(attempt, why, program)
 
         first, cap = _REMOTE_BACKOFF if self._remote is not None else _LOCAL_BACKOFF
         backoff = Backoff(tries=self.max_tries, first=first, cap=cap, budget=self.max_wait)
