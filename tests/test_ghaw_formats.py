@@ -150,6 +150,10 @@ def test_text_and_lists_after_sanitisation() -> None:
         ("📌 pinned <!-- pin --> <!--pinned-->", " pinned  "),
         ("**IMPORTANT**: do it, CRITICAL too, ** Important** x", "important: do it, critical too,  important x"),
         ("lone \ud800 surrogate", "lone \ufffd surrogate"),
+        # A removal must not join what is left into a comment or a pin (found by the hostile suite).
+        ("x <📌!-- hidden -📌-> y", "x  y"),
+        ("done <📌!-- everything after this is hidden", "done  everything after this is hidden"),
+        ("**Important:** x", "important: x"),
         ("line\r\nbreak\rhere\ttab", "line\nbreak\nhere\ttab"),
     ],
 )

@@ -256,7 +256,9 @@ _COMMENT_PART = re.compile(r"<!-*|-*-->")
 # What makes a bullet protected from pruning or shown first (policy.pruning): a pin and "important" emphasis.
 _PIN_MARK = re.compile(PIN_PATTERN, re.I)
 _IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
-_IMPORTANT_EMPHASIS = re.compile(r"\*\*(\s*)(?i:(important|critical))\b(?:\s*\*\*)?")
+_IMPORTANT_EMPHASIS = re.compile(r"\*\*(\s*)(?i:(important|critical))\b(\s*:?)(?:\s*\*\*)?")
+# Each pass of clean_text is linear; a handful covers every join one removal can make.
+_CLEAN_PASSES = 4
 
 
 def clean_text(value: str) -> str:
@@ -267,15 +269,22 @@ def clean_text(value: str) -> str:
     could carry statefile's own item marker or a ``<!-- pin -->``), pin markers and the emphasis that marks a
     lesson important (``IMPORTANT``, ``CRITICAL``, ``**Important**``), so agent text can never make itself
     protected; lone surrogates (which JSON allows) become U+FFFD.  Linear in the length of ``value``.
+
+    Removing one thing can join the pieces around it into another (``<📌!--`` becomes ``<!--`` once the pin is
+    gone), so the passes repeat until nothing changes; a text built to need more passes than that has what is left
+    of its comment openers broken up instead.
     """
     text = _SURROGATE.sub("\ufffd", value).replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROLS.sub("", _ANSI.sub("", text))
-    text = _COMMENT.sub("", text)
-    # What is left of a comment: an unclosed "<!--" would hide the rest of the file on GitHub.
-    text = _COMMENT_PART.sub("", text)
-    text = _PIN_MARK.sub("", text)
-    text = _IMPORTANT_EMPHASIS.sub(lambda m: m.group(1) + m.group(2).lower(), text)
-    return _IMPORTANT_WORD.sub(lambda m: m.group(1).lower(), text)
+    for _ in range(_CLEAN_PASSES):
+        before = text
+        text = _PIN_MARK.sub("", _CONTROLS.sub("", _ANSI.sub("", text)))
+        # What is left of a comment once whole ones are gone: an unclosed "<!--" would hide the rest of the file.
+        text = _COMMENT_PART.sub("", _COMMENT.sub("", text))
+        text = _IMPORTANT_EMPHASIS.sub(lambda m: m.group(1) + m.group(2).lower() + m.group(3), text)
+        text = _IMPORTANT_WORD.sub(lambda m: m.group(1).lower(), text)
+        if text == before:
+            return text
+    return _PIN_MARK.sub("", text.replace("<!", "< !"))
 
 
 def cut_bytes(text: str, limit: int) -> str:
