@@ -8,8 +8,18 @@ policy, the archive in a folder store): the real corpus's longest program histor
 oldest first, its lessons added along the way), and always a synthetic one with the same shape
 (statefile.model.synthetic: the upstream template, lessons, foreclosed avenues).  At each iteration it counts
 what the agent reads and writes:
-  statefile      reads `render PROGRAM --budget 8000` and the one-line reply of `record`;
-                 writes the `statefile record PROGRAM --status … --metric … --change "…" --notes "…"` command line
+  statefile      reads memory.md as `statefile prepare` writes it (the core view, CORE_BUDGET characters at most, its
+                 hints naming the component's tools), plus every read-tool call it has to make, and the tools'
+                 one-line reply; writes its `record_iteration` tool call (the JSON arguments).  A call is counted
+                 whenever the view does not hold a fact the agent needs.  The model of "needs": before trying its
+                 change, the agent needs the outcome of any earlier iteration that tried much the same thing (the
+                 most similar earlier Change by word overlap, Jaccard >= 0.5 over words of 3+ letters; real
+                 histories retry ideas, the synthetic one recombines a small vocabulary).  When that iteration is
+                 not in memory.md whole, the agent calls statefile_search with its change's first five words and
+                 then statefile_expand on that iteration (why it failed is in the Notes, not the hit line): both
+                 requests and both answers are counted, as gh-aw's tool server returns them (the shell handler's
+                 JSON.stringify({stdout, stderr, outputs})), with the component's own caps
+  statefile-8000 the view before the tools: `render PROGRAM --budget 8000` (level full) and nothing else
   upstream       reads the whole state file and writes it back whole (the upstream prompt: read the state file,
                  update it) — the same memory statefile keeps, so this is the upstream way at its best
   upstream-edit  reads the whole file and writes only the new entry and the changed Machine State rows (old and
@@ -19,15 +29,18 @@ what the agent reads and writes:
                  max-file-size, i.e. when repo-memory starts refusing the push
 
 Tokens are estimated as ceil(UTF-8 bytes / 4) (statefile.views.status.estimate_tokens).  Then, at the end, it asks
-whether the facts of every earlier iteration (its Change line) are still reachable: in the rendered view alone; by
-`search` on the first five words of that Change (a top-5 hit on that iteration or quoting it); by `expand N`; and,
-for the upstream way, anywhere in the whole file.  Everything is counted, not timed, so the ratios are exact for
-this input.
+whether the facts of every earlier iteration (its Change line) are still reachable: in memory.md alone; by
+`search` on that Change's own text (its first 30 words; recall at 5: a top-5 hit on that iteration or quoting it); by
+`expand N` (what statefile_expand runs); and, for the upstream way, anywhere in the whole file.  Everything is
+counted, not timed, so the ratios are exact for this input.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import math
 import os
 import re
@@ -44,6 +57,8 @@ from _timing import Row
 
 from statefile.app.reading import expand_iteration, render_program, search_memory
 from statefile.app.writing import record_iteration
+from statefile.cli import cli
+from statefile.cli.run import invoke
 from statefile.errors import NotFoundError, UsageError
 from statefile.model.document import parse
 from statefile.model.history import Iteration
@@ -54,10 +69,22 @@ from statefile.policy.compaction import CompactionPolicy
 from statefile.policy.lessons import numbered_lessons
 from statefile.policy.rules import UPSTREAM_STATUSES, RecordRequest
 from statefile.store import FolderStore
+from statefile.views.hints import TOOL_EXPAND, TOOL_SEARCH, TOOLS
+from statefile.views.render import CORE_BUDGET
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpus" / "real"
 RENDER_BUDGET = 8000
+#: What the component's tools pass (workflows/shared/statefile.md, mcp-scripts): search --limit 8 --max-chars 3000,
+#: expand --max-chars 6000.
+SEARCH_ARGS = ["--limit", "8", "--hints", "tools", "--max-chars", "3000"]
+EXPAND_ARGS = ["--hints", "tools", "--max-chars", "6000"]
+#: The reply of the record_iteration tool (the component's `output:`).
+RECORD_REPLY = "Recorded in the program's memory."
+SIMILAR = 0.5
+#: Recall at 5 searches with an iteration's own Change text, its first RECALL_WORDS words (all of a typical Change):
+#: the words that set it apart from its retries are rarely among the first five.
+RECALL_WORDS = 30
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 _WORD = re.compile(r"[A-Za-z0-9][\w.+-]*")
 
@@ -87,6 +114,10 @@ class Replay:
     iterations: int
     sf_read: list[int]
     sf_write: list[int]
+    view_read: list[int]
+    calls: list[int]
+    call_bytes: list[int]
+    old_read: list[int]
     up_read: list[int]
     up_write: list[int]
     edit_write: list[int]
@@ -183,6 +214,50 @@ def command_line(program: str, step: Step) -> str:
     return shlex.join(args)
 
 
+def tool_call(program: str, step: Step) -> str:
+    """The `record_iteration` call the agent writes: its JSON arguments (all strings, as the component declares)."""
+    arguments = {"program": program, "status": step.status, "metric": step.metric, "change": step.change,
+                 "notes": step.notes, "commit": step.commit, "lessons": step.lesson}  # fmt: skip
+    return json.dumps({k: v for k, v in arguments.items() if v}, ensure_ascii=False)
+
+
+def run_tool(folder: Path, name: str, arguments: dict[str, object], argv: list[str]) -> int:
+    """Bytes the agent reads and writes for one read-tool call: its request (name and JSON arguments) and the
+    answer as gh-aw's shell handler returns it, the command's stdout in ``JSON.stringify({stdout, stderr,
+    outputs})``; the command runs in process, with the component's options."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        invoke(cli, ["--dir", str(folder), *argv])
+    answer = json.dumps({"stdout": out.getvalue(), "stderr": err.getvalue(), "outputs": {}}, ensure_ascii=False,
+                        separators=(",", ":"))  # fmt: skip
+    request = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return utf8_size(request) + utf8_size(answer)
+
+
+def _content(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text) if len(w) >= 3}
+
+
+def needed(changes: dict[int, str], change: str) -> int | None:
+    """The earlier iteration whose outcome the agent needs before trying ``change`` (see the module docstring)."""
+    words = _content(change)
+    best, score = None, 0.0
+    for number, earlier in changes.items():
+        other = _content(earlier)
+        if words and other:
+            similarity = len(words & other) / len(words | other)
+            if similarity > score:
+                best, score = number, similarity
+    return best if score >= SIMILAR else None
+
+
+def memory_view(store: FolderStore, program: str) -> str:
+    """memory.md as `statefile prepare` writes it (its header comment, the core view with tool hints)."""
+    view = render_program(store, program, budget=CORE_BUDGET, level="core", hints=TOOLS).text
+    return (f"<!-- statefile: a read-only view of {program}.md on the memory branch. Do not edit state files: "
+            f"report your iteration with the record_iteration tool. -->\n{view}")  # fmt: skip
+
+
 def _changed_rows(before: str, after: str) -> int:
     """Bytes of Machine State rows that differ (old and new text), what an edit tool sends besides the entry."""
     old = {line for line in before.splitlines() if line.startswith("| ")}
@@ -198,7 +273,7 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
     store = FolderStore(folder, max_bytes=30720)
     (folder / f"{program}.md").write_text(new_state_file(program, goal=f"Replay of {name}", metric="metric"))
     policy = CompactionPolicy(max_bytes=30720, program=program)
-    result = Replay(name, len(steps), [], [], [], [], [], [], {}, 0, 0, 0)
+    result = Replay(name, len(steps), [], [], [], [], [], [], [], [], [], [], {}, 0, 0, 0)
     # The upstream prompt's own file: the same records with nothing ever folded (no budget, keep everything).
     raw_folder = workdir / f"{name}-raw"
     raw_folder.mkdir()
@@ -209,7 +284,20 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
     for index, step in enumerate(steps):
         now = START + timedelta(hours=6 * index)
         before = store.read_text(program) or ""
-        view = render_program(store, program, budget=RENDER_BUDGET, level="full").text
+        old_view = render_program(store, program, budget=RENDER_BUDGET, level="full").text
+        view = memory_view(store, program)
+        calls = 0
+        wanted = needed(changes, step.change)
+        if wanted is not None and _words(changes[wanted]) not in _words(view):
+            # Not in memory.md: search for the idea, then read the entry it found whole.
+            query = " ".join(_WORD.findall(step.change)[:5]) or step.change
+            calls += run_tool(folder, TOOL_SEARCH, {"query": query}, ["search", "--program", program, *SEARCH_ARGS,
+                                                                      "--", query])  # fmt: skip
+            calls += run_tool(folder, TOOL_EXPAND, {"iteration": wanted}, ["expand", *EXPAND_ARGS, "--", program,
+                                                                          str(wanted)])  # fmt: skip
+            result.calls.append(1)
+        else:
+            result.calls.append(0)
         request = RecordRequest(status=step.status, metric=Decimal(step.metric) if step.metric else None,
                                 change=step.change, notes=step.notes, commit=step.commit, lesson=step.lesson,
                                 at=now, new_status=step.status not in UPSTREAM_STATUSES)  # fmt: skip
@@ -217,10 +305,13 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
         record_iteration(raw_store, program, request, keep_all, now=now)
         result.raw_file.append(utf8_size(raw_store.read_text(program) or ""))
         after = store.read_text(program) or ""
-        reply = f"recorded iteration {outcome.iteration} of {program} ({outcome.status}), {outcome.size} bytes"
         changes[outcome.iteration] = step.change
-        result.sf_read.append(utf8_size(view) + utf8_size(reply))
-        result.sf_write.append(utf8_size(command_line(program, step)))
+        result.view_read.append(utf8_size(view))
+        result.call_bytes.append(calls)
+        result.sf_read.append(utf8_size(view) + calls + utf8_size(RECORD_REPLY))
+        result.sf_write.append(utf8_size(tool_call(program, step)))
+        reply = f"recorded iteration {outcome.iteration} of {program} ({outcome.status}), {outcome.size} bytes"
+        result.old_read.append(utf8_size(old_view) + utf8_size(reply))
         result.up_read.append(utf8_size(before))
         result.up_write.append(utf8_size(after))
         new_entry = parse(after).history[0].raw if parse(after).history else ""
@@ -228,13 +319,14 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
     final = store.read_text(program) or ""
     result.final_file = utf8_size(final)
     result.archive_parts = len(store.archive_parts(program))
-    view = _words(render_program(store, program, budget=RENDER_BUDGET, level="full").text)
+    view = _words(memory_view(store, program))
     whole = _words(final)
-    reach = {"render": 0, "search": 0, "expand": 0, "render+search+expand": 0, "the file as statefile keeps it": 0}
+    reach = {"memory.md": 0, "search": 0, "expand": 0, "memory.md+search+expand": 0,
+             "the file as statefile keeps it": 0}  # fmt: skip
     for number, change in changes.items():
         fact = _words(change)
         in_view = fact in view
-        query = " ".join(_WORD.findall(change)[:5]) or change
+        query = " ".join(_WORD.findall(change)[:RECALL_WORDS]) or change
         try:
             hits = search_memory(store, query, program=program, limit=5)
         except UsageError:
@@ -244,10 +336,10 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
             expanded = fact in _words(expand_iteration(store, program, number)[1])
         except NotFoundError:
             expanded = False
-        reach["render"] += in_view
+        reach["memory.md"] += in_view
         reach["search"] += found
         reach["expand"] += expanded
-        reach["render+search+expand"] += in_view or found or expanded
+        reach["memory.md+search+expand"] += in_view or found or expanded
         reach["the file as statefile keeps it"] += fact in whole
     result.reach = reach
     result.asked = len(changes)
@@ -272,7 +364,8 @@ def summary(result: Replay) -> dict[str, float]:
     half = len(result.sf_read) // 2
     pick = slice(half, None)
     return {key: _mean(getattr(result, key)[pick]) for key in ("sf_read", "sf_write", "up_read", "up_write",
-                                                                 "edit_write", "raw_file")}  # fmt: skip
+                                                                 "edit_write", "raw_file", "view_read", "call_bytes",
+                                                                 "old_read")}  # fmt: skip
 
 
 def rows(quick: bool = False, iterations: int | None = None, corpus: Path | None = None) -> list[Row]:
@@ -301,9 +394,20 @@ def _rows(name: str, result: Replay) -> list[Row]:
     over = next((i + 1 for i, size in enumerate(result.raw_file) if size > 30720), None)
     over_note = f"over 30,720 B from iteration {over}: repo-memory refuses the push" if over else "never over 30,720 B"
     reach = ", ".join(f"{k} {v}/{result.asked}" for k, v in result.reach.items())
+    old = tokens(round(means["old_read"])) + tokens(round(means["sf_write"]))
+    half = result.calls[len(result.calls) // 2 :]
+    recall = result.reach["search"] / result.asked if result.asked else 0.0
+    reachable = result.reach["memory.md+search+expand"]
     return [
-        Row("tokens", size, "statefile: render --budget 8000 + record", sf,
-            note=f"read {tokens(round(means['sf_read'])):,} + write {tokens(round(means['sf_write'])):,}"),
+        Row("tokens", size, "statefile: memory.md + read tools as needed + record_iteration", sf,
+            note=f"read {tokens(round(means['sf_read'])):,} (memory.md {tokens(round(means['view_read'])):,}, at most "
+            f"{max(result.view_read):,} B: a view of at most {CORE_BUDGET:,} characters and its header line; tool "
+            f"calls {tokens(round(means['call_bytes'])):,}: search + expand in {sum(half)} of {len(half)} "
+            "iterations) + "
+            f"write {tokens(round(means['sf_write'])):,}"),
+        Row("tokens", size, "statefile before the tools: render --budget 8000 + record", old, versus="statefile",
+            ratio=old / sf,
+            note=f"read {tokens(round(means['old_read'])):,} + write {tokens(round(means['sf_write'])):,}"),
         Row("tokens", size, "upstream: read the whole file, write it back", up, versus="statefile", ratio=up / sf,
             note=f"read {tokens(round(means['up_read'])):,} + write {tokens(round(means['up_write'])):,}"),
         Row("tokens", size, "upstream, editing in place (lower bound)", edit, versus="statefile", ratio=edit / sf,
@@ -312,7 +416,8 @@ def _rows(name: str, result: Replay) -> list[Row]:
             ratio=raw / sf, note=f"file {round(means['raw_file']):,} B on average, {result.raw_file[-1]:,} B at the "
             f"end; {over_note}"),
         Row("tokens", size, "facts of earlier iterations still reachable", float(result.asked),
-            note=f"{reach}; final file {result.final_file:,} B, {result.archive_parts} archive part(s)"),
+            note=f"{reach}; search recall at 5 {recall:.0%}; reachable through memory.md and the tools "
+            f"{reachable}/{result.asked}; final file {result.final_file:,} B, {result.archive_parts} archive part(s)"),
     ]  # fmt: skip
 
 

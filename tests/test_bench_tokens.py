@@ -5,6 +5,7 @@ The numbers themselves live in benchmarks/RESULTS.md (benchmarks/run.py --only t
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ sys.path.insert(0, str(BENCHMARKS))
 import bench_tokens  # noqa: E402
 
 from statefile.model.text import utf8_size  # noqa: E402
+from statefile.views.render import CORE_BUDGET  # noqa: E402
 
 
 def test_a_short_replay_counts_each_way(tmp_path: Path) -> None:
@@ -22,20 +24,24 @@ def test_a_short_replay_counts_each_way(tmp_path: Path) -> None:
     assert len(steps) == 20 and all(step.change for step in steps)
     result = bench_tokens.replay("short", steps, tmp_path)
     assert len(result.sf_read) == len(result.up_read) == 20
-    # statefile reads a view within its budget (plus the one-line reply), writes one command line.
-    assert all(read <= bench_tokens.RENDER_BUDGET * 4 + 200 for read in result.sf_read)
-    first = bench_tokens.command_line("perf", steps[0])
-    assert result.sf_write[0] == utf8_size(first) and shlex.split(first)[:4] == [
-        "statefile",
-        "record",
-        "perf",
-        "--status",
-    ]
+    # statefile reads memory.md within its budget (plus the tool calls it needed and the one-line reply), writes
+    # one record_iteration call.
+    assert all(view <= CORE_BUDGET * 4 + 300 for view in result.view_read)
+    reply = utf8_size(bench_tokens.RECORD_REPLY)
+    parts = zip(result.sf_read, result.view_read, result.call_bytes, strict=True)
+    assert all(read == view + calls + reply for read, view, calls in parts)
+    assert all((calls > 0) == bool(n) for calls, n in zip(result.call_bytes, result.calls, strict=True))
+    assert sum(result.calls) > 0, "the synthetic history retries ideas: some iteration needs the tools"
+    first = json.loads(bench_tokens.tool_call("perf", steps[0]))
+    assert result.sf_write[0] == utf8_size(bench_tokens.tool_call("perf", steps[0]))
+    assert first["program"] == "perf" and first["status"] == steps[0].status and first["change"] == steps[0].change
+    assert shlex.split(bench_tokens.command_line("perf", steps[0]))[:3] == ["statefile", "record", "perf"]
     # The upstream way reads the file as it was and writes it as it became: each write is the next read.
     assert result.up_read[1:] == result.up_write[:-1]
     assert all(edit < whole for edit, whole in zip(result.edit_write, result.up_write, strict=True))
     # Every earlier iteration stays reachable by number; the whole file keeps only what compaction left in it.
-    assert result.asked == 20 and result.reach["expand"] == 20 and result.reach["render+search+expand"] == 20
+    assert result.asked == 20 and result.reach["expand"] == 20 and result.reach["memory.md+search+expand"] == 20
+    assert result.reach["search"] >= 19  # recall at 5 on the iteration's own Change text
     assert result.reach["the file as statefile keeps it"] <= 20 and result.archive_parts >= 1
     rows = bench_tokens._rows("synthetic", result)
     assert rows[0].flow.startswith("statefile") and rows[1].ratio is not None and rows[1].ratio > 1

@@ -43,8 +43,10 @@ from statefile.app.ghaw import (
 from statefile.cli import cli
 from statefile.integrations.ghaw import tool_type
 from statefile.model.synthetic import synthetic_state
+from statefile.views.hints import TOOL_NAMES
 
-INSTALL = re.compile(r'^python3 -m pip install --quiet "git\+https://github\.com/[A-Za-z0-9_.-]+/statefile@[\w.-]+"$')
+# A pinned release from PyPI (tests/test_release.py checks it is the version this checkout releases).
+INSTALL = re.compile(r'^python3 -m pip install --quiet "statefile==\d+\.\d+\.\d+"$')
 
 
 @pytest.fixture(scope="module")
@@ -213,17 +215,20 @@ INSTALL_DOCS = (
     "workflows/shared/statefile.md",
     "workflows/statefile-maintenance.yml",
 )
-_REF = re.compile(r"OWNER/statefile@([\w.-]+)")
+# The documented fallback ahead of a release names a commit the user tried: `OWNER/statefile@<40-hex sha>`.
+COMMIT_PLACEHOLDER = "<40-hex sha>"
+_REF = re.compile(rf"OWNER/statefile@({re.escape(COMMIT_PLACEHOLDER)}|[\w.-]+)")
 
 
 def test_every_install_line_names_a_ref_that_exists() -> None:
-    """An install line must work today: the ref it pins is this repository's main branch or one of its tags."""
+    """A git install line must work today: the ref it names is the placeholder for a commit the user tried, this
+    repository's main branch or one of its tags."""
     done = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode:
         pytest.skip(f"not a git checkout, so its tags are unknown: {done.stderr.strip()}")
     refs = {ref for doc in INSTALL_DOCS for ref in _REF.findall((ROOT / doc).read_text(encoding="utf-8"))}
     assert refs, "no install line found"
-    missing = refs - {"main", *done.stdout.split()}
+    missing = refs - {COMMIT_PLACEHOLDER, "main", *done.stdout.split()}
     assert not missing, f"install lines pin refs this repository does not have: {sorted(missing)}"
 
 
@@ -417,3 +422,51 @@ def test_a_context_from_the_agents_artifact_is_refused(tmp_path: Path) -> None:
     [applied] = [r for r in runs if r.name == apply["name"]]
     assert applied.returncode == 2 and "inside the agent's artifact" in applied.stderr, applied.stderr
     assert world.branch_files() == before
+
+
+# -- the agent's read tools (mcp-scripts) ---------------------------------------------------------------------------
+
+_INPUT_USE = re.compile(r"\$\{?INPUT_([A-Z0-9_]+)")
+_QUOTED_INPUT = re.compile(r'"\$(?:INPUT_[A-Z0-9_]+|\{INPUT_[A-Z0-9_]+(?::-[0-9a-z]*)?\})"')
+
+
+def test_the_read_tools_are_declared_as_mcp_scripts_with_the_names_the_view_uses(
+    component: tuple[dict[str, Any], str],
+) -> None:
+    frontmatter, body = component
+    tools = frontmatter["mcp-scripts"]
+    assert sorted(name.replace("-", "_") for name in tools) == sorted(TOOL_NAMES)
+    for name, tool in tools.items():
+        assert tool["description"].strip() and isinstance(tool["timeout"], int) and tool["timeout"] <= 60, name
+        assert set(tool) <= {"description", "inputs", "run", "timeout"}, f"{name}: no env (no secret), no script"
+        for spec in (tool.get("inputs") or {}).values():
+            assert spec["type"] in ("string", "number") and spec["description"].strip(), name
+        assert f"`{name.replace('-', '_')}(" in body, f"the prompt does not show how to call {name}"
+
+
+def test_the_read_tools_pass_inputs_as_quoted_arguments_and_read_the_clone_read_only(
+    component: tuple[dict[str, Any], str],
+) -> None:
+    frontmatter, _ = component
+    for name, tool in frontmatter["mcp-scripts"].items():
+        script = tool["run"]
+        assert "${{" not in script and "secrets" not in script and "TOKEN" not in script, name
+        used = set(_INPUT_USE.findall(script))
+        assert used == {n.upper().replace("-", "_") for n in tool.get("inputs") or {}}, name
+        # Every use of an input is one whole double-quoted word (never bare, never inside eval or another string).
+        assert len(_QUOTED_INPUT.findall(script)) == len(_INPUT_USE.findall(script)), script
+        assert "eval" not in script and "bash -c" not in script and "sh -c" not in script
+        # Free text goes after `--`, so a value starting with "-" is no option.
+        for line in script.splitlines():
+            if "statefile " in line:
+                assert "--dir /tmp/gh-aw/repo-memory/autoloop " in line, name
+        command = script[script.index("statefile --dir") :]
+        assert " -- " in command and "--hints tools" in command and "--max-chars " in command, name
+        assert not re.search(r"statefile[^|]*\b(record|apply|compact|edit|lesson|repair|sync|import|init)\b", command)
+
+
+def test_the_read_tools_schema_check_can_fail(component: tuple[dict[str, Any], str]) -> None:
+    """The two checks above fail on the mistakes they are for."""
+    frontmatter, _ = component
+    unquoted = frontmatter["mcp-scripts"]["statefile-search"]["run"].replace('"$INPUT_QUERY"', "$INPUT_QUERY")
+    assert len(_QUOTED_INPUT.findall(unquoted)) < len(_INPUT_USE.findall(unquoted))

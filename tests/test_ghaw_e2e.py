@@ -38,24 +38,46 @@ import os
 import re
 import subprocess
 import threading
+import time
 from collections import Counter
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from ghaw.component import TIMEOUT, bin_dir, documented_frontmatter, load_component, run_steps
+from ghaw import safe_outputs
+from ghaw.component import TIMEOUT, bin_dir, documented_frontmatter, job_config, load_component, run_steps
 from ghaw.forkserver import ForkServer
+from ghaw.mcp_scripts import McpClient, McpScriptsServer, compile_tools
+from ghaw.payloads import (
+    ALLOWED_STATUSES,
+    CLASSES,
+    GOAL,
+    HONEST,
+    PAYLOADS,
+    RUN_ID,
+    SELECTED,
+    Ctx,
+    Landed,
+    Neutralized,
+    Payload,
+)
 from ghaw.push_job import PushResult, patch_size
-from ghaw.workflow import BRANCH, DROP_IN_GUIDE, Run, World
+from ghaw.workflow import BRANCH, DROP_IN_GUIDE, GH_AW, JOB_ID, Run, World, git
+from test_ghaw_hostile import DANGEROUS, IMPORTANCE, SEED
+from test_ghaw_hostile import MAINTAINER_FORECLOSED as HOSTILE_FORECLOSED
+from test_ghaw_hostile import MAINTAINER_FUTURE as HOSTILE_FUTURE
+from test_ghaw_hostile import MAINTAINER_LESSONS as HOSTILE_LESSONS
 from upstream import upstream_machine_state
 
 from statefile.app.ghaw import CONTEXT_ARTIFACT, CONTEXT_FILE, CONTEXT_VERSION
 from statefile.model.document import StateDocument
 from statefile.model.synthetic import synthetic_state
 from statefile.policy.pruning import is_important, is_pinned
+from statefile.views.hints import TOOL_NAMES
 
 ROUNDS = int(os.environ.get("STATEFILE_E2E_ROUNDS", "0"))
 #: How often the simulated agent reports a misspelt program (its job must fail alone, writing nothing), and how
@@ -241,7 +263,8 @@ def _jobs_at_once(world: World, runs: list[Run]) -> set[str]:
         tip = world.tip()
         if tip:
             tips.add(tip)
-        threads[0].join(timeout=0.2)
+        # Wait on a job still running (the first may be done: joining it would return at once, a busy loop).
+        next(thread for thread in threads if thread.is_alive()).join(timeout=0.1)
     for thread in threads:
         thread.join(timeout=2 * TIMEOUT)
         assert not thread.is_alive(), "a safe-output job did not finish in time"
@@ -717,3 +740,502 @@ def test_drop_in_path_overlapping_runs_lose_updates(tmp_path: Path, statefile_bi
     state = upstream_machine_state(world.branch_file(f"{first.selected}.md") or "")
     assert state["iteration_count"] == 1, "two runs recorded, the branch keeps one: the other update is lost"
     print(f"\ndrop-in, 2 overlapping runs: {state['iteration_count']}/2 updates on the branch (last writer wins)")
+
+
+# -- the agent's read tools (mcp-scripts) -------------------------------------------------------------------------
+
+_TOOL_CALL = re.compile(r"\b(statefile_[a-z]+)\(([^()]*)\)")
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """``iteration: 57, offset: 10`` (a hint's inputs, values as JSON) → ``{"iteration": 57, "offset": 10}``."""
+    out: dict[str, Any] = {}
+    for part in re.findall(r'(\w+): ("(?:[^"\\]|\\.)*"|[^,]+)', text):
+        out[part[0]] = json.loads(part[1])
+    return out
+
+
+def test_lossless_path_the_agent_reads_its_whole_memory_through_gh_aws_tool_server(
+    tmp_path: Path, statefile_bin: Path
+) -> None:
+    """memory.md and the component's mcp-scripts tools, served the way gh-aw serves them (tests/ghaw/mcp_scripts.py)
+    and called over HTTP the way the agent calls them, on a branch whose first record archived most of the history.
+    """
+    lesson = "## 📚 Lessons Learned\n\n- Watch \x1b[31mred\x1b[0m logs.\n"  # a control sequence on the branch
+    seeded = LEGACY_STATE.replace("## 📚 Lessons Learned\n", lesson, 1)
+    world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, {"legacy": LEGACY}, seed=5, bin_dir=statefile_bin)
+    world.seed_memory({"legacy.md": seeded})
+    first = world.new_run()
+    assert first.pre_steps()
+    first.agent()
+    first.safe_output_job()
+    assert first.job_returncode == 0, first.job_stdout + first.job_stderr
+    files = world.branch_files()
+    archived = {int(n): path for path, text in files.items() if path.startswith("archive/legacy/")
+                for n in re.findall(r"^### Iteration (\d+)", text, re.M)}  # fmt: skip
+    assert len(archived) > 40, "the first record archived most of the 88 iterations"
+
+    run = world.new_run()
+    assert run.pre_steps()
+    memory = (run.gh_aw / "agent" / "statefile" / "memory.md").read_text()
+    # Issue 22, item 4: a hint is runnable where the text is read; the agent's checkout cannot run statefile.
+    assert not re.search(r"statefile (expand|render|search|history)", memory), memory
+    assert len(memory) <= 3200 and "statefile_expand(iteration: " in memory
+    frontmatter, _ = load_component()
+    folder = run.agent_temp / "gh-aw" / "mcp-scripts"  # ${RUNNER_TEMP}/gh-aw/mcp-scripts, as the compiler lays it out
+    config = compile_tools(frontmatter["mcp-scripts"], folder, {GH_AW: str(run.gh_aw)})
+    env = {**os.environ, **run.env(), "GITHUB_WORKSPACE": str(run.workspace),
+           "PATH": f"{world.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+    with McpScriptsServer(config, env=env) as server:
+        agent = McpClient(server.url)
+        assert agent.start()["result"]["serverInfo"]["name"] == "mcpscripts"
+        listed = {t["name"]: t for t in agent.request("tools/list")["result"]["tools"]}
+        assert sorted(listed) == sorted(TOOL_NAMES)
+        assert listed["statefile_search"]["inputSchema"]["required"] == ["query"]
+        answers: list[str] = []
+
+        def call(tool: str, **arguments: Any) -> str:
+            out, err = agent.call(tool, **arguments)
+            assert out is not None, f"{tool}({arguments}): {err}"
+            answers.append(out)
+            return out
+
+        # Every tool call memory.md names runs as written.
+        hinted = _TOOL_CALL.findall(memory)
+        assert {tool for tool, _ in hinted} >= {"statefile_search", "statefile_expand", "statefile_view"}
+        for tool, inputs in hinted:
+            call(tool, **_arguments(inputs))
+        # An archived iteration: found by its own words, shown whole.
+        number = sorted(archived)[len(archived) // 2]
+        change = re.search(rf"^### Iteration {number}\b.*?^- \*\*Change\*\*: (.+?)$", files[archived[number]],
+                           re.M | re.S)  # fmt: skip
+        assert change
+        found = call("statefile_search", query=change.group(1))
+        assert f"#{number} — " in "\n".join(found.splitlines()[:5]), found
+        assert "whole entries: statefile_expand(iteration: " in found
+        whole = call("statefile_expand", iteration=number)
+        assert whole.startswith(f"### Iteration {number}") and change.group(1) in whole
+        # Cut answers say how to go on, and going on continues where the cut was.
+        history = call("statefile_history")
+        more = re.search(r"^\[statefile\] more: (statefile_history\(offset: (\d+)\))$", history, re.M)
+        assert more and len(history) <= 6100, history[-300:]
+        rest = call("statefile_history", **_arguments(_TOOL_CALL.findall(more.group(1))[0][1]))
+        assert rest.splitlines()[0].split()[0].isdigit() and "ITER" not in rest.splitlines()[0]
+        full = call("statefile_view", level="full")
+        assert "📚 Lessons Learned" in full and "\\x1b[31mred" in full
+        assert "## 📊 Iteration History" in call("statefile_view")
+        # Inputs are data: quotes, substitutions and leading dashes reach statefile as one argument.
+        hostile = '"; touch pwned-1; echo "$(touch pwned-2)`touch pwned-3`\' -n 1 --json'
+        call("statefile_search", query=hostile)
+        call("statefile_search", query="--json")
+        assert not list(run.workspace.glob("pwned-*")) and not list(Path.cwd().glob("pwned-*"))
+        # Mistakes are one clear error, never a crash of the server.
+        out, err = agent.call("statefile_expand", iteration=99999)
+        assert out is None and "exit code: 3" in err and "not in the file or its archive" in err
+        out, err = agent.call("statefile_expand", iteration="1; rm -rf /")
+        assert out is None and "exit code: 2" in err
+        out, err = agent.call("statefile_search")
+        assert out is None and "missing or empty 'query'" in err
+        # What reaches the model: bounded, no control character but newlines.
+        assert all(len(a) <= 6200 and not _CONTROLS.search(a.replace("\n", "")) for a in answers)
+    assert not (folder / "tools.json").exists()
+
+
+# -- the hostile payloads of tests/ghaw/payloads.py, end to end ---------------------------------------------------
+#
+# tests/test_ghaw_hostile.py hands every payload straight to `statefile apply`; here they go through whole runs:
+# the scheduler (a dispatch of `victim`), the component's pre-agent steps and the context upload, an agent that
+# makes the payload's items as its `record_iteration` calls (and forges the run context where the payload says),
+# gh-aw's ingestion (which drops or sanitises some of them, as in a real run), the agent artifact upload and the
+# safe-output job.  One seeded world (the hostile suite's own branch); the payloads run as rounds of overlapping
+# runs of it (pre-steps at once, then the agents, then the jobs at once), checked after every round, every commit
+# against its parent.
+
+PAYLOAD_PROGRAMS = {
+    "victim": f"---\ntarget-metric: 50\nmetric_direction: higher\n---\n\n# Victim\n\n## Goal\n\n{GOAL}\n",
+    "other": "---\nmetric_direction: higher\n---\n\n# Other\n\n## Goal\n\nAnother program, paused.\n",
+    "victim-old": "---\nmetric_direction: higher\n---\n\n# Victim (old)\n\n## Goal\n\nA near name.\n",
+}
+#: Runs per round (their pre-steps, and their safe-output jobs, at once).
+PAYLOAD_ROUND = 4
+#: The classes whose payloads are families of one attack in many spellings (look-alike names, pin and importance
+#: marks, control characters per field, number spellings per input): by default every n-th payload of each runs
+#: (every family stays represented), and every payload with more than one call; the long runs
+#: (``STATEFILE_E2E_ROUNDS``) run them all.  The other classes always run whole.
+PAYLOAD_STRIDE = {"other-program": 2, "steering": 2, "controls": 3, "numbers": 3}
+#: The item markers the seed itself carries (an old entry's, and copies of some in an old entry's notes).
+_SEEDED_MARKERS: Counter[str] = Counter(m for text in SEED.values() for m in _MARKER.findall(text))
+_RUN_ATTEMPT = re.compile(rf"run {RUN_ID} attempt (\d+)")
+
+
+def _in_a_run(payload: Payload) -> bool:
+    """Whether an agent can make ``payload`` in a run.  Left out: a context given on apply's command line
+    (``dotdot``: a path through ``..``; ``none``: no ``--context``), which the shipped job fixes; and an output
+    file no tool call produces (gh-aw writes it with ``JSON.stringify``): undecodable bytes, ``NaN``, ``items``
+    that is not a list of calls; and what the harness cannot hand the tool (5,000-digit JSON numbers, which Python
+    will not read, and 100,000 levels of nesting: ingestion would drop both as not a string)."""
+    if payload.context.where in ("dotdot", "none"):
+        return False
+    if payload.raw is None:
+        return True
+    try:
+        payload.raw.encode("utf-8")
+        data = json.loads(payload.raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError, UnicodeEncodeError):
+        return False
+    items = data.get("items") if isinstance(data, dict) else None
+    return isinstance(items, list) and all(isinstance(item, dict) for item in items)
+
+
+def _chosen_payloads() -> list[Payload]:
+    """The payloads an agent can make in a run (:func:`_in_a_run`): with the default rounds a deterministic
+    selection (:data:`PAYLOAD_STRIDE`), all of them in the long runs; in the order of tests/ghaw/payloads.py."""
+    chosen = []
+    for kind in CLASSES:
+        payloads = [payload for payload in PAYLOADS if payload.kind == kind and _in_a_run(payload)]
+        stride = 1 if ROUNDS else PAYLOAD_STRIDE.get(kind, 1)
+        chosen += [p for index, p in enumerate(payloads) if index % stride == 0 or len(_calls(p)) > 1]
+    return chosen
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _calls(payload: Payload) -> list[dict[str, Any]]:
+    """The agent's ``record_iteration`` calls: the payload's items (a ``type`` of its own is an argument too)."""
+    if payload.raw is not None:
+        return [dict(item) for item in json.loads(payload.raw)["items"]]
+    return [dict(item) for item in payload.items]
+
+
+def _aimed(value: Any, own: int, later: int) -> Any:
+    """The payload's item identities aimed at this world's runs: ``run 500 attempt 1`` (its own) is run ``own``'s,
+    ``run 500 attempt k`` (a later attempt's, whose report must still land) run ``later + k - 2``'s."""
+    if isinstance(value, str):
+        value = _RUN_ATTEMPT.sub(lambda m: f"run {own if m.group(1) == '1' else later + int(m.group(1)) - 2} "
+                                           "attempt 1", value)  # fmt: skip
+        return re.sub(rf"\brun {RUN_ID}\b", f"run {own}", value)
+    if isinstance(value, list):
+        return [_aimed(v, own, later) for v in value]
+    if isinstance(value, dict):
+        return {k: _aimed(v, own, later) for k, v in value.items()}
+    return value
+
+
+def _as_the_schema_says(call: dict[str, Any]) -> dict[str, Any]:
+    """An honest call with every value written as the string the tool declares (a JSON number as its text)."""
+    return {key: str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else
+            "\n".join(value) if isinstance(value, list) else value for key, value in call.items()}  # fmt: skip
+
+
+def _seed_branch(world: World, files: dict[str, str]) -> None:
+    """The hostile suite's branch (state files, archive parts, shared lessons), pushed as a maintainer would."""
+    work = world.root / "seed-payload-memory"
+    git("init", "--quiet", str(work), cwd=world.root)
+    git("checkout", "--quiet", "--orphan", BRANCH, cwd=work)
+    for name, text in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text, encoding="utf-8")
+    git("add", ".", cwd=work)
+    git("commit", "--quiet", "-m", "seed memory", cwd=work)
+    git("push", "--quiet", world.url, f"{BRANCH}:{BRANCH}", cwd=work)
+
+
+def _payload_agent(run: Run, calls: list[dict[str, Any]], required: list[str]) -> int:
+    """The agent makes ``calls`` as its ``record_iteration`` tool calls; returns how many the safe-outputs MCP
+    server wrote.  The server refuses a call whose required input is missing, null or blank
+    (``validateRequiredFields``, mcp_server_core.cjs) and writes ``{type, ...arguments}`` for the others: a
+    ``type`` among the arguments is the item's type (safe_outputs_tools_loader.cjs, ``registerDynamicTools``)."""
+    memory = (run.gh_aw / "agent" / "statefile" / "memory.md").read_text(encoding="utf-8")
+    assert SELECTED in memory, "the agent's memory view is the selected program's"
+    jsonl = run.gh_aw / "safeoutputs.jsonl"
+    written = 0
+    for call in calls:
+        if any(call.get(name) is None or (isinstance(call[name], str) and not call[name].strip()) for name in required):
+            continue
+        arguments = {key: value for key, value in call.items() if key != "type"}
+        safe_outputs.call_tool(jsonl, str(call.get("type", "record_iteration")), arguments)
+        written += 1
+    return written
+
+
+def _plant_context(run: Run, ctx: Ctx) -> str:
+    """The agent forges the run context where the payload says, after the pre-agent steps uploaded the real one:
+    ``trusted`` → the runner's copy (the upload already read it) and the repo-memory folders; ``agent`` /
+    ``agent-deep`` → its own folder (uploaded with its output); ``symlink`` → the runner's copy made a link into
+    its folder; ``missing`` → the runner's copy deleted.  Returns what it did."""
+    real = run.agent_temp / CONTEXT_ARTIFACT / CONTEXT_FILE
+    if ctx.where == "missing":
+        real.unlink()
+        return "deleted the runner's copy"
+    text = ctx.text if ctx.text is not None else json.dumps({**json.loads(real.read_text()), **ctx.fields})
+    agent = run.gh_aw / "agent"
+    paths = {
+        "trusted": [real, run.gh_aw / "repo-memory" / "autoloop" / CONTEXT_ARTIFACT / CONTEXT_FILE,
+                    run.gh_aw / "repo-memory" / "default" / CONTEXT_FILE],
+        "agent": [agent / "statefile" / CONTEXT_FILE],
+        "agent-deep": [agent / "a" / "b" / "c" / CONTEXT_FILE],
+        "symlink": [agent / CONTEXT_FILE],
+    }[ctx.where]  # fmt: skip
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    if ctx.where == "symlink":
+        real.unlink()
+        real.symlink_to(paths[0])
+    return f"forged in {ctx.where}"
+
+
+def _check_payload_state(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """victim's Machine State (upstream reading) changed as one report may change it (the record rules), with the
+    program definition's direction and target."""
+    assert set(new) == set(old), sorted(set(new) ^ set(old))
+    assert new["iteration_count"] == old["iteration_count"] + 1, (old, new)
+    assert (new["metric_direction"], new["target_metric"], new["issue"]) == ("higher", "50", "#3"), new
+    status = new["recent_statuses"][-1]
+    assert status in ALLOWED_STATUSES and new["recent_statuses"] == [*old["recent_statuses"], status][-10:], new
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", new["last_run"]) and new["last_run"] >= old["last_run"]
+    if new["best_metric"] != old["best_metric"]:
+        assert status == "accepted" and Decimal(new["best_metric"]) > Decimal(old["best_metric"]), (old, new)
+    errors = {"accepted": 0, "error": old["consecutive_errors"] + 1, "ci-fix-exhausted": old["consecutive_errors"] + 1}
+    assert new["consecutive_errors"] == errors.get(status, old["consecutive_errors"]), (status, old, new)
+    if status == "accepted":
+        assert not new["paused"], new
+    elif status == "ci-fix-exhausted" or new["consecutive_errors"] >= 3:
+        assert new["paused"], new
+    elif new["paused"] and not old["paused"]:
+        assert new["pause_reason"], new  # a pause reason given with the report pauses now
+    if new["completed"] and not old["completed"]:
+        assert status == "accepted" and Decimal(new["best_metric"]) >= 50, new
+    assert old["completed"] <= new["completed"], (old, new)
+    for key in set(old) - {"iteration_count", "recent_statuses", "last_run", "best_metric", "consecutive_errors",
+                           "paused", "pause_reason", "completed", "completed_reason", "pr"}:  # fmt: skip
+        assert new[key] == old[key], (key, old[key], new[key])
+
+
+def _check_payload_commit(before: dict[str, bytes], after: dict[str, bytes], run_id: str) -> None:
+    """What one report may change on the branch, whatever its agent did (the hostile rounds' invariants)."""
+    for path in sorted(set(before) | set(after)):
+        if _owner(path) != SELECTED:
+            assert before.get(path) == after.get(path), f"{path} changed in a run that selected {SELECTED}"
+        elif path in before and path.startswith("archive/"):
+            assert path in after and after[path].startswith(before[path]), f"{path} was rewritten"
+    for path, data in after.items():
+        found = DANGEROUS.search(data.decode("utf-8"))
+        assert found is None, (path, data.decode("utf-8")[max(0, found.start() - 60) : found.end() + 60])
+    old_text, text = before[f"{SELECTED}.md"].decode("utf-8"), after[f"{SELECTED}.md"].decode("utf-8")
+    new = upstream_machine_state(text)
+    _check_payload_state(upstream_machine_state(old_text), new)
+    seed = SEED[f"{SELECTED}.md"]
+    assert _section(text, "Current Priorities") == _section(seed, "Current Priorities"), "maintainers' priorities"
+    on_branch = "\n".join(data.decode("utf-8") for data in after.values())
+    for heading, lines in (("Lessons Learned", HOSTILE_LESSONS), ("Foreclosed Avenues", HOSTILE_FORECLOSED),
+                           ("Future Directions", HOSTILE_FUTURE)):  # fmt: skip
+        for line in lines:
+            if is_pinned(line):
+                assert line in _section(text, heading), f"a pinned maintainer line left the file: {line!r}"
+            assert line in on_branch, f"a maintainer line is gone: {line!r}"
+    number = new["iteration_count"]
+    marker = f"<!-- statefile-item: run {run_id} attempt 1 item 1 -->"
+    assert [line.strip() for line in text.splitlines()].count(marker) == 1, "the report's marker, once"
+    added = list((Counter(text.splitlines()) - Counter(old_text.splitlines())).elements())
+    # The new entry's heading, and the range lines compaction writes for the entries it archived.
+    headings = [line for line in added if line.startswith("#") and not line.startswith("### Iters ")]
+    assert len(headings) == 1 and headings[0].startswith(f"### Iteration {number} — "), headings
+    for line in added:
+        assert "📌" not in line and not IMPORTANCE.search(line), line
+        if line.strip() != marker:
+            assert "<!--" not in line and "-->" not in line, line
+        if line.startswith("|"):
+            cells = re.split(r"(?<!\\)\|", line)
+            assert len(cells) == 4 and cells[1].strip().lower().replace(" ", "_") in new, line
+    landing = Landed(old_text, text, "", "", number)
+    for kind in ("lessons", "foreclosed", "future"):
+        bullets = landing.new_bullets(kind)
+        assert len(bullets) <= 5, (kind, bullets)
+        for bullet in bullets:
+            assert bullet.startswith(f"- *(agent, iteration {number})* ") and "\n" not in bullet, bullet
+            assert not is_pinned(bullet) and not is_important(bullet), bullet
+
+
+@dataclass
+class _PayloadRun:
+    """One run of the payload world: what its agent does, then what ingestion and the job made of it."""
+
+    run: Run
+    label: str  # the payload's "kind:id" (a follow-up's says what it follows)
+    calls: list[dict[str, Any]]
+    ctx: Ctx | None = None
+    payload: Payload | None = None  # None: an honest follow-up, which must land
+    later: int = 0  # the run whose identity the payload's "later attempt" markers name
+    ingestion: str = ""  # "dropped" (nothing reached the job), "part dropped", "sanitised" or "passed" (unchanged)
+    errors: list[str] = field(default_factory=list)
+    landed: int = 0
+
+    @property
+    def outcome(self) -> str:
+        code = self.run.job_returncode
+        return "no job" if code is None else "landed" if self.landed else f"refused (exit {code})"
+
+    @property
+    def out(self) -> str:
+        return f"{self.label}: {self.run.job_stdout}{self.run.job_stderr}"
+
+
+def _payload_jobs(world: World, runs: list[Run]) -> set[str]:
+    """The runs' safe-output jobs at once (each on its own runner), while the remote ref is watched every 0.1 s:
+    returns every commit it was seen pointing to."""
+    tips: set[str] = set()
+    with ThreadPoolExecutor(len(runs)) as pool:
+        jobs = [pool.submit(run.safe_output_job) for run in runs]
+        deadline = time.monotonic() + 2 * TIMEOUT  # each step has its own time limit: this one is a backstop
+        while True:
+            tip = world.tip()
+            if tip:
+                tips.add(tip)
+            if not wait(jobs, timeout=0.1).not_done:
+                break
+            assert time.monotonic() < deadline, "a safe-output job did not finish in time"
+        for job in jobs:
+            job.result()
+    return tips
+
+
+def _payload_round(world: World, plans: list[_PayloadRun], required: list[str], must_land: Counter[str]) -> None:
+    """The runs of one round: pre-steps at once, the agents one after the other, the safe-output jobs at once; then
+    every run's job, and every commit the round made against its parent.  The caller removes the runs' folders."""
+    tip, before = world.tip(), world.branch_blobs()
+    with ThreadPoolExecutor(len(plans)) as pool:
+        assert all(pool.map(lambda plan: plan.run.pre_steps(), plans))
+    for plan in plans:
+        run = plan.run
+        assert run.selected == SELECTED, run.log
+        calls = [_aimed(call, int(run.run_id), plan.later) for call in plan.calls]
+        written = _payload_agent(run, calls, required)
+        if plan.ctx is not None:
+            _plant_context(run, plan.ctx)
+        output = run.after_agent()
+        jsonl = run.gh_aw / "safeoutputs.jsonl"
+        lines = jsonl.read_text(encoding="utf-8").split("\n") if written else []
+        sent = [json.loads(line) for line in lines if line]
+        plan.errors = output["errors"]
+        if not any(item["type"] == "record_iteration" for item in output["items"]):
+            plan.ingestion = "dropped"
+        elif output["errors"] or len(output["items"]) < len(sent):
+            plan.ingestion = "part dropped"
+        else:  # what reached the job, against what the agent called the tool with
+            called = [{**call, "type": str(call.get("type", "record_iteration")).replace("-", "_")} for call in calls]
+            unchanged = json.loads(safe_outputs.stringify(called)) == output["items"]
+            plan.ingestion = "passed" if unchanged else "sanitised"
+    tips = _payload_jobs(world, [plan.run for plan in plans])
+    by_run = {plan.run.run_id: plan for plan in plans}
+    for plan in plans:
+        run = plan.run
+        if run.job_returncode is None:
+            continue
+        _sane_job(run)
+        # The job read the context the pre-agent step uploaded, whatever the agent forged.
+        used = json.loads((run.job_temp() / CONTEXT_ARTIFACT / CONTEXT_FILE).read_text())
+        assert (used["selected"], used["run_id"], used["run_attempt"]) == (SELECTED, run.run_id, "1"), plan.out
+        plan.landed = len(re.findall(r"^item \d+ \(.*?\): recorded iteration \d+ ", run.job_stdout, re.M))
+        assert plan.landed <= 1, plan.out
+    new_tip = world.tip()
+    commits = git("rev-list", "--reverse", f"{tip}..{new_tip}", cwd=world.origin).split() if new_tip != tip else []
+    assert len(commits) == sum(plan.landed for plan in plans), [plan.out for plan in plans]
+    after = before
+    for commit in commits:  # each report's commit against its parent: what that run changed
+        message = git("log", "-1", "--format=%B", commit, cwd=world.origin)
+        item = re.search(r"^Statefile-Item: run (\d+) attempt 1 item 1$", message, re.M)
+        assert item and by_run[item.group(1)].landed, message
+        parent, after = after, world.branch_blobs(commit)
+        _check_payload_commit(parent, after, item.group(1))
+        must_land[f"run {item.group(1)} attempt 1 item 1"] += 1
+    if commits:
+        _check_commits(world, tip, tips)
+    found: Counter[str] = Counter()
+    for data in after.values():
+        found.update(_MARKER.findall(data.decode("utf-8")))
+    assert found == _SEEDED_MARKERS + must_land, "every report that landed is there exactly once, nothing else"
+    for plan in plans:
+        if plan.payload is not None and plan.payload.rerun and plan.landed:  # "Re-run failed jobs": nothing twice
+            plan.run.safe_output_job(attempt=2)
+            _sane_job(plan.run)
+            assert plan.run.job_returncode == 0 and "already on the branch" in plan.run.job_stdout, plan.out
+            assert world.tip() == new_tip
+
+
+@pytest.mark.slow
+def test_hostile_payloads_through_whole_runs(tmp_path: Path, statefile_bin: Path) -> None:
+    """Every payload an agent can make in a run, as rounds of overlapping runs of one seeded world: after every
+    round the hostile rounds' invariants, commit by commit; what ingestion passed on unchanged ends as it does
+    against apply directly; a forged context is never read (the job reads the uploaded one) and the honest report
+    beside it lands; every honest report lands exactly once, also the next one after a forged marker of its
+    identity."""
+    started = time.monotonic()
+    chosen = _chosen_payloads()
+    world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, PAYLOAD_PROGRAMS, bin_dir=statefile_bin)
+    _seed_branch(world, SEED)
+    frontmatter, _ = load_component()
+    required = [name for name, spec in job_config(frontmatter)[JOB_ID]["inputs"].items() if spec.get("required")]
+    must_land: Counter[str] = Counter()
+    table: Counter[tuple[str, str, str]] = Counter()
+    queue, pending = list(chosen), list[_PayloadRun]()
+    follow_ups = rounds = 0
+    cleaner = ThreadPoolExecutor(1)  # the runs' folders are removed while the next rounds run
+    while queue or pending:
+        plans, pending = pending, []
+        follow: _PayloadRun | None = None
+        while queue and len(plans) < PAYLOAD_ROUND:
+            payload = queue.pop(0)
+            run = world.new_run(forced=SELECTED)
+            ctx = payload.context if payload.context != Ctx() else None
+            plan = _PayloadRun(run, f"{payload.kind}:{payload.id}", _calls(payload), ctx, payload, int(run.run_id) + 1)
+            if payload.then_honest:
+                # The next report, whose identity its markers forge (one for the round's markers), runs in the
+                # next round: it must land all the same.
+                if follow is None:
+                    follow = _PayloadRun(world.new_run(forced=SELECTED), "", [dict(HONEST)])
+                    pending.append(follow)
+                follow.label += f"{' and ' if follow.label else 'the next report after '}{plan.label}"
+                plan.later = int(follow.run.run_id)
+            plans.append(plan)
+        _payload_round(world, plans, required, must_land)
+        rounds += 1
+        for plan in plans:
+            cleaner.submit(plan.run.cleanup)
+        for plan in plans:
+            if plan.payload is None:  # an honest follow-up
+                assert plan.landed == 1, plan.out
+                follow_ups += 1
+                continue
+            payload = plan.payload
+            table[(payload.kind, plan.ingestion, plan.outcome)] += 1
+            if plan.ctx is not None:  # the forged context is never read: the honest report beside it lands
+                assert plan.landed == 1, plan.out
+            elif plan.ingestion == "passed":  # what ingestion passed on unchanged ends as it does against apply
+                expect = payload.expect
+                if isinstance(expect, Neutralized):
+                    assert plan.run.job_returncode == 0 and plan.landed == 1, plan.out
+                    assert expect.warning is None or expect.warning in plan.out, plan.out
+                else:
+                    assert plan.run.job_returncode == expect.code and expect.needle in plan.out, plan.out
+                    assert plan.landed == expect.lands, plan.out
+            if payload.kind == "honest" and not plan.landed:
+                # Dropped by ingestion: a JSON number for an input the tool declares as a string.  The same report
+                # as the tool's schema has it (what an agent following the schema sends) lands.
+                assert plan.ingestion == "dropped" and any("must be a string" in e for e in plan.errors), plan.out
+                again = world.new_run(forced=SELECTED)
+                calls = [_as_the_schema_says(call) for call in plan.calls]
+                pending.append(_PayloadRun(again, f"{plan.label} (as the schema says)", calls))
+            elif payload.kind == "honest":
+                assert plan.landed == 1, plan.out
+    cleaner.shutdown()
+    classes = Counter(payload.kind for payload in chosen)
+    assert len(chosen) >= 150 and set(classes) == set(CLASSES), classes
+    lines = [f"  {kind}: {classes[kind]} — " + ", ".join(
+        f"{ingestion} → {outcome} ×{n}" for (k, ingestion, outcome), n in sorted(table.items()) if k == kind)
+        for kind in CLASSES]  # fmt: skip
+    print(f"\npayloads end to end: {len(chosen)} of {len(PAYLOADS)} payloads and {follow_ups} honest follow-ups as "
+          f"{world.runs} runs in {rounds} rounds, {time.monotonic() - started:.1f} s; {sum(must_land.values())} "
+          f"reports landed, each exactly once\n" + "\n".join(lines))  # fmt: skip

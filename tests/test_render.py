@@ -13,9 +13,10 @@ from statefile.errors import UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
-from statefile.views.render import MIN_BUDGET, entry_line, render_view
+from statefile.views.hints import TOOLS
+from statefile.views.render import CORE_BUDGET, MIN_BUDGET, NEWEST_IN_CORE, entry_line, render_view
 
-LEVELS = ("index", "timeline", "full")
+LEVELS = ("core", "index", "timeline", "full")
 
 
 def make_doc(iterations: int = 30, lessons: int = 10, foreclosed: int = 4, *, pinned: int = 0) -> StateDocument:
@@ -326,3 +327,48 @@ def test_agent_reported_bullets_never_stand_where_maintainer_text_does() -> None
     assert "Maintainer: never touch the cache" in view and "Maintainer: measure twice" in view
     assert "Shared: run the linter" in view
     assert "agent lesson 0 " not in view  # the newest agent bullets go in only after every maintainer one
+
+
+# -- the core view (gh-aw's memory.md) and hints in the reader's terms ------------------------------------------------
+
+
+def test_core_keeps_state_pinned_lessons_newest_entries_and_one_line_per_avenue() -> None:
+    doc = make_doc(iterations=30, lessons=10, foreclosed=4, pinned=2)
+    doc = doc.add_lesson("**IMPORTANT** never touch the harness " + "i" * 100)
+    view = render_view(doc, program="perf", budget=CORE_BUDGET, level="core", hints=TOOLS)
+    text = view.text
+    assert "| Iteration Count | 30 |" in text and "## 🎯 Current Priorities" in text
+    assert "📌 lesson 1 " in text and "📌 lesson 2 " in text and "never touch the harness " + "i" * 100 in text
+    assert "lesson 3 " not in text, "an unpinned lesson is one search away, not in the core"
+    # The newest entries whole, nothing older in full.
+    assert all(f"notes for {n} " in text for n in range(30, 30 - NEWEST_IN_CORE, -1))
+    assert f"change number {30 - NEWEST_IN_CORE} " not in text
+    older = next(line for line in text.splitlines() if line.startswith("- older: "))
+    assert f"{30 - NEWEST_IN_CORE} iterations (#1–{30 - NEWEST_IN_CORE})" in older and "detailed" in older
+    avenues = [line for line in text.splitlines() if line.startswith("- avenue ")]
+    assert len(avenues) == 4 and all(len(line) <= 140 for line in avenues)
+    assert len(text) < render_view(doc, program="perf", budget=50_000).chars / 2
+
+
+def test_core_notice_names_tool_calls_never_commands() -> None:
+    """Issue 22, item 4: memory.md is read in a checkout of main, where `statefile expand` fails (exit 3)."""
+    doc = make_doc(iterations=30, lessons=10, foreclosed=4)
+    for level in LEVELS:
+        for budget in (MIN_BUDGET, 600, 1500, CORE_BUDGET, 8000):
+            text = render_view(doc, program="perf", budget=budget, level=level, hints=TOOLS).text
+            assert "statefile " not in text.replace("[statefile]", ""), (level, budget, notice_of(text))
+    notice = notice_of(render_view(doc, program="perf", budget=CORE_BUDGET, level="core", hints=TOOLS).text)
+    assert 'statefile_search(query: "…")' in notice
+    assert f"statefile_expand(iteration: {30 - NEWEST_IN_CORE})" in notice
+    assert 'statefile_view(level: "timeline")' in notice
+    # The CLI's own hints stay commands.
+    cli = notice_of(render_view(doc, program="perf", budget=CORE_BUDGET, level="core").text)
+    assert f"statefile expand perf {30 - NEWEST_IN_CORE}" in cli and "statefile_" not in cli
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_corpus_core_view_within_budget_and_hints_runnable_by_the_agent(path: Path) -> None:
+    view = render_view(parse(read_raw(path)), program="p", budget=CORE_BUDGET, level="core", hints=TOOLS)
+    assert view.chars <= CORE_BUDGET
+    assert "statefile " not in view.text.replace("[statefile]", "")
+    assert view.text.startswith("# Autoloop: p — memory\n\n## ⚙️ Machine State") or "Machine State" not in view.text

@@ -58,6 +58,7 @@ from statefile.policy.spreading import compact_within
 from statefile.store import Store
 from statefile.store.atomic import INPUT_LIMIT, read_regular_file
 from statefile.store.names import validate_program
+from statefile.views.hints import TOOLS
 from statefile.views.render import render_view
 
 #: The custom safe-output job's id in the shipped component, and the item type / tool name gh-aw derives from it.
@@ -81,14 +82,15 @@ INPUTS: dict[str, tuple[bool, str]] = {
     "status": (True, "accepted, rejected, error or ci-fix-exhausted; or pending-ci when CI has not finished yet."),
     "metric": (
         False,
-        "The metric this iteration measured, as a number (e.g. 0.93). Omit when evaluation could not run.",
+        'The metric this iteration measured: a number written as text (e.g. "0.93"). Omit when evaluation could not '
+        "run.",
     ),
     "change": (False, "One line: what you tried."),
     "notes": (False, "One or two sentences: why it worked or failed; for errors, the error."),
     "commit": (False, "Short sha of the accepted commit."),
-    "pr": (False, "The program's pull request number (e.g. 12)."),
+    "pr": (False, 'The program\'s pull request number, as text (e.g. "12").'),
     "issue": (False, "The program issue's number, only when you created it (a recorded issue is kept)."),
-    "ci_fix_attempts": (False, "How many CI fix attempts this iteration took (omit when 0)."),
+    "ci_fix_attempts": (False, 'How many CI fix attempts this iteration took, as text (e.g. "2"); omit when 0.'),
     "lessons": (False, "New lessons learned, one per line."),
     "pause_reason": (
         False,
@@ -274,7 +276,9 @@ def prepare(
         )
     else:
         shared = store.read(SHARED_PROGRAM)
-        view = render_view(doc, program=selected, budget=budget, level="full", shared=shared)
+        # The core view, its hints in the agent's terms: the agent's checkout has no memory branch, so a
+        # `statefile expand` there fails; the component's read tools run where the scheduler's clone is.
+        view = render_view(doc, program=selected, budget=budget, level="core", shared=shared, hints=TOOLS)
         text = (
             f"<!-- statefile: a read-only view of {selected}.md on the memory branch. Do not edit state files: "
             f"report your iteration with the {ITEM_TYPE} tool. -->\n{view.text}"

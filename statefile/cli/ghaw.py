@@ -31,6 +31,7 @@ from statefile.cli.run import echo_error, shown
 from statefile.cli.support import emit_json, example, pass_app, say, without_checkout
 from statefile.errors import UsageError
 from statefile.integrations.ghaw import read_agent_output, tool_type
+from statefile.views.render import CORE_BUDGET
 
 STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
 
@@ -58,15 +59,17 @@ STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
     help="Folder for context.json, what the safe-output job trusts: upload it as an artifact before the agent "
     "starts (never inside /tmp/gh-aw/agent/, which the agent writes).",
 )
-@click.option("--budget", type=click.IntRange(min=200), default=8000, show_default=True, help="Characters at most.")
+@click.option("--budget", type=click.IntRange(min=200), default=CORE_BUDGET, show_default=True,
+              help="Characters at most (the rest is one statefile_search/statefile_expand call away).")  # fmt: skip
 @example("statefile --dir /tmp/gh-aw/repo-memory/autoloop prepare")
 @pass_app
 def prepare_cmd(app: AppContext, autoloop_json: Path, out: Path, context_out: Path, budget: int) -> None:
     """Before the agent: write the selected program's memory view and this run's context.
 
-    OUT/memory.md is the budgeted view of the program the scheduler selected (read-only: the agent reports
-    through the record_iteration tool).  CONTEXT_OUT/context.json carries the selected program, its definition's
-    metric direction, target and goal, and the run's id and attempt to `statefile apply`.  The agent must not be
+    OUT/memory.md is the core view of the program the scheduler selected (read-only: the agent reports through
+    the record_iteration tool, and reads the rest through the component's statefile_* tools).
+    CONTEXT_OUT/context.json carries the selected program, its definition's metric direction, target and goal,
+    and the run's id and attempt to `statefile apply`.  The agent must not be
     able to rewrite it: the component uploads it as the statefile-context artifact before the agent starts.
     """
 

@@ -13,11 +13,13 @@ import click
 from statefile.app.context import AppContext
 from statefile.app.reading import program_status, render_program, search_memory, state_files, unreadable_files
 from statefile.cli.run import shown
-from statefile.cli.support import echo, emit_json, example, pass_app, say
+from statefile.cli.support import echo, echo_page, emit_json, example, pass_app, reader_options, say
 from statefile.cli.types import whole_number
 from statefile.errors import StatefileError
 from statefile.views.charts import metric_sparkline
+from statefile.views.hints import TOOL_SEARCH, TOOL_VIEW, hints_for
 from statefile.views.history import ProgramHistory, history_rows
+from statefile.views.render import LEVELS
 from statefile.views.search import hit_dict, hit_line
 from statefile.views.status import pressure_lines
 
@@ -25,22 +27,30 @@ from statefile.views.status import pressure_lines
 @click.command("render")
 @click.argument("program")
 @click.option("--budget", type=whole_number(200), default=8000, show_default=True, help="Characters at most.")
-@click.option("--level", type=click.Choice(["index", "timeline", "full"]), default="full", show_default=True)
-@example("statefile render perf --budget 8000", "statefile render perf --level index")
+@click.option("--level", type=click.Choice(LEVELS), default="full", show_default=True)
+@reader_options
+@example("statefile render perf --budget 8000", "statefile render perf --level index",
+         "statefile render perf --level core --budget 3000 --hints tools")  # fmt: skip
 @pass_app
-def render_cmd(app: AppContext, program: str, budget: int, level: str) -> None:
+def render_cmd(
+    app: AppContext, program: str, budget: int, level: str, hint_style: str, max_chars: int | None, offset: int
+) -> None:
     """Print the view of PROGRAM's memory an agent should read, never longer than --budget characters.
 
     Machine State and Current Priorities always; then newest entries, lessons, foreclosed avenues and ranges
-    by a fixed drop order; the last line says what was left out and how to get it.
+    by a fixed drop order (--level core: what a gh-aw agent reads first); the last line says what was left out
+    and how to get it.
     """
 
-    view = render_program(app.reader(), program, budget=budget, level=level)
+    hints = hints_for(hint_style)
+    view = render_program(app.reader(), program, budget=budget, level=level, hints=hints)
     if app.as_json:
         emit_json({"program": program, "level": level, "budget": budget, "chars": view.chars,
                    "omitted": view.omitted, "text": view.text})  # fmt: skip
-    else:
-        echo(view.text, nl=not view.text.endswith("\n"))
+        return
+    command = f"statefile render {program} --level {level} --budget {budget} --max-chars {max_chars}"
+    echo_page(view.text, max_chars=max_chars, offset=offset,
+              more=lambda at: hints.more(TOOL_VIEW, command, at, level=level))  # fmt: skip
 
 
 @click.command("status")
@@ -102,23 +112,32 @@ def trend_line(history: ProgramHistory) -> str:
 @click.argument("query")
 @click.option("--program", help="Only this program (and its archive).")
 @click.option("--limit", "-n", type=whole_number(1), default=20, show_default=True)
+@reader_options
 @example('statefile search "radix sort" --program perf')
 @pass_app
-def search_cmd(app: AppContext, query: str, program: str | None, limit: int) -> None:
+def search_cmd(
+    app: AppContext, query: str, program: str | None, limit: int, hint_style: str, max_chars: int | None, offset: int
+) -> None:
     """Search every program's file and archive (and _shared.md), best matches first.
 
     Whole words, case-insensitive (a term ending in * matches word starts: cach*); each result names the file,
     line, section and iteration it comes from; older archived copies of a range line are folded into one result.
     """
 
+    hints = hints_for(hint_style)
     hits = search_memory(app.reader(), query, program=program, limit=limit)
     if app.as_json:
         emit_json([hit_dict(hit) for hit in hits])
         return
     if not hits:
         say(app, f"no matches for {shown(repr(query))}")
-    for hit in hits:
-        echo(hit_line(hit))
-    first = next((hit for hit in hits if hit.expand), None)
-    if first is not None and not app.quiet:
-        echo(f"whole entries: {first.expand}")
+        return
+    lines = [hit_line(hit) for hit in hits]
+    first = next((hit for hit in hits if hit.iteration is not None), None)
+    if first is not None and first.iteration is not None and not app.quiet:
+        lines.append(f"whole entries: {hints.expand(first.program, first.iteration)}")
+    text = "".join(line + "\n" for line in lines)
+    scope = f" --program {program}" if program else ""
+    command = f"statefile search {shown(repr(query))}{scope} --limit {limit} --max-chars {max_chars}"
+    echo_page(text, max_chars=max_chars, offset=offset,
+              more=lambda at: hints.more(TOOL_SEARCH, command, at, query=query))  # fmt: skip

@@ -6,6 +6,10 @@ the kept ones in file order, followed by one notice line saying what was left ou
 
 Levels (progressive disclosure):
 
+- ``core`` – what an agent reads first (gh-aw's ``memory.md``): Machine State and Current Priorities, pinned and
+  important lessons whole, the newest iterations (:data:`NEWEST_IN_CORE`), one index line for the older history
+  (how many iterations, where they are, the outcomes of the detailed ones) and each foreclosed avenue as one
+  line; everything else is a search or an expand away, and the notice says how.
 - ``index`` – a few hundred characters: status, best metric, counts, the first line of Current Priorities and the
   last three outcomes.
 - ``timeline`` – Machine State and Current Priorities, then one line per history entry or range, newest first.
@@ -50,10 +54,18 @@ from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_agent_bull
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, merge, size, spans_text
 from statefile.model.text import line_body, plural, split_lines
-from statefile.policy.pruning import is_pinned
+from statefile.policy.pruning import is_important, is_pinned
+from statefile.views.hints import CLI, Hints
 
-LEVELS = ("index", "timeline", "full")
+LEVELS = ("core", "index", "timeline", "full")
 DEFAULT_BUDGET = 8000
+#: The budget of ``memory.md`` (``statefile prepare``), from benchmarks/bench_tokens.py's real replays: the core view
+#: is 1,460 and 2,160 characters on average; 3,000 holds it whole in 118 of 126 iterations (2,500: 111; 2,000: 72;
+#: 4,000: all, for 70 more characters on average, the cost of the few huge newest entries that shrink to one line
+#: here and stay one statefile_expand call away).
+CORE_BUDGET = 3000
+#: The newest detailed iterations the core view shows whole.
+NEWEST_IN_CORE = 2
 # Below this a view cannot hold even a status line and the notice; the CLI reports it as a usage error.
 MIN_BUDGET = 200
 # Added to the rank of an agent-marked bullet: past every unmarked one (shared lessons start at 10**6).
@@ -134,10 +146,12 @@ def render_view(
     budget: int = DEFAULT_BUDGET,
     level: str = "full",
     shared: StateDocument | None = None,
+    hints: Hints = CLI,
 ) -> RenderedView:
     """The view of ``doc`` an agent should read, at most ``budget`` characters (see the module docstring).
 
-    ``shared`` is the repository-wide ``_shared.md``; its lessons are shown to every program.  Raises
+    ``shared`` is the repository-wide ``_shared.md``; its lessons are shown to every program.  ``hints`` says how
+    the notice names what shows the rest: commands (a maintainer's) or the agent's tool calls (gh-aw).  Raises
     :class:`UsageError` for an unknown level or a budget under :data:`MIN_BUDGET`.
     """
     if level not in LEVELS:
@@ -152,6 +166,8 @@ def render_view(
         by_design: list[str] = []
     elif level == "timeline":
         shown, by_design = _timeline_model(model)
+    elif level == "core":
+        shown, by_design = _core_model(doc, model, name)
     else:
         shown, by_design = _index_model(doc, model, name)
     # First try to show everything (the notice then only says so); otherwise reserve room for a real notice,
@@ -167,9 +183,13 @@ def render_view(
             if u.category in ("iteration", "range") and (u.order not in chosen or chosen[u.order] is u.alt)
             for n in u.spans
         ]
+    elif level == "core":
+        whole = {n for u in shown.units if u.category == "iteration" and chosen.get(u.order) is u.lines
+                 for n in u.spans}  # fmt: skip
+        hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.spans if n not in whole]
     else:
         hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.spans]
-    notice = _notice(name, level, omitted, hidden, full_chars, budget - used - 1)
+    notice = _notice(name, level, omitted, hidden, full_chars, budget - used - 1, hints)
     lines = _assemble(shown, chosen)
     if notice:
         lines.append(notice)
@@ -463,6 +483,64 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     return model, by_design
 
 
+def _core_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
+    """The core view: what an agent needs every iteration, everything else one tool call away.
+
+    Tier 0: the title, Machine State and Current Priorities; tier 1: pinned and important lessons (the program's,
+    then the shared ones) and the index line of the older history; tier 2: the newest :data:`NEWEST_IN_CORE`
+    iterations (one line each when they do not fit whole); tier 3: foreclosed avenues, one line each.
+    """
+    model = _Model(groups=dict(full.groups))
+    model.groups["title"] = _Group("title", -1, [])
+    model.add(_Unit("title", 0, 0, 0, [f"# Autoloop: {program} — memory"], category="title"))
+    newest = sorted(
+        (u for u in full.units if u.category == "iteration"), key=lambda u: intervals.highest(u.spans), reverse=True
+    )[:NEWEST_IN_CORE]
+    kept = {u.order for u in newest}
+    for unit in full.units:
+        if unit.tier == 0 and unit.category == "state":
+            model.add(replace(unit))
+        elif unit.category in ("lesson", "shared") and (is_pinned("\n".join(unit.lines)) or is_important(
+                "\n".join(unit.lines))):  # fmt: skip
+            model.add(replace(unit, tier=1))
+            kept.add(unit.order)
+        elif unit.order in kept:
+            model.add(replace(unit, tier=2))
+        elif unit.category == "foreclosed":
+            model.add(replace(unit, lines=[_cut(" ".join(unit.lines))], alt=None, tier=3))
+            kept.add(unit.order)
+    older = [u for u in full.units if u.category in ("iteration", "range", "other entry") and u.order not in kept]
+    if older:
+        model.groups["older"] = _Group("older", full.groups["history"].order + 0.1, [])
+        model.add(_Unit("older", 0, 1, 0, [_older_line(doc, older)], category="index"))
+    by_design = _summaries([u for u in full.units if u.order not in kept and u.tier != 0
+                            and u.category not in ("iteration", "range", "other entry")], degraded=[])  # fmt: skip
+    if older:
+        by_design.insert(0, "older iterations (indexed above)")
+    return model, by_design
+
+
+def _older_line(doc: StateDocument, older: Sequence[_Unit]) -> str:
+    """``- older: 59 iterations (#1–59): 9 detailed (5 accepted, 3 rejected, 1 error), 50 in 3 range lines`` —
+    the history the core view does not show, counted, with where its text is."""
+    spans = [n for u in older for n in u.spans]
+    detailed = [e for e in doc.history if isinstance(e, Iteration)]
+    shown_numbers = {n for u in older if u.category == "iteration" for n in u.spans}
+    statuses: dict[str, int] = {}
+    for entry in detailed:
+        if any(span in shown_numbers for span in entry.spans) and entry.status:
+            statuses[entry.status] = statuses.get(entry.status, 0) + 1
+    iterations = [u for u in older if u.category == "iteration"]
+    ranges = [u for u in older if u.category == "range"]
+    parts = [f"{plural(size(merge(spans)), 'iteration')} ({_spans(spans)})"] if spans else []
+    if iterations:
+        counts = ", ".join(f"{n} {word}" for word, n in sorted(statuses.items(), key=lambda kv: -kv[1]))
+        parts.append(f"{len(iterations)} detailed" + (f" ({counts})" if counts else ""))
+    if ranges:
+        parts.append(f"the rest in {plural(len(ranges), 'range line')} and the archive")
+    return "- older: " + "; ".join(parts)
+
+
 def _counts(model: _Model) -> dict[str, int]:
     counts: dict[str, int] = {}
     for unit in model.units:
@@ -598,35 +676,41 @@ def _notice(
     hidden: list[Span],
     full_chars: int,
     room: int,
+    hints: Hints = CLI,
 ) -> str:
-    """The last line: what was left out and the commands that show it, as long as ``room`` allows."""
+    """The last line: what was left out and what shows it (commands or tool calls, as ``hints`` says), as long as
+    ``room`` allows."""
+    newest_hidden = intervals.highest(hidden) if hidden else None
+    expand = [hints.expand(program, newest_hidden)] if newest_hidden is not None else []
     if not omitted:
         options = [_COMPLETE]
     elif level == "index":
         # The index already gives the counts; its notice only says where to go next.
+        wider = hints.view(program, "timeline")
         options = [
-            f"[statefile] index only — more: statefile render {program} --level timeline"
-            + (f" · statefile expand {program} {intervals.highest(hidden)}" if hidden else ""),
-            f"[statefile] index only — more: statefile render {program} --level timeline",
-            "[statefile] index only; more with --level timeline",
+            f"[statefile] index only — more: {wider}" + (f" · {expand[0]}" if expand else ""),
+            f"[statefile] index only — more: {wider}",
+            "[statefile] index only; more with " + (wider if hints.tools else "--level timeline"),
         ]
     else:
-        hints = []
-        if hidden:
-            hints.append(f"statefile expand {program} {intervals.highest(hidden)}")
-        if level == "full":
-            hints.append(f"statefile render {program} --budget {full_chars}")
+        if level == "core":
+            steps = [hints.search(program), *expand, hints.view(program, "timeline")]
+        elif level == "full":
+            wider = hints.view(program, "full") if hints.tools else f"statefile render {program} --budget {full_chars}"
+            steps = [*expand, wider]
         else:
-            nxt = "timeline" if level == "index" else "full"
-            hints.append(f"statefile render {program} --level {nxt}")
-            hints.append(f"statefile render {program} --level full --budget {full_chars}")
-        see = " — see: " + " · ".join(hints)
+            steps = [*expand, hints.view(program, "full"), *([] if hints.tools else [
+                f"statefile render {program} --level full --budget {full_chars}"])]  # fmt: skip
+        see = " — more: " + " · ".join(steps)
+        last = steps[-1]
         options = [
             "[statefile] left out: " + "; ".join(omitted) + see,
             "[statefile] left out: " + "; ".join(_short(o) for o in omitted) + see,
-            f"[statefile] {level} only — see: " + " · ".join(hints),
-            f"[statefile] left out {len(omitted)} kinds of content — see: {hints[-1]}",
-            "[statefile] view cut to fit the budget; rerun statefile render with a larger --budget",
+            f"[statefile] {level} only — more: " + " · ".join(steps),
+            f"[statefile] left out {len(omitted)} kinds of content — more: {last}",
+            f"[statefile] view cut to fit — more: {last}"
+            if hints.tools
+            else "[statefile] view cut to fit the budget; rerun statefile render with a larger --budget",
             "[statefile] view cut to fit",
         ]
     return next((o for o in options if len(o) <= room), "")

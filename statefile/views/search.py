@@ -1,31 +1,37 @@
 """Search across every program's memory: the state files, their archives, and the shared lessons.
 
 Matching is case-insensitive and by whole words: ``m3`` finds "m3" and "m3," but not "m30"; a term ending in
-``*`` matches words that start with it (``cach*`` finds "cache" and "caching").  Lines are matched one by one, with
-the line's *block* (its history entry, or its bullet item) as context.  Ranking, best first:
+``*`` matches words that start with it (``cach*`` finds "cache" and "caching").  A line is a hit when it holds at
+least one query term; the line's *block* (its history entry, or its bullet item) is its context.
 
-1. lines holding every query word (score 100, +50 when the words also appear as the exact phrase);
-2. lines holding some words whose entry or bullet holds all of them (score 90);
-3. lines holding some words (score ``80 × matched / words``);
+Ranking is BM25, as a search engine ranks, computed by SQLite's FTS5 (``bm25()``; standard library ``sqlite3``)
+over two in-memory indexes built for the call: one row per block, and one row per line.  A hit's score is its
+block's BM25 plus half its line's (field weights, as BM25F gives a body and a title: the entry or bullet is the
+document looked for, and among its lines the one holding the words ranks first).  So a rare word outweighs a
+common one (``blocked by policy`` ranks a line about a blocked push above "maintained by the Autoloop agent",
+which holds only "by"), an entry holding every word outranks one holding some, and a word in a short entry
+outweighs the same word in a long one.  A query of several words also asks for
+them as one phrase, which adds the phrase's own BM25 where it occurs (the usual phrase boost).
 
-then, on equal scores, detailed entries and other text before range lines, and range lines of the live file
-before archived ones; then the live file before its archive, newer iterations before older ones (a line outside
-any iteration – a lesson, the Machine State – counts as newest in the live file and oldest in the archive), then
-path and line number, so the order is deterministic.
+On equal scores: detailed entries and other text before range lines, and range lines of the live file before
+archived ones; then the live file before its archive, newer iterations before older ones (a line outside any
+iteration – a lesson, the Machine State – counts as newest in the live file and oldest in the archive), then path
+and line number, so the order is deterministic.
 
 Range lines repeat: every compaction rewrites the range line it extends and archives the old one.  A range-line
 hit whose iterations a newer matching range line also covers is folded into that one (``Hit.copies`` lists where
 the older copies are), so five archived copies of one range line are one result, not five above the entry.
 
-A linear scan, on purpose: the files come fresh from the branch on every call, so an FTS index (sqlite3 FTS5)
-would have to be rebuilt each time, which costs more than scanning; a few hundred files of 30 KB plus their
-archives scan in well under a second.
+The indexes are rebuilt on every call, on purpose: the files come fresh from the branch each time (a stored index
+would have to follow every commit), and building them is cheap (a few hundred files of 30 KB plus their archives
+index in well under a second; FTS5 is compiled into every CPython sqlite3 build statefile supports).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
 from statefile.defaults import SHARED_PROGRAM
@@ -175,6 +181,50 @@ def _pattern(term: str) -> re.Pattern[str]:
     return re.compile(head + re.escape(core) + tail)
 
 
+#: A hit's score is its block's BM25 plus this share of its line's: the entry (or bullet) is the document an agent
+#: looks for, the line says where in it the words are (a field weight, as BM25F weighs a title against a body).
+LINE_WEIGHT = 0.5
+
+
+def _fts_query(terms: list[str]) -> str | None:
+    """The FTS5 query for ``terms``: any of them (OR), each as a quoted phrase of its tokens (``x.ts`` is the
+    phrase "x ts", ``cach*`` the prefix query ``"cach" *``), plus the whole query as one phrase when it has several
+    words and no prefix.  ``None`` when no term has a character FTS5 indexes (``→``): nothing to rank by."""
+
+    def quoted(text: str) -> str:
+        return '"' + text.replace('"', '""') + '"'
+
+    parts = []
+    for term in terms:
+        core = term.rstrip("*")
+        if not _TOKEN.search(core):
+            continue
+        parts.append(quoted(core) + (" *" if term.endswith("*") else ""))
+    if not parts:
+        return None
+    if len(terms) > 1 and not any(t.endswith("*") for t in terms):
+        parts.append(quoted(" ".join(t for t in terms if _TOKEN.search(t))))
+    return " OR ".join(parts)
+
+
+# A character FTS5's default tokenizer (unicode61) keeps in a token: letters and digits.
+_TOKEN = re.compile(r"[^\W_]")
+
+
+def bm25_scores(documents: Iterable[tuple[int, str]], query: str) -> dict[int, float]:
+    """BM25 of each ``(id, text)`` document that matches the FTS5 ``query``, higher is better (SQLite's FTS5
+    ``bm25()``, k1 = 1.2, b = 0.75, over the documents given: their count, lengths and document frequencies)."""
+    # Lone surrogates (undecodable bytes of a file) cannot reach SQLite as UTF-8; they match nothing anyway.
+    rows_in = ((rowid, _SURROGATE.sub("\ufffd", text)) for rowid, text in documents)
+    with sqlite3.connect(":memory:") as db:
+        db.execute("CREATE VIRTUAL TABLE doc USING fts5(body)")
+        db.executemany("INSERT INTO doc(rowid, body) VALUES (?, ?)", rows_in)
+        rows = db.execute("SELECT rowid, bm25(doc) FROM doc WHERE doc MATCH ?", (query,)).fetchall()
+    db.close()
+    # FTS5's bm25() is negative (more negative is better); six decimals keep equal lines equal across platforms.
+    return {int(rowid): round(-float(score), 6) for rowid, score in rows}
+
+
 def search(files: Mapping[str, str], query: str, *, program: str | None = None, limit: int = 50) -> list[Hit]:
     """Lines of ``files`` (store path → text) matching ``query``, best first (see the module docstring).
 
@@ -187,8 +237,9 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
     if limit < 1:
         raise UsageError(f"limit must be at least 1 (got {limit})")
     patterns = {term: _pattern(term) for term in terms}
-    phrase = re.compile(r"\s+".join(p.pattern for p in patterns.values())) if len(terms) > 1 else None
-    ranked: list[tuple[_Key, Hit]] = []
+    # Every line of every file searched, with its block: the collection BM25's statistics are taken over.
+    scanned: list[tuple[str, str, bool, _Line]] = []
+    blocks: dict[tuple[str, int], list[str]] = {}
     for path, text in files.items():
         kind = classify(path)
         if kind is None:
@@ -196,44 +247,43 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
         name, archived = kind
         if program is not None and name not in (program, SHARED_PROGRAM):
             continue
-        lines = _scan(text, archived=archived)
-        found = []
-        for line in lines:
-            folded = line.text.casefold()
-            found.append((line, {t for t, pattern in patterns.items() if pattern.search(folded)}))
-        per_block: dict[int, set[str]] = {}
-        for line, matched in found:
-            per_block.setdefault(line.block, set()).update(matched)
-        for line, matched in found:
-            if not matched:
-                continue
-            if len(matched) == len(terms):
-                score = 100.0
-                if phrase is not None and phrase.search(line.text.casefold()):
-                    score += 50
-            elif len(per_block[line.block]) == len(terms):
-                score = 90.0
-            else:
-                score = round(80 * len(matched) / len(terms), 1)
-            span = line.span
-            what = "iteration" if line.iteration is not None else "range" if span else "text"
-            # Outside any iteration: the live file's lessons and state are current; archived text is old.
-            unknown = float("-inf") if archived else float("inf")
-            newness = unknown if line.newness is None else float(line.newness)
-            hit = Hit(
-                program=name,
-                path=path,
-                section=_SURROGATE.sub("\ufffd", line.section),
-                iteration=line.iteration,
-                line_no=line.number,
-                line=_SURROGATE.sub("\ufffd", line.text.strip()),
-                score=score,
-                kind=what,
-                first=span[0] if span else None,
-                last=span[1] if span else None,
-            )
-            order = (1 + int(archived)) if span else 0
-            ranked.append(((-score, order, int(archived), -newness, path, line.number), hit))
+        for line in _scan(text, archived=archived):
+            scanned.append((path, name, archived, line))
+            blocks.setdefault((path, line.block), []).append(line.text)
+    fts = _fts_query(terms)
+    line_scores: dict[int, float] = {}
+    block_scores: dict[int, float] = {}
+    block_ids = {key: index for index, key in enumerate(blocks)}
+    if fts is not None and scanned:
+        line_scores = bm25_scores(((i, s[3].text) for i, s in enumerate(scanned)), fts)
+        block_scores = bm25_scores(((block_ids[k], "\n".join(v)) for k, v in blocks.items()), fts)
+    ranked: list[tuple[_Key, Hit]] = []
+    for index, (path, name, archived, line) in enumerate(scanned):
+        folded = line.text.casefold()
+        # Whole words, as written (FTS5's tokens would let "x ts" match "x.ts"): the line must hold a term.
+        if not any(pattern.search(folded) for pattern in patterns.values()):
+            continue
+        block = block_ids[(path, line.block)]
+        score = round(block_scores.get(block, 0.0) + LINE_WEIGHT * line_scores.get(index, 0.0), 4)
+        span = line.span
+        what = "iteration" if line.iteration is not None else "range" if span else "text"
+        # Outside any iteration: the live file's lessons and state are current; archived text is old.
+        unknown = float("-inf") if archived else float("inf")
+        newness = unknown if line.newness is None else float(line.newness)
+        hit = Hit(
+            program=name,
+            path=path,
+            section=_SURROGATE.sub("\ufffd", line.section),
+            iteration=line.iteration,
+            line_no=line.number,
+            line=_SURROGATE.sub("\ufffd", line.text.strip()),
+            score=score,
+            kind=what,
+            first=span[0] if span else None,
+            last=span[1] if span else None,
+        )
+        order = (1 + int(archived)) if span else 0
+        ranked.append(((-score, order, int(archived), -newness, path, line.number), hit))
     hits = _fold_copies(ranked)
     return hits[:limit]
 

@@ -30,7 +30,9 @@ actions/upload-artifact v4+ and actions/download-artifact v4+ (both read from th
 
 from __future__ import annotations
 
+import copy
 import fnmatch
+import functools
 import glob
 import os
 import re
@@ -53,10 +55,16 @@ _EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
 
 def load_component(path: Path = COMPONENT) -> tuple[dict[str, Any], str]:
-    """The component's frontmatter (YAML) and its markdown body (the prompt fragment)."""
-    text = path.read_text(encoding="utf-8")
+    """The component's frontmatter (YAML) and its markdown body (the prompt fragment).  The file is read every
+    time; its YAML is parsed once per text (a run loads it three times), and each caller gets its own copy."""
+    data, body = _parse_component(path.read_text(encoding="utf-8"), str(path))
+    return copy.deepcopy(data), body
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_component(text: str, where: str) -> tuple[dict[str, Any], str]:
     match = re.match(r"^---\n(.*?)\n---\n(.*)\Z", text, re.S)
-    assert match, f"{path} has no frontmatter"
+    assert match, f"{where} has no frontmatter"
     data = yaml.safe_load(match.group(1))
     assert isinstance(data, dict)
     return data, match.group(2)

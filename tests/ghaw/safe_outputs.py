@@ -47,7 +47,18 @@ def call_tool(jsonl: Path, tool: str, arguments: dict[str, Any], *, large_dir: P
             entry[key] = "[Content too large, saved to file: omitted.json]"  # the file is not in any artifact
     entry["type"] = str(entry["type"]).replace("-", "_")
     with jsonl.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry, separators=(",", ":"), ensure_ascii=False) + "\n")
+        fh.write(stringify(entry) + "\n")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def stringify(data: Any) -> str:
+    """``JSON.stringify(data)``: compact, non-ASCII characters as they are, and a lone surrogate (which a tool call's
+    JSON may carry as an escape) written as its ``\\uXXXX`` escape, as a well-formed ``JSON.stringify`` does (ES2019),
+    so the text is valid UTF-8."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def _domain_allowed(host: str, allowed: tuple[str, ...]) -> bool:
@@ -268,5 +279,5 @@ def ingest(jsonl: Path, output: Path, config: dict[str, dict[str, Any]],
         counts[kind] = counts.get(kind, 0) + 1
         items.append(item)
     data = {"items": items, "errors": errors}
-    output.write_text(json.dumps(data, separators=(",", ":"), ensure_ascii=False), encoding="utf-8")
+    output.write_text(stringify(data), encoding="utf-8")
     return data
