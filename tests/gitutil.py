@@ -8,6 +8,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from statefile.cli import cli
+from statefile.cli.run import invoke
+
+if TYPE_CHECKING:
+    from pytest import CaptureFixture
 
 STATEFILE = str(Path(sys.executable).with_name("statefile"))
 
@@ -80,3 +87,21 @@ def run_statefile(
     return subprocess.run(
         [STATEFILE, *args], cwd=cwd, capture_output=True, text=True, env=full_env, input=stdin, check=False
     )
+
+
+@dataclass
+class Ran:
+    """What one in-process statefile command did: its exit code, stdout and stderr."""
+
+    code: int
+    out: str
+    err: str
+
+
+def invoke_statefile(capsys: CaptureFixture[str], *args: str, cwd: Path) -> Ran:
+    """Run statefile in-process on the repository at ``cwd``, exactly as the console script does
+    (:func:`statefile.cli.run.invoke`): faster than a process, and what a user sees."""
+    capsys.readouterr()
+    code = invoke(cli, ["--repo", str(cwd), *args])
+    captured = capsys.readouterr()
+    return Ran(code, captured.out, captured.err)

@@ -202,3 +202,81 @@ def test_the_safe_output_job_writes_the_summary(tmp_path: Path) -> None:
     [skipped] = run_steps([step], env={**env, "GITHUB_STEP_SUMMARY": ""}, contexts={"github.token": ""},
                           cwd=tmp_path, bin_dir=bin_dir())  # fmt: skip
     assert skipped.returncode == 0 and skipped.stdout == ""
+
+
+def lower_history_as_seen() -> str:
+    """A lower-is-better program as real files have it (issue 22, item 8): an agent's range line overlapping detailed
+    entries (``Iters 172–180`` beside ``Iteration 173`` … ``180``), another ending where a detailed entry sits, entries
+    out of order, and metrics with many digits; the Machine State's Best Metric is 32."""
+    entries = [
+        render_iteration(number=181, when="2026-05-31 10:00", status="accepted", metric="32"),
+        render_iteration(number=180, when="2026-05-31 09:00", status="rejected", metric="606.759"),
+    ]
+    for n, metric, status in [(178, "38", "accepted"), (177, "41", "rejected"), (176, "39", "accepted"),
+                              (175, "44", "rejected"), (174, "40", "accepted"), (173, "42", "accepted")]:  # fmt: skip
+        entries.append(render_iteration(number=n, when="2026-05-30 10:00", status=status, metric=metric))
+    entries.append("### Iters 172–180 — 2026-05-29/30 — ✅ (metrics 51->35.0115): repeated rebase attempts\n\n")
+    entries.append(render_iteration(number=172, when="2026-05-29 10:00", status="accepted", metric="45"))
+    entries.append("### Iters 160–171 — ✅ (metrics 80->51): early work\n\n")
+    entries.append(render_iteration(number=167, when="2026-05-28 10:00", status="accepted", metric="51"))
+    return new_state_file("perf", metric_direction="lower", best_metric="32").replace(
+        "*(No iterations yet.)*\n", "".join(entries)
+    )
+
+
+def chart_lists(text: str) -> tuple[list[int], list[float], list[float], str]:
+    axis = re.search(r"x-axis \"iteration\" \[(.*)\]", text)
+    lines = re.findall(r"\n    line \[(.*)\]", text)
+    bounds = re.search(r"y-axis \"metric\" (\S+) --> (\S+)", text)
+    assert axis and bounds and len(lines) == 2, text
+    return (
+        [int(n) for n in axis.group(1).split(", ")],
+        [float(v) for v in lines[0].split(", ")],
+        [float(v) for v in lines[1].split(", ")],
+        f"{bounds.group(1)} --> {bounds.group(2)}",
+    )
+
+
+def test_chart_of_a_lower_is_better_history_out_of_order_draws_forwards() -> None:
+    history = history_rows(parse(lower_history_as_seen()), "perf")
+    text = mermaid_xychart(history)
+    assert text is not None and validate(text) == []
+    numbers, values, best, bounds = chart_lists(text)
+    # Sorted, one point per iteration: a detailed entry wins its number over a range line's end.
+    assert numbers == sorted(set(numbers)) == [167, 171, 172, 173, 174, 175, 176, 177, 178, 180, 181]
+    assert values[numbers.index(180)] == 606.759
+    # The best so far only improves, in the Metric Direction, and ends at the Machine State's Best Metric.
+    assert all(b <= a for a, b in __import__("itertools").pairwise(best))
+    assert best == [51, 51, 45, 42, 40, 40, 39, 39, 38, 38, 32]
+    assert best[-1] == 32
+    # Round bounds that hold every value.
+    assert bounds == "0 --> 700"
+
+
+def test_bounds_are_round_numbers() -> None:
+    from decimal import Decimal
+
+    from statefile.views.charts import nice_bounds
+
+    assert nice_bounds(35.0115, 606.759) == (Decimal(0), Decimal(700))
+    assert nice_bounds(29, 51) == (Decimal(25), Decimal(55))
+    low, high = nice_bounds(0.93, 0.93)
+    assert low < Decimal("0.93") < high and (low, high) == (Decimal("0.8"), Decimal("1.05"))
+    assert nice_bounds(-3, -1.5) == (Decimal(-3), Decimal("-1.5"))
+
+
+def test_summary_says_when_the_history_best_is_not_the_machine_states() -> None:
+    """The shape of a real file: an agent's range band ``8→51`` in other units, the table's Best Metric 34."""
+    from statefile.views.summary import step_summary
+
+    entries = [render_iteration(number=196, when="2026-04-11 13:40", status="accepted", metric="34"),
+               render_iteration(number=195, when="2026-04-11 13:05", status="accepted", metric="33"),
+               "### Iters 53–166 — ✅/⚠️ (metrics 8→51: feature implementations)\n\n"]  # fmt: skip
+    text = new_state_file("mig", best_metric="34").replace("*(No iterations yet.)*\n", "".join(entries))
+    history = history_rows(parse(text), "mig")
+    row = {"program": "mig", "status": "active", "best_metric": "34", "size": 100, "percent_of_budget": 0.3}
+    summary = step_summary([row], {"mig": history}, max_bytes=30720)
+    assert "The history's best is 51, the Machine State's Best Metric 34" in summary
+    agreeing = history_rows(parse(lower_history_as_seen()), "perf")
+    row = {**row, "program": "perf", "best_metric": "32"}
+    assert "Machine State's Best Metric" not in step_summary([row], {"perf": agreeing}, max_bytes=30720)

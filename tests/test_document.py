@@ -247,3 +247,59 @@ def test_a_rule_inside_a_fence_is_content_not_a_separator() -> None:
     assert content_end(lines) == 5
     assert content_end(["## Notes\n", "---\n"]) == 1
     assert content_end([]) == 0
+
+
+def gap_file(ack: str = "") -> str:
+    """Iterations 1–5 and 41–45 in full, nothing for 6–40 (as real files have: an agent lost those entries)."""
+    from statefile.model.history import render_iteration
+
+    entries = "".join(
+        render_iteration(number=n, when="2026-01-01 00:00", status="accepted", metric=str(n))
+        for n in [*range(45, 40, -1), *range(5, 0, -1)]
+    )
+    text = statefile.new_state_file("perf", iteration_count=45).replace("*(No iterations yet.)*\n", entries)
+    if ack:
+        text = text.replace("## 📊 Iteration History\n", f"## 📊 Iteration History\n\n{ack}\n", 1)
+    return text
+
+
+def test_a_known_history_gap_can_be_acknowledged(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As seen (issue 22): real files' history-gap warnings could not be accepted, so `check` warned forever."""
+    import json
+
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    assert [w.message for w in parse(gap_file()).warnings if w.code == "history-gap"] == [
+        "no entry or range covers iterations 6–40 (a known gap: add '<!-- statefile: gap 6–40 acknowledged -->' "
+        "under the history heading)"
+    ]
+    acknowledged = gap_file("<!-- statefile: gap 6–40 acknowledged -->")
+    assert "history-gap" not in {w.code for w in parse(acknowledged).warnings}
+    # Only the numbers it names: a gap beyond them still warns.
+    partly = gap_file("<!-- statefile: gap 6-30 acknowledged (lost in the 2026-04 push failures) -->")
+    assert [w.message.split(" (")[0] for w in parse(partly).warnings if w.code == "history-gap"] == [
+        "no entry or range covers iterations 31–40"
+    ]
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("STATEFILE_DIR", "STATEFILE_REPO_MEMORY", "STATEFILE_REMOTE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "perf.md").write_text(acknowledged)
+    assert invoke(cli, ["--dir", str(tmp_path), "check"]) == 0
+    out, _ = capfd.readouterr()
+    assert "warning" not in out and "acknowledged: history-gap: iterations 6–40" in out, out
+    assert invoke(cli, ["--dir", str(tmp_path), "--json", "check"]) == 0
+    [report] = json.loads(capfd.readouterr()[0])
+    assert report["warnings"] == [] and report["acknowledged"] == [
+        "history-gap: iterations 6–40 (acknowledged in the file)"
+    ]
+    # Records and compaction keep the acknowledgement where it is (it is not an entry: nothing folds it away).
+    assert invoke(cli, ["--dir", str(tmp_path), "--max-bytes", "6000", "record", "perf", "--status", "accepted",
+                        "--metric", "46"]) == 0  # fmt: skip
+    capfd.readouterr()
+    text = (tmp_path / "perf.md").read_text()
+    assert "<!-- statefile: gap 6–40 acknowledged -->" in text and "### Iters" in text, text
+    assert "history-gap" not in {w.code for w in parse(text).warnings}

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import all_corpus_files, corpus_params, examples, fixture_text, read_raw, real_file
+from gitutil import invoke_statefile, make_repos
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
 
 import statefile
 from statefile.model.document import parse
+from statefile.model.template import new_state_file
+from statefile.store import Store
 
 CORPUS = all_corpus_files()
 
@@ -170,3 +174,54 @@ def test_corpus_edits_leave_other_sections_identical(index: int, value: int, les
     after = {s.text for s in doc.sections if s.kind not in ("machine_state", "lessons")}
     assert set(untouched.values()) == after
     assert doc.machine_state["consecutive_errors"] == value
+
+
+# -- statefile edit refuses what the record rules could not read (issue 22, item 6) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "row"),
+    [
+        ("| Best Metric | 335 |", "| Best Metric | lots |", "Best Metric"),
+        ("| Iteration Count | 12 |", "| Iteration Count | abc |", "Iteration Count"),
+        ("| Target Metric | — |", "| Target Metric | soon |", "Target Metric"),
+        ("| Consecutive Errors | 0 |", "| Consecutive Errors | few |", "Consecutive Errors"),
+    ],
+)
+def test_edit_check_and_record_refuse_a_machine_state_row_record_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, old: str, new: str, row: str
+) -> None:
+    """`Best Metric | lots` was saved by the "validated" edit and passed check; the next accepted record then said
+    `new best metric: 1 (was lots)` and the real best, 335, was lost."""
+    repos = make_repos(tmp_path)
+    text = parse(new_state_file("perf")).set_fields({"Best Metric": 335, "Iteration Count": 12}).render()
+    assert old in text
+    with Store.open(repos.work) as store:
+        store.write_files({"perf.md": text}, "seed")
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+        f"p.write_text(p.read_text(encoding='utf-8').replace({old!r}, {new!r}), encoding='utf-8')\n"
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    edited = invoke_statefile(capsys, "edit", "perf", cwd=repos.work)
+    assert edited.code == 2, edited.err
+    assert f"edit refused: implausible-machine-state: the Machine State row '{row}'" in edited.err
+    saved = Path(edited.err.strip().rsplit("saved in ", 1)[1])
+    assert new in saved.read_text(encoding="utf-8") and len(edited.err.strip().splitlines()) == 1
+    with Store.open(repos.work) as store:
+        assert store.read_text("perf") == text  # nothing was committed
+        store.write_files({"perf.md": text.replace(old, new)}, "by hand, around edit")
+    checked = invoke_statefile(capsys, "check", "perf", cwd=repos.work)
+    assert checked.code == 1 and f"'{row}'" in checked.out, checked.out
+    recorded = invoke_statefile(capsys, "record", "perf", "--status", "accepted", "--metric", "1", cwd=repos.work)
+    assert recorded.code == 7, recorded.out
+    assert f"'{row}'" in recorded.err and "statefile edit perf" in recorded.err
+    with Store.open(repos.work) as store:
+        assert store.read_text("perf") == text.replace(old, new)  # the real best was not written over
+
+
+def test_cells_that_say_none_on_purpose_are_not_refused() -> None:
+    for cell in ("—", "-", "n/a", "— (CI failed)", "none", "null"):
+        doc = parse(new_state_file("perf").replace("| Best Metric | — |", f"| Best Metric | {cell} |"))
+        assert not [w for w in doc.warnings if w.code == "implausible-machine-state"], cell

@@ -170,10 +170,12 @@ def test_without_remote_a_ci_clone_is_told_to_pass_it_not_forked(
     assert "no local branch memory/autoloop, only origin/memory/autoloop" in line
     assert "pass --remote origin" in line and "nothing was written" in line
     unchanged(repo, before)  # no orphan local branch
-    # Reading is fine, and says where it read from.
+    # Reading is fine: it fetches the branch first (issue 22), or, with --no-fetch, says in its output what it read.
     listed = sf(capsys, "list")
-    assert listed.code == 0 and "perf" in listed.out
-    assert "read origin/memory/autoloop as last fetched" in listed.err
+    assert listed.code == 0 and "perf" in listed.out and "as last fetched" not in listed.out + listed.err
+    offline = sf(capsys, "--no-fetch", "list")
+    assert offline.code == 0 and "perf" in offline.out
+    assert "read origin/memory/autoloop as last fetched" in offline.out + offline.err
 
 
 def test_a_mistyped_branch_is_never_created(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,10 +229,15 @@ def test_a_stale_local_branch_is_reported_on_read_and_refused_on_write(
     for n in range(3):
         assert sf(capsys, "--remote", "origin", "record", "perf", "--status", "rejected").code == 0, n
     git("branch", "-f", BRANCH, f"origin/{BRANCH}~3", cwd=repo.work)  # the local branch, three commits behind
-    listed = sf(capsys, "--json", "list")
+    listed = sf(capsys, "--json", "--no-fetch", "list")
     assert listed.code == 0
     assert next(r for r in json.loads(listed.out) if r["program"] == "perf")["iteration_count"] == 12
     assert "origin/memory/autoloop has 3 newer commits — pass --remote origin" in listed.err
+    # By default a read fetches and shows the remote's memory, and moves no branch.
+    local = git("rev-parse", BRANCH, cwd=repo.work)
+    fetched = sf(capsys, "--json", "list")
+    assert next(r for r in json.loads(fetched.out) if r["program"] == "perf")["iteration_count"] == 15
+    assert git("rev-parse", BRANCH, cwd=repo.work) == local
     before = repo.refs()
     result = sf(capsys, "record", "perf", "--status", "accepted")
     assert result.code == 5
@@ -523,7 +530,7 @@ class TestConsoleScript:
         unchanged(repo, before)
 
     def test_notes_go_to_stderr_and_colour_never_reaches_a_pipe(self, repo: Repo) -> None:
-        proc = run_statefile("--json", "list", cwd=repo.work)
+        proc = run_statefile("--json", "--no-fetch", "list", cwd=repo.work)
         assert proc.returncode == 0
         json.loads(proc.stdout)  # stdout stays data
         assert "as last fetched" in proc.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SAMPLES, pinned_identity
-from gitutil import STATEFILE, Repos, make_repos, run_statefile
+from gitutil import STATEFILE, Repos, git, invoke_statefile, make_repos, run_statefile
 
 from statefile.model.archive import archive_entries, make_chunk, part_header
 from statefile.model.document import parse
@@ -167,7 +167,8 @@ def test_history_csv_and_table(seeded: Repos) -> None:
     text = sf(seeded, "history", "mid", "-n", "5")
     lines = text.stdout.splitlines()
     assert lines[0].split() == ["ITER", "DATE", "STATUS", "METRIC", "BEST", "WHERE", "CHANGE"]
-    assert len(lines) == 7 and lines[5].startswith("41 ") and "Port module m3 to Go" in lines[5]
+    assert len(lines) == 8 and lines[5].startswith("41 ") and "Port module m3 to Go" in lines[5]
+    assert lines[6] == "iteration 41: best metric 130 (was 127.86)"  # what the record of iteration 41 changed
     assert lines[-1].startswith("41 iterations: 3 in mid.md, 38 in the archive") and "newest 5" in lines[-1]
 
 
@@ -220,3 +221,81 @@ def test_history_counts_each_known_number_once() -> None:
     assert history.iterations == 7
     assert (history.in_file, history.archived, history.only_in_ranges) == (3, 2, 2)
     assert where_sentence(history) == "7 iterations: 3 in perf.md, 2 in the archive, 2 only in range lines"
+
+
+# -- pauses, un-pauses, completion and best metric, from the branch history (issue 22) ----------------------------
+
+
+@pytest.fixture
+def paused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Repos:
+    """perf: a best of 5, three errors (the third pauses it), an accepted 9 (un-pauses it, new best), then a
+    maintainer's edit that pauses it by hand — the case a maintainer had to `log -p | grep "Pause Reason"` for."""
+    repos = make_repos(tmp_path)
+    doc = parse(new_state_file("perf", target_metric="100")).set_fields({"Best Metric": 5, "Iteration Count": 1})
+    with Store.open(repos.work, remote="origin") as store:
+        store.write_files({"perf.md": doc.render()}, "seed")
+    for args in (["--status", "error"],) * 3 + (["--status", "accepted", "--metric", "9"],):
+        assert invoke_statefile(capsys, "--remote", "origin", "record", "perf", *args, cwd=repos.work).code == 0
+    with Store.open(repos.work, remote="origin") as store:
+        text = store.read_text("perf") or ""
+        held = parse(text).set_fields({"Paused": True, "Pause Reason": "hold for the release review"})
+        store.write_files({"perf.md": held.render()}, "maintainer: hold perf")
+    return repos
+
+
+def test_log_shows_when_and_why_a_program_paused_and_unpaused(
+    paused: Repos, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = invoke_statefile(capsys, "--remote", "origin", "log", "perf", cwd=paused.work)
+    assert text.code == 0, text.err
+    lines = text.out.splitlines()
+    events = [line.strip() for line in lines if line.strip().startswith("↳")]
+    assert events == [
+        "↳ paused: hold for the release review",
+        "↳ unpaused (was paused: 3 consecutive errors (last: iteration 4, error); fix the cause, then set Paused to "
+        "false)",
+        "↳ best metric 9 (was 5)",
+        "↳ paused: 3 consecutive errors (last: iteration 4, error); fix the cause, then set Paused to false",
+    ]
+    assert lines[lines.index(next(line for line in lines if "hold for the release" in line)) - 1].endswith(
+        "maintainer: hold perf"
+    )  # each event sits under the commit that made it
+    data = json.loads(invoke_statefile(capsys, "--remote", "origin", "--json", "log", "perf", cwd=paused.work).out)
+    assert [[e["event"] for e in row["events"]] for row in data] == [
+        ["paused"], ["unpaused", "best_metric"], ["paused"], [], [], [],
+    ]  # fmt: skip
+    assert data[2]["iteration"] == 4 and data[2]["events"][0]["reason"].startswith("3 consecutive errors")
+    best = {"event": "best_metric", "before": "5", "after": "9", "text": "best metric 9 (was 5)"}
+    assert data[1]["events"][1] == best
+    patched = invoke_statefile(capsys, "--remote", "origin", "log", "perf", "-p", "-n", "1", cwd=paused.work)
+    assert "    ↳ paused: hold for the release review" in patched.out.splitlines()
+    one = json.loads(invoke_statefile(capsys, "--remote", "origin", "--json", "log", "perf", "-n", "1",
+                                      cwd=paused.work).out)  # fmt: skip
+    assert len(one) == 1 and one[0]["events"][0]["event"] == "paused"
+
+
+def test_show_says_since_when_and_why_a_program_is_paused(paused: Repos, capsys: pytest.CaptureFixture[str]) -> None:
+    shown = invoke_statefile(capsys, "--remote", "origin", "show", "perf", cwd=paused.work)
+    assert shown.code == 0, shown.err
+    tip = git("rev-parse", "origin/memory/autoloop", cwd=paused.work).strip()
+    line = next(line for line in shown.out.splitlines() if line.startswith("paused: "))
+    assert line.startswith("paused: hold for the release review — since 20") and line.endswith(f"commit {tip[:10]}")
+    data = json.loads(invoke_statefile(capsys, "--remote", "origin", "--json", "show", "perf", cwd=paused.work).out)
+    assert data["paused"]["reason"] == "hold for the release review" and data["paused"]["since"]["commit"] == tip
+    assert "completed" not in data
+
+
+def test_history_marks_the_iterations_that_paused_and_unpaused(
+    paused: Repos, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = invoke_statefile(capsys, "--remote", "origin", "history", "perf", cwd=paused.work)
+    assert text.code == 0, text.err
+    assert [line for line in text.out.splitlines() if line.startswith("iteration ")] == [
+        "iteration 4: paused: 3 consecutive errors (last: iteration 4, error); fix the cause, then set Paused to false",
+        "iteration 5: unpaused (was paused: 3 consecutive errors (last: iteration 4, error); fix the cause, then set "
+        "Paused to false)",
+        "iteration 5: best metric 9 (was 5)",
+    ]  # the maintainer's pause was no iteration: `log` and `show` have it
+    data = json.loads(invoke_statefile(capsys, "--remote", "origin", "--json", "history", "perf", "-n", "1",
+                                       cwd=paused.work).out)  # fmt: skip
+    assert [(e["iteration"], e["event"]) for e in data["events"]] == [(5, "unpaused"), (5, "best_metric")]

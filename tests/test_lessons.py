@@ -18,6 +18,7 @@ from statefile.policy.lessons import (
     find_lesson,
     find_tombstone,
     lessons,
+    numbered_lessons,
     pin_lesson,
     promote_lesson,
     remove_lesson,
@@ -249,3 +250,33 @@ def test_promote_keeps_pin_and_multiline_text() -> None:
     raw = doc_with("placeholder").render().replace("- placeholder\n", "- 📌 long lesson\n  continued here\n")
     shared = promote_lesson(parse(raw), 1, None, program="perf")
     assert texts(shared) == ["- 📌 long lesson\n  continued here (from perf)"]
+
+
+# -- ids that do not move (issue 22, item 10) -------------------------------------------------------------------
+
+
+def test_a_lesson_keeps_its_id_when_others_move_when_pinned_and_in_the_archive() -> None:
+    doc = doc_with("Warm the cache first", "Cache keys must include the dtype", "Bun is not installed")
+    ids = [row.id for row in numbered_lessons(doc)]
+    assert len(set(ids)) == 3 and all(len(i) == 8 for i in ids)
+    assert find_lesson(doc, ids[2]).text == "- Bun is not installed\n"
+    removed, chunk = remove_lesson(doc, ids[0], reason="superseded", today="2026-05-01")
+    assert [row.id for row in numbered_lessons(removed)] == ids[1:]  # numbers moved up, ids did not
+    assert [row.id for row in numbered_lessons(pin_lesson(removed, ids[1]))] == ids[1:]
+    [(_part, archive)] = plan_append("perf", None, chunk, 30720)
+    assert find_tombstone([archive], ids[0]).lesson_id == ids[0]
+
+
+def test_restoring_an_id_twice_says_it_is_restored_instead_of_restoring_another() -> None:
+    """`restore perf 1` run twice restored two different lessons: the numbers had moved up between the calls."""
+    doc = doc_with("Warm the cache first", "Cache keys must include the dtype")
+    first_id = numbered_lessons(doc)[0].id
+    doc, one = remove_lesson(doc, 1, reason="r", today="2026-05-01")
+    doc, two = remove_lesson(doc, 1, reason="r", today="2026-05-01")
+    [(_part, archive)] = plan_append("perf", None, one + two, 30720)
+    tomb = find_tombstone([archive], first_id)
+    assert tomb.text == "- Warm the cache first\n"
+    archive += restored_chunk(tomb, today="2026-05-02")
+    with pytest.raises(UsageError, match=rf"lesson {first_id} \(Warm the cache first\) was already restored"):
+        find_tombstone([archive], first_id)
+    assert find_tombstone([archive], 1).text == "- Cache keys must include the dtype\n"  # numbers still work

@@ -21,6 +21,7 @@ from gitutil import STATEFILE, Repos, make_repos, run_statefile
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
 
+from statefile.cli.mcp_server import SDK_REQUIREMENT
 from statefile.store import Store
 
 PACKAGE = Path(__file__).resolve().parents[1] / "statefile"
@@ -209,7 +210,8 @@ def test_the_server_never_writes(tmp_path: Path) -> None:
 
 
 def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:
-    """A plain install has no MCP SDK: one line naming the extra, the environment exit code, no traceback."""
+    """A plain install has no MCP SDK: one line naming an install that works today (the hint named
+    `pip install 'statefile[mcp]'`, and statefile is not on PyPI), the environment exit code, no traceback."""
     code = (
         "import sys; sys.modules['mcp'] = None\n"  # what Python does for a module that is not installed
         "from statefile.cli import main\n"
@@ -218,9 +220,12 @@ def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=False)
     assert proc.returncode == 8, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "statefile: error: statefile mcp needs the MCP SDK (mcp.server is not installed); install it with pip "
-        "install 'statefile[mcp]'"
+        "statefile: error: statefile mcp needs the MCP SDK (mcp.server is not installed); install it into "
+        "statefile's Python with pip install 'mcp>=2.3,<3' (statefile's extra 'mcp': pip install '.[mcp]' in a "
+        "checkout)"
     ]
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'\nmcp = [\n    "{SDK_REQUIREMENT}",\n]\n' in pyproject  # the hint names what the extra installs
 
 
 def test_a_bad_folder_fails_before_serving(tmp_path: Path) -> None:

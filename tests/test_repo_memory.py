@@ -236,3 +236,40 @@ def test_no_lock_file_is_left_in_the_folder(tmp_path: Path, capfd: pytest.Captur
     assert code == 0, err
     assert sorted(p.name for p in folder.iterdir()) == [".git", "perf.md"]
     assert _git("status", "--porcelain", cwd=folder).split() == ["M", "perf.md"]
+
+
+def test_range_lines_and_messages_name_the_archive_where_it_is(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As seen (issue 22, item 7): in --repo-memory mode under file-glob *.md the parts are _archive.perf.0001.md,
+    yet range lines ended in `· archive/perf/` and record, repair and lesson remove named archive/perf/."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=100000))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 14, seed=2)})
+    (work / ".statefile.toml").write_text("keep-recent = 3\n")
+    memory = ("--repo-memory", "--dir", str(folder))
+    code, out, err = _statefile(capfd, work, *memory, "record", "perf", "--status", "accepted", "--metric", "1")
+    assert code == 0, err
+    text = (folder / "perf.md").read_text()
+    pointers = re.findall(r"^### Iters .* · (\S+)$", text, re.M)
+    assert pointers and set(pointers) == {"_archive.perf.*.md"}, text
+    assert "archive/perf/" not in out + err and "the full text is in _archive.perf.*.md" in out + err
+    assert list(folder.glob("_archive.perf.0001.md"))
+    # The line reads back as statefile's own: compacting again changes nothing.
+    code, out, err = _statefile(capfd, work, *memory, "compact", "perf")
+    assert code == 0 and (folder / "perf.md").read_text() == text, out + err
+    code, out, err = _statefile(capfd, work, *memory, "--json", "expand", "perf", "1")
+    assert code == 0 and __import__("json").loads(out)["source"] == "_archive.perf.0001.md", out + err
+    # repair merges two overlapping range lines into one pointing at the same place.
+    overlapping = text.replace("<!-- New entries", "### Iters 2–6 — an agent's own line\n\n<!-- New entries", 1)
+    if overlapping == text:
+        overlapping = re.sub(r"(^### Iters )", r"### Iters 2–6 — an agent's own line\n\n\1", text, count=1, flags=re.M)
+    (folder / "perf.md").write_text(overlapping)
+    code, out, err = _statefile(capfd, work, *memory, "repair", "perf")
+    assert code == 0, err
+    assert "archived to _archive.perf.*.md" in out + err and "archive/perf/" not in out + err
+    assert set(re.findall(r"^### Iters .* · (\S+)$", (folder / "perf.md").read_text(), re.M)) == {"_archive.perf.*.md"}
+    code, out, err = _statefile(capfd, work, *memory, "lesson", "add", "perf", "Warm the cache first")
+    assert code == 0, err
+    code, out, err = _statefile(capfd, work, *memory, "lesson", "remove", "perf", "Warm the cache",
+                                "--reason", "superseded")  # fmt: skip
+    assert code == 0 and "to _archive.perf.*.md" in out + err and "archive/perf/" not in out + err, out + err

@@ -89,3 +89,52 @@ def test_without_any_identity_the_default_is_used_never_a_guess(
     assert author(repo) == f"{BOT_NAME} <{BOT_EMAIL}>|{BOT_NAME} <{BOT_EMAIL}>"
     GitStore(repo, author="Ada <ada@example.com>").update("perf", appender("- three"), "statefile: three")
     assert author(repo) == "Ada <ada@example.com>|Ada <ada@example.com>"
+
+
+# -- issue 22, item 11: reads in an ordinary clone show the remote's memory, or say plainly that they may not -------
+
+
+def test_a_read_in_a_clone_fetches_the_memory_branch_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As seen: in a clone, `statefile list` read the last-fetched copy and showed two programs as paused that were
+    running again on the remote; the only sign was one stderr line."""
+    from gitutil import git as git_in
+    from gitutil import invoke_statefile, make_repos
+
+    from statefile.model.template import new_state_file
+
+    for name in ("STATEFILE_REMOTE", "STATEFILE_DIR", "STATEFILE_REPO_MEMORY", "STATEFILE_NO_FETCH"):
+        monkeypatch.delenv(name, raising=False)
+    repos = make_repos(tmp_path)
+    paused = {f"{p}.md": new_state_file(p, paused=True, pause_reason="3 consecutive errors") for p in ("perf", "docs")}
+    with GitStore(repos.work, remote="origin") as store:
+        store.write_files(paused, "seed: two paused programs")
+    clone = repos.clone("clone")  # memory/autoloop only as origin/memory/autoloop, as a fresh clone has it
+    for program in ("perf", "docs"):  # meanwhile, on the remote: both running again
+        done = invoke_statefile(capsys, "--remote", "origin", "record", program, "--status", "accepted",
+                                "--metric", "1", cwd=repos.work)  # fmt: skip
+        assert done.code == 0, done.err
+    listed = invoke_statefile(capsys, "list", cwd=clone)
+    assert listed.code == 0, listed.err
+    assert "paused" not in listed.out, listed.out  # the remote's memory, fetched
+    assert "may be out of date" not in listed.out + listed.err
+    # Asked not to fetch: the copy, and the main output says how old it is.
+    offline = invoke_statefile(capsys, "--no-fetch", "list", cwd=clone)
+    assert offline.code == 0 and "paused" not in offline.out  # the fetch above updated the copy
+    assert "statefile: read origin/memory/autoloop as last fetched, whose newest commit is" in offline.out
+    assert "(--no-fetch) — it may be out of date" in offline.out
+    # The remote out of reach: the copy is read and the output says so (exit 0: a read of what is here).
+    invoke_statefile(capsys, "--remote", "origin", "record", "perf", "--status", "error", cwd=repos.work)
+    git_in("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=clone)
+    unreachable = invoke_statefile(capsys, "status", "perf", cwd=clone)
+    assert unreachable.code == 0, unreachable.err
+    assert "fetching origin failed" in unreachable.out and "may be out of date" in unreachable.out
+    assert "Traceback" not in unreachable.err
+    # --json stays data; the note is on stderr.
+    as_json = invoke_statefile(capsys, "--json", "--no-fetch", "list", cwd=clone)
+    assert as_json.out.lstrip().startswith("[") and "may be out of date" in as_json.err
+    # Writes are unchanged: no push nobody asked for, the same refusal as before.
+    git_in("remote", "set-url", "origin", str(repos.remote), cwd=clone)
+    refused = invoke_statefile(capsys, "record", "perf", "--status", "accepted", "--metric", "2", cwd=clone)
+    assert refused.code == 3 and "pass --remote origin" in refused.err

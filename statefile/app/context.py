@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +45,7 @@ class AppContext:
     notify: Callable[[str], None] = _quiet
     _config: Config | None = None
     _store: Store | None = None
+    _read_store: Store | None = None
     _memory_folder: RepoMemoryFolder | None = None
     _repository: Repository | None = None
     _discovered: bool = False
@@ -51,6 +53,12 @@ class AppContext:
     #: Every store this run opened, shared with the contexts derived from this one (``with_max_bytes`` …, which
     #: open their own): what an interrupt must say depends on all of them (see :meth:`interrupted`).
     _opened: list[Store] = field(default_factory=list)
+    #: Reads in a clone whose memory branch has a remote-tracking copy fetch that branch first (one ``git fetch``),
+    #: unless ``--no-fetch`` (then, or when the fetch fails, :attr:`stale` says how old the copy read is).
+    no_fetch: bool = False
+    #: Reads that may be out of date, in words: the CLI prints them in the main output, not only as a note.  A
+    #: list shared with the contexts derived from this one (``with_max_bytes`` …), which read through their own.
+    stale: list[str] = field(default_factory=list)
     #: Whether ``--dir`` names gh-aw's repo-memory folder (``None``: not looked at yet; see __post_init__).
     _dir_is_memory: bool | None = None
 
@@ -206,19 +214,55 @@ class AppContext:
         """
         store = self.store()
         if not isinstance(store, GitStore) or self._read_checked:
-            return store
+            return self._read_store or store
         state = store.branch_state()
         self._read_checked = True
         if not state.exists:
             if require_branch:
                 raise self._missing_branch(store, "read")
             return store
+        if store.remote is None and state.tracking is not None:
+            store, state = self._fresh_read(store, state)
         if store.remote is not None and state.diverged and state.tracking is not None:
             store.pin(state.tracking)  # --remote asks for the remote's memory; the local fork is reported below
         note = _where_note(store, state)
         if note:
             self.notify(note)
         return store
+
+    def _fresh_read(self, store: GitStore, state: BranchState) -> tuple[GitStore, BranchState]:
+        """Read what the remote holds, not what was fetched last: where a remote-tracking copy of the memory branch
+        exists, its remote holds the branch, so one fetch of that one branch (the same as ``--remote origin``) makes
+        ``list`` show programs as they are now.  A stale copy looked current: two programs read as paused that were
+        running again on the remote, with one stderr line to say so.  With ``--no-fetch``, or when the fetch fails
+        (offline), the copy is read and :attr:`stale` says how old it is."""
+        remote = state.tracking_name.partition("/")[0]
+        reason = "--no-fetch"
+        if not self.no_fetch:
+            fresh: GitStore | None = None
+            try:
+                fresh = GitStore(store.repository, branch=store.branch, remote=remote, max_bytes=store.max_bytes)
+                fresh.fetch_for_read()
+            except StatefileError as exc:
+                if fresh is not None:
+                    fresh.close()
+                reason = f"fetching {remote} failed: {str(exc).split(';')[0]}"
+            else:
+                # For reads only: writes keep the store the options asked for (no push nobody asked for).
+                self._opened.append(fresh)
+                self._read_store = fresh
+                return fresh, fresh.branch_state()
+        # What the store reads without a remote: the local branch if there is one, else the remote-tracking copy.
+        read = state.local or state.tracking
+        what = f"the local branch {store.branch}" if state.local else f"{state.tracking_name} as last fetched"
+        age = ""
+        if read is not None:
+            seconds = max(0, int(time.time()) - store.commit_time(read))
+            age = f", whose newest commit is {_age(seconds)} old"
+        advice = "drop --no-fetch" if self.no_fetch else f"check that {remote} is reachable"
+        self.stale.append(f"read {what}{age} ({reason}) — it may be out of date; {advice}")
+        self.notify(self.stale[-1])
+        return store, state
 
     def writer(self, *, create: bool = False) -> Store:
         """The store for a command that writes, refusing a write that would fork or invent the memory.
@@ -314,26 +358,33 @@ class AppContext:
         """The same options with a command-level ``--max-bytes`` (``None``: unchanged)."""
         if max_bytes is None:
             return self
-        return replace(self, max_bytes=max_bytes, _config=None, _store=None, _read_checked=False)
+        return replace(self, max_bytes=max_bytes, _config=None, _store=None, _read_store=None, _read_checked=False)
 
     def with_summarizer(self, command: str | None) -> AppContext:
         """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
         if command is None:
             return self
         return replace(
-            self, env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None, _store=None, _read_checked=False
+            self,
+            env={**self.env, "STATEFILE_SUMMARIZER": command},
+            _config=None,
+            _store=None,
+            _read_store=None,
+            _read_checked=False,
         )
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
         return replace(
-            self, folder=folder, repo_memory=False, _store=None, _memory_folder=None, _read_checked=False,
-            _dir_is_memory=None,
+            self, folder=folder, repo_memory=False, _store=None, _read_store=None, _memory_folder=None,
+            _read_checked=False, _dir_is_memory=None,
         )  # fmt: skip
 
     def with_repository(self, repo: Path) -> AppContext:
         """The same options, with the repository at ``repo`` (a scratch one for a job without a checkout)."""
-        return replace(self, repo=repo, _store=None, _repository=None, _discovered=False, _read_checked=False)
+        return replace(
+            self, repo=repo, _store=None, _read_store=None, _repository=None, _discovered=False, _read_checked=False
+        )
 
 
 #: The acknowledgement that a new memory branch is meant to be named this close to an existing one: its name.
@@ -388,6 +439,14 @@ def _sync_advice(remote: str, branch: str) -> str:
         f"`statefile --remote {remote} sync` replays the local-only commits onto {remote}'s tip (nothing is lost), "
         f"or keep them aside with `git branch -m {branch} {branch}-local` and run the command again"
     )
+
+
+def _age(seconds: int) -> str:
+    """``3 days``, ``5 hours``, ``12 minutes``: how old a copy is, in the largest whole unit."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            return plural(seconds // size, unit)
+    return plural(seconds, "second")
 
 
 def _where_note(store: GitStore, state: BranchState) -> str:

@@ -17,13 +17,16 @@ from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError
 from statefile.integrations.autoloop import merge_report, program_report
 from statefile.integrations.ghaw import glob_matches
+from statefile.model.anomalies import history_gaps
 from statefile.model.archive import find_iteration_in_parts
 from statefile.model.document import StateDocument, parse, read_machine_state
 from statefile.model.history import Iteration
+from statefile.model.spans import spans_text
 from statefile.store import Store
 from statefile.store.names import case_twins
 from statefile.views.charts import metric_sparkline
-from statefile.views.history import ProgramHistory, history_rows
+from statefile.views.hints import CLI, Hints
+from statefile.views.history import ProgramHistory, history_rows, state_events
 from statefile.views.render import RenderedView, render_view
 from statefile.views.search import Hit, search
 from statefile.views.status import count_archived_entries, pressure
@@ -48,6 +51,8 @@ class CheckOutcome:
     sized: bool = True
     #: What a person may want to know that needs nothing done (files the push leaves as they are).
     notes: list[str] = field(default_factory=list)
+    #: Warnings a maintainer accepted in the file (``<!-- statefile: gap 12–40 acknowledged -->``): shown, not warned.
+    acknowledged: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -64,6 +69,7 @@ class CheckOutcome:
             "errors": self.errors,
             "warnings": self.warnings,
             "notes": self.notes,
+            "acknowledged": self.acknowledged,
         }
 
 
@@ -89,6 +95,9 @@ def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcom
         )
     for warning in doc.warnings:
         (outcome.errors if warning.code in CHECK_ERRORS else outcome.warnings).append(str(warning))
+    _, acknowledged = history_gaps(doc)
+    if acknowledged:
+        outcome.acknowledged.append(f"history-gap: iterations {spans_text(acknowledged)} (acknowledged in the file)")
     return outcome
 
 
@@ -241,7 +250,7 @@ def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]
 
     found = find_iteration_in_parts(read, len(parts), number)
     if found is not None:
-        return f"archive/{program}/{parts[found[0]]}", found[1]
+        return store.archive_path(program, parts[found[0]]), found[1]
     ranges = [e for e in doc.ranges if number in e.covers]
     hint = f"; it is summarized in '{ranges[0].heading.strip('# ')}'" if ranges else ""
     raise NotFoundError(f"iteration {number} of '{program}' is not in the file or its archive{hint}")
@@ -280,11 +289,12 @@ def program_status(
     return report, doc, texts
 
 
-def render_program(store: Store, program: str, *, budget: int, level: str) -> RenderedView:
-    """The budgeted view of ``program`` an agent reads, with the shared lessons of ``_shared.md``."""
+def render_program(store: Store, program: str, *, budget: int, level: str, hints: Hints = CLI) -> RenderedView:
+    """The budgeted view of ``program`` an agent reads, with the shared lessons of ``_shared.md``; ``hints`` names
+    what shows the rest (commands, or a gh-aw agent's tool calls)."""
     doc = read_program(store, program)
     shared = store.read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
-    return render_view(doc, program=program, budget=budget, level=level, shared=shared)
+    return render_view(doc, program=program, budget=budget, level=level, shared=shared, hints=hints)
 
 
 def search_memory(store: Store, query: str, *, program: str | None, limit: int) -> list[Hit]:
@@ -308,6 +318,14 @@ def program_log(store: Store, program: str, limit: int, *, patch: bool = False) 
     if store.read_text(program) is None and not store.log(program, 1):
         raise missing_program(store, program)
     patches = store.log_patches(program, limit) if patch else {}
+    # Pauses, un-pauses, completion and best-metric changes: the Machine State before and after each commit, read
+    # for the same -n commits (one more git log and one batch read).  The commit that created the file starts
+    # its state rather than changing one, and one that deleted it has none left: no events for either.
+    states = {
+        commit: (read_machine_state(old), read_machine_state(new))
+        for commit, (old, new) in store.log_texts(program, limit).items()
+        if old is not None and new is not None
+    }
     rows = []
     for entry in store.log(program, limit):
         subject = entry.message.splitlines()[0] if entry.message else ""
@@ -320,12 +338,38 @@ def program_log(store: Store, program: str, limit: int, *, patch: bool = False) 
             "author": entry.author,
             "iteration": int(match.group(1)) if match else None,
             "message": subject,
+            "events": state_events(*states[entry.commit]) if entry.commit in states else [],
         }
         if patch:
             row["body"] = entry.message.partition("\n")[2].strip()
             row["patch"] = patches.get(entry.commit, "")
         rows.append(row)
     return rows
+
+
+def iteration_events(store: Store, program: str, limit: int) -> list[dict[str, Any]]:
+    """The state events (:func:`~statefile.views.history.state_events`) of the recorded iterations among the newest
+    ``limit`` commits, oldest first: ``{"iteration", "commit", "when_utc", "event", "reason", "text", …}``."""
+    return [
+        {"iteration": row["iteration"], "commit": row["commit"], "when_utc": row["when_utc"], **event}
+        for row in reversed(program_log(store, program, limit))
+        if row["iteration"] is not None
+        for event in row["events"]
+    ]
+
+
+def state_began(store: Store, program: str, event: str, limit: int = 50) -> dict[str, Any] | None:
+    """The commit among the newest ``limit`` that put ``program`` in its current ``event`` state (``paused`` or
+    ``completed``): ``{"commit", "when_utc", "iteration", "reason"}``, or ``None`` when those commits do not show
+    it (a folder has no history; an older pause is beyond the bound, which keeps ``show`` fast)."""
+    undone = {"paused": "unpaused", "completed": "uncompleted"}[event]
+    for row in program_log(store, program, limit):
+        kinds = {e["event"]: e for e in row["events"]}
+        if event in kinds:
+            return {key: row[key] for key in ("commit", "when_utc", "iteration")} | {"reason": kinds[event]["reason"]}
+        if undone in kinds:
+            return None  # it was undone since, so the state now began in a commit the log cannot tell apart
+    return None
 
 
 def build_report(

@@ -18,6 +18,7 @@ from statefile.defaults import SUMMARY_CAP
 from statefile.errors import ConflictError
 from statefile.integrations.summarizer import command_summarizer
 from statefile.model.document import StateDocument, parse
+from statefile.model.machine_state import state_changes
 from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.template import new_state_file
 from statefile.model.text import utf8_size
@@ -46,11 +47,14 @@ class RecordOutcome:
     #: The program did not exist: this record created it (``--create``, or the scheduler selected it).
     created: bool = False
     changes: dict[str, Any] = field(default_factory=dict)
+    #: ``record --dry-run``: what the record would be on what is stored now; nothing was written (``commit`` "").
+    dry_run: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
             "program": self.program,
+            "dry_run": self.dry_run,
             "commit": self.commit,
             "iteration": self.iteration,
             "status": self.status,
@@ -61,35 +65,6 @@ class RecordOutcome:
             "compaction": self.compaction,
             "attempts": self.attempts,
         }
-
-
-def state_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What one record changed in the Machine State that matters to people, from the scheduler's view of the
-    table before and after (:attr:`StateDocument.machine_state`).
-
-    ``best_metric``: ``{"before", "after", "new_best"}``; ``paused`` / ``completed``: the state afterwards;
-    ``paused_now`` with ``pause_reason`` when this record paused the program; ``unpaused`` with
-    ``previous_pause_reason`` when it un-paused it (the upstream rule on accepted); ``completed_now`` with
-    ``completed_reason``; ``was_paused`` / ``was_completed``: the program was paused or completed before — the
-    scheduler skips such a program, so recording on it is worth a word.
-    """
-    was_paused, now_paused = bool(before.get("paused")), bool(after.get("paused"))
-    was_completed, now_completed = bool(before.get("completed")), bool(after.get("completed"))
-    best_before, best_after = before.get("best_metric"), after.get("best_metric")
-    return {
-        "best_metric": {"before": best_before, "after": best_after, "new_best": best_after != best_before},
-        "paused": now_paused,
-        "paused_now": now_paused and not was_paused,
-        "pause_reason": after.get("pause_reason"),
-        "unpaused": was_paused and not now_paused,
-        "previous_pause_reason": before.get("pause_reason") if was_paused else None,
-        "completed": now_completed,
-        "completed_now": now_completed and not was_completed,
-        "completed_reason": after.get("completed_reason"),
-        "was_paused": was_paused,
-        "was_completed": was_completed,
-        "consecutive_errors": after.get("consecutive_errors"),
-    }
 
 
 @dataclass
@@ -128,8 +103,10 @@ def compaction_policy(config: Config, *, aggressive: bool = False, now: datetime
     )
 
 
-def _policy_for(policy: CompactionPolicy, program: str) -> CompactionPolicy:
-    return replace(policy, program=program)
+def _policy_for(policy: CompactionPolicy, program: str, store: Store) -> CompactionPolicy:
+    # Range lines point to where this store keeps the parts (repo-memory: _archive.perf.*.md), not a folder that
+    # does not exist there.
+    return replace(policy, program=program, archive_hint=store.archive_hint(program))
 
 
 def _compaction_message(program: str, report: CompactionReport) -> str:
@@ -200,7 +177,7 @@ def record_update(
     that already holds the entry carrying it is left as it is and the detail is ``None``: the item landed before.
     """
     hint = f"nothing was written — check the name, or pass --create to start '{program}'"
-    scoped = _policy_for(policy, program)
+    scoped = _policy_for(policy, program, store)
 
     def apply(doc: StateDocument | None) -> Change[Recorded | None]:
         if doc is None and not create:
@@ -248,13 +225,23 @@ def record_iteration(
     now: datetime,
     compactor: Compactor | None = None,
     create: bool = False,
+    dry_run: bool = False,
 ) -> RecordOutcome:
     """Apply the update rules for one iteration, compact by policy, and commit both in one atomic write.
 
     A program that does not exist is created only when ``create`` is true (``--create``, or the scheduler selected
-    it); otherwise NotFoundError names the closest programs and nothing is written.
+    it); otherwise NotFoundError names the closest programs and nothing is written.  ``dry_run``: the same
+    pipeline on what is stored now, and nothing written (a writer that gets in first changes what a real record
+    then does, its iteration number included).
     """
     update = record_update(store, program, request, policy, now=now, compactor=compactor, create=create)
+    if dry_run:
+        would = update(store.read(program))
+        assert would.detail is not None  # no marker: a record always makes an entry
+        return RecordOutcome(
+            program, "", would.detail.iteration, request.status, would.document.size, would.detail.report.as_dict(),
+            0, store.max_bytes, would.detail.created, would.detail.changes, dry_run=True,
+        )  # fmt: skip
     landed = store.update(program, update, f"statefile: record iteration of {program}")
     assert landed.detail is not None and landed.document is not None
     done = landed.detail
@@ -314,7 +301,7 @@ def compact_program(
 
     A drifted Machine State heading is restored even when there is nothing to compact.
     """
-    policy = _policy_for(policy, program)
+    policy = _policy_for(policy, program, store)
     run = compactor or compact
     if dry_run:
         doc = store.read(program)
@@ -382,6 +369,8 @@ class RepairOutcome:
     commit: str
     result: RepairResult
     dry_run: bool
+    #: Where the store keeps the program's archive parts (``archive/perf/``, repo-memory's ``_archive.perf.*.md``).
+    archive: str = ""
 
 
 def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcome:
@@ -390,12 +379,13 @@ def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcom
         doc = store.read(program)
         if doc is None:
             raise missing_program(store, program)
-        return RepairOutcome(program, "", repair(doc, program=program), True)
+        hint = store.archive_hint(program)
+        return RepairOutcome(program, "", repair(doc, program=program, archive=hint), True, hint)
 
     def apply(doc: StateDocument | None) -> Change[RepairResult]:
         if doc is None:
             raise missing_program(store, program)
-        result = repair(doc, program=program)
+        result = repair(doc, program=program, archive=store.archive_hint(program))
         if not result.changed:
             return Change(doc, detail=result)
         count = len(result.fixes)
@@ -410,4 +400,5 @@ def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcom
 
     landed = store.update(program, apply, f"statefile: repair {program}")
     assert landed.detail is not None
-    return RepairOutcome(program, landed.commit or "" if landed.landed else "", landed.detail, False)
+    commit = landed.commit or "" if landed.landed else ""
+    return RepairOutcome(program, commit, landed.detail, False, store.archive_hint(program))

@@ -108,6 +108,13 @@ def _global_options() -> list[click.Option]:
             help="Byte budget per state file, such as 30720 or 30KB (default: config, else 30720). "
             "[env STATEFILE_MAX_BYTES]",
         ),
+        click.Option(
+            ["--no-fetch"],
+            is_flag=True,
+            default=None,
+            help="Read the memory branch as last fetched: no fetch before a read in a clone whose remote holds it "
+            "(the output says how old the copy is). [env STATEFILE_NO_FETCH]",
+        ),
         click.Option(["--json", "as_json"], is_flag=True, default=None, help="Machine-readable JSON output."),
         click.Option(["--quiet", "-q"], is_flag=True, default=None, help="Print only errors and data."),
     ]
@@ -117,6 +124,7 @@ _ENV = {
     "repo": "STATEFILE_REPO",
     "folder": "STATEFILE_DIR",
     "repo_memory": "STATEFILE_REPO_MEMORY",
+    "no_fetch": "STATEFILE_NO_FETCH",
     "as_json": "STATEFILE_JSON",
     "quiet": "STATEFILE_QUIET",
 }

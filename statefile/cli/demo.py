@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -75,7 +76,7 @@ def run_demo(command: click.Command, echo: Callable[[str], None], *, keep: bool 
         autoloop_json.write_text(sample_text("autoloop.json"), encoding="utf-8")
 
         def run(*args: str) -> None:
-            echo(f"\n$ statefile {' '.join(args)}")
+            echo(f"\n$ {shlex.join(['statefile', *args])}")  # quoted: each line can be pasted into a shell
             code = invoke(command, ["--repo", str(runner), "--remote", "origin", *args])
             if code:
                 echo(f"(exit {code})")

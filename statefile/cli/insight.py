@@ -16,16 +16,18 @@ from pathlib import Path
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import list_programs, missing_program, program_history
+from statefile.app.reading import iteration_events, list_programs, missing_program, program_history
 from statefile.cli.run import escaped
 from statefile.cli.support import (
     MISSING,
     display_width,
     echo,
+    echo_page,
     emit_json,
     example,
     pass_app,
     plural,
+    reader_options,
     say,
     table,
     without_checkout,
@@ -33,6 +35,7 @@ from statefile.cli.support import (
 from statefile.cli.types import whole_number
 from statefile.store import Store
 from statefile.store.atomic import write_output
+from statefile.views.hints import TOOL_HISTORY, hints_for
 from statefile.views.history import HistoryRow, ProgramHistory
 from statefile.views.summary import step_summary, where_sentence
 
@@ -74,9 +77,12 @@ def history_table(history: ProgramHistory, width: int) -> list[str]:
 @click.argument("program")
 @click.option("--csv", "as_csv", is_flag=True, help="Comma-separated values with a header row.")
 @click.option("--last", "-n", type=whole_number(1), help="Only the newest N rows.")
+@reader_options
 @example("statefile history perf", "statefile history perf --csv > perf.csv", "statefile history perf --json")
 @pass_app
-def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -> None:
+def history_cmd(
+    app: AppContext, program: str, as_csv: bool, last: int | None, hint_style: str, max_chars: int | None, offset: int
+) -> None:
     """Every iteration of PROGRAM, oldest first: from the file, its range lines and its archive.
 
     One row per iteration with its number, date, status, metric, the best metric so far and what it changed, and
@@ -85,8 +91,14 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
 
     history = program_history(app.reader(), program)
     rows = history.rows[-last:] if last else history.rows
+    # Which of these iterations paused, un-paused or completed the program or moved its best metric: from the
+    # newest commits only (twice -n, or 50), so a long history stays fast.
+    shown_numbers = {row.first for row in rows if row.kind == "iteration"}
+    events = [
+        e for e in iteration_events(app.reader(), program, 2 * last if last else 50) if e["iteration"] in shown_numbers
+    ]
     if app.as_json:
-        emit_json({**history.as_dict(), "rows": [r.as_dict() for r in rows]})
+        emit_json({**history.as_dict(), "rows": [r.as_dict() for r in rows], "events": events})
         return
     if as_csv:
         buffer = io.StringIO()
@@ -100,8 +112,17 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None) -
         say(app, f"{program} has no iterations yet")
         return
     shown = dataclasses.replace(history, rows=rows)
+    if max_chars is not None or offset:
+        # Paged (a gh-aw tool's answer): the table, then one line with the call that gets the rest.
+        text = "".join(line + "\n" for line in history_table(shown, shutil.get_terminal_size((120, 24)).columns))
+        command = f"statefile history {program} --max-chars {max_chars}" + (f" --last {last}" if last else "")
+        echo_page(text, max_chars=max_chars, offset=offset,
+                  more=lambda at: hints_for(hint_style).more(TOOL_HISTORY, command, at))  # fmt: skip
+        return
     for text in history_table(shown, shutil.get_terminal_size((120, 24)).columns):
         echo(text)
+    for event in events:
+        echo(escaped(f"iteration {event['iteration']}: {event['text']}"))
     metric = ""
     points = history.points()
     if points:

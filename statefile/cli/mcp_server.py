@@ -38,6 +38,9 @@ from statefile.store import Store
 from statefile.views.history import HistoryRow
 from statefile.views.search import hit_dict
 
+#: What the ``mcp`` extra in pyproject.toml requires (a test keeps them equal): what to install without the extra.
+SDK_REQUIREMENT = "mcp>=2.3,<3"
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
@@ -62,9 +65,11 @@ def build_server(app: AppContext) -> "MCPServer":
         from mcp.types import ToolAnnotations
         from pydantic import BaseModel, Field
     except ModuleNotFoundError as exc:
+        # The SDK itself is what is missing, and `pip install 'statefile[mcp]'` only works once statefile is on
+        # PyPI: name the SDK, and the extra for a checkout.
         raise EnvironmentFailure(
-            f"statefile mcp needs the MCP SDK ({exc.name} is not installed); install it with "
-            "pip install 'statefile[mcp]'"
+            f"statefile mcp needs the MCP SDK ({exc.name} is not installed); install it into statefile's Python "
+            f"with pip install '{SDK_REQUIREMENT}' (statefile's extra 'mcp': pip install '.[mcp]' in a checkout)"
         ) from None
 
     # The answers' shapes: the SDK turns them into each tool's output schema and structured content.
@@ -210,8 +215,8 @@ def mcp_cmd(app: AppContext, check: bool) -> None:
     """Serve the memory read-only to an agent over MCP (stdio): tools render, search, expand, history, status, list.
 
     An MCP client starts `statefile mcp` and talks JSON-RPC on its stdin and stdout.  Needs the optional MCP SDK:
-    pip install 'statefile[mcp]'.  Every tool is read-only; writes go through `statefile record` (or the gh-aw
-    safe-output job).  Global options (--remote, --dir, --branch) choose the memory it serves.
+    pip install 'mcp>=2.3,<3' (the extra 'mcp').  Every tool is read-only; writes go through `statefile record`
+    (or the gh-aw safe-output job).  Global options (--remote, --dir, --branch) choose the memory it serves.
     """
 
     # With --remote URL and no checkout around (a container), the branch is fetched into a scratch repository.

@@ -24,11 +24,13 @@ from statefile.app.reading import (
     list_programs,
     list_trends,
     program_log,
+    state_began,
 )
 from statefile.cli.run import shown
 from statefile.cli.support import (
     SIZE,
     echo,
+    echo_page,
     emit_json,
     example,
     is_file_argument,
@@ -36,6 +38,7 @@ from statefile.cli.support import (
     pass_app,
     plain,
     plural,
+    reader_options,
     require_program,
     say,
     table,
@@ -47,6 +50,7 @@ from statefile.model.anomalies import REPAIRABLE
 from statefile.model.machine_state import label_for
 from statefile.store.files import read_state_file
 from statefile.views.describe import describe
+from statefile.views.hints import TOOL_EXPAND, hints_for
 
 
 @click.command("show")
@@ -62,11 +66,24 @@ def show_cmd(app: AppContext, target: str) -> None:
     else:
         doc, name = require_program(app, target), target
     info = describe(doc)
+    # When and why the program stopped being selected: the commit that paused (or completed) it, from the branch
+    # history when it is near (a file argument or a folder has none).
+    state = doc.machine_state
+    for event, reason in (("paused", "pause_reason"), ("completed", "completed_reason")):
+        if state.get(event):
+            since = None if is_file_argument(target) else state_began(app.reader(), target, event)
+            info[event] = {"reason": state.get(reason), "since": since}
     if app.as_json:
         emit_json(info)
         return
     hist = info["history"]
     echo(f"{name}: {plural(info['size_bytes'], 'byte')}, {plural(len(info['sections']), 'section')}")
+    for event in ("paused", "completed"):
+        if event in info:
+            since = info[event]["since"]
+            began = f" — since {_utc(since['when_utc'])}, commit {since['commit'][:10]}" if since else ""
+            at = f", iteration {since['iteration']}" if since and since["iteration"] else ""
+            echo(shown(f"{event}: {info[event]['reason'] or 'no reason given'}{began}{at}"))
     echo("machine state:")
     for line in table(
         ([label_for(key), value] for key, value in info["machine_state"].items()), ["FIELD", "VALUE"], right=()
@@ -158,7 +175,11 @@ def _totals(rows: list[dict[str, Any]], max_bytes: int, everything: int) -> str:
 @example("statefile log perf -n 5", "statefile log perf -p -n 1")
 @pass_app
 def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
-    """Show the branch history of PROGRAM.md: when (UTC), who, which iteration, what changed; -p adds the diff."""
+    """Show the branch history of PROGRAM.md: when (UTC), who, which iteration, what changed; -p adds the diff.
+
+    Under a commit that paused, un-paused or completed the program or moved its best metric, a line says so (with
+    the reason); --json has them as each commit's "events".
+    """
 
     rows = program_log(app.reader(), program, limit, patch=patch)
     if app.as_json:
@@ -175,6 +196,8 @@ def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
             echo("")
             for line in [row["message"], *(["", *row["body"].splitlines()] if row["body"] else [])]:
                 echo(f"    {line}".rstrip())
+            for event in row["events"]:
+                echo(f"    ↳ {shown(event['text'])}")
             echo("")
             if row["patch"]:
                 echo(row["patch"], nl=False)
@@ -186,8 +209,12 @@ def log_cmd(app: AppContext, program: str, limit: int, patch: bool) -> None:
         ["COMMIT", "WHEN (UTC)", "ITER", "AUTHOR", "CHANGE"],
         right=(2,),
     )  # fmt: skip
-    for line in lines:
+    echo(lines[0])
+    for line, row in zip(lines[1:], rows, strict=True):
         echo(line)
+        # What the commit did to the program's state, under its subject: a pause and its reason, an un-pause, …
+        for event in row["events"]:
+            echo(f"{'':12}↳ {shown(event['text'])}")
 
 
 def _utc(stamp: str) -> str:
@@ -203,16 +230,21 @@ def _name(author: str) -> str:
 @click.command("expand")
 @click.argument("program")
 @click.argument("iteration", type=whole_number(1))
-@example("statefile expand perf 57")
+@reader_options
+@example("statefile expand perf 57", "statefile expand perf 57 --max-chars 4000 --hints tools")
 @pass_app
-def expand_cmd(app: AppContext, program: str, iteration: int) -> None:
+def expand_cmd(
+    app: AppContext, program: str, iteration: int, hint_style: str, max_chars: int | None, offset: int
+) -> None:
     """Print iteration ITERATION of PROGRAM verbatim, from the file or from its archive."""
 
     where, text = expand_iteration(app.reader(), program, iteration)
     if app.as_json:
         emit_json({"program": program, "iteration": iteration, "source": where, "text": text})
-    else:
-        echo(text, nl=not text.endswith("\n"))
+        return
+    command = f"statefile expand {program} {iteration} --max-chars {max_chars}"
+    echo_page(text, max_chars=max_chars, offset=offset,
+              more=lambda at: hints_for(hint_style).more(TOOL_EXPAND, command, at, iteration=iteration))  # fmt: skip
 
 
 @click.command("check")
@@ -269,6 +301,8 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
                     echo(f"  warning: {shown(warning)}")
                 for note in o.notes:
                     echo(f"  note: {shown(note)}")
+                for accepted in o.acknowledged:
+                    echo(f"  acknowledged: {shown(accepted)}")
                 fixable = sum(1 for text in [*o.errors, *o.warnings] if text.split(":", 1)[0] in REPAIRABLE)
                 if fixable and not is_file_argument(o.name):
                     echo(f"  `statefile repair {o.name}` can fix {plural(fixable, 'of these', 'of these')}"

@@ -29,11 +29,12 @@ from statefile.app.context import AppContext
 from statefile.app.reading import missing_program
 from statefile.cli.run import escaped
 from statefile.cli.style import colour_enabled, paint
-from statefile.cli.types import SIZE
+from statefile.cli.types import SIZE, whole_number
 from statefile.model.document import StateDocument
 from statefile.model.text import plural
 from statefile.store.git.repo import init_bare
 from statefile.store.names import is_remote_url
+from statefile.views.hints import HINT_STYLES, page
 
 __all__ = [
     "SIZE",
@@ -70,7 +71,10 @@ def pass_app(command: F) -> F:
             if not app.quiet:
                 app.notify = _note
         try:
-            return command(app, *args, **kwargs)
+            done = command(app, *args, **kwargs)
+        except SystemExit:
+            _say_stale(app)  # `check` exits 1 after its report: the report still says what it read
+            raise
         except KeyboardInterrupt:
             # Ctrl-C once a write may have reached the memory: say so (landed, or may have: how to look), never
             # "aborted", which would have the command run again and record the same thing twice.
@@ -78,11 +82,23 @@ def pass_app(command: F) -> F:
             if error is None:
                 raise
             raise error from None
+        _say_stale(app)
+        return done
 
     return cast(F, run)
 
 
 _APP_KEY = "statefile.app"
+
+
+def _say_stale(app: AppContext) -> None:
+    """A read of a copy that may be out of date says so in the output itself, where it cannot be missed (a note on
+    stderr alone was: `list` showed programs as paused that were running again on the remote).  ``--json`` output
+    stays data; the note on stderr says it there."""
+    if app.stale and not app.as_json:
+        for line in dict.fromkeys(app.stale):
+            click.echo(f"statefile: {line}")
+    app.stale.clear()
 
 
 def _note(message: str) -> None:
@@ -99,6 +115,31 @@ def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
     :func:`paint`'s colour is the one exception: it goes to ``click.echo`` with every other part escaped already.
     """
     click.echo(escaped(message), err=err, nl=nl)
+
+
+def reader_options(command: F) -> F:
+    """The options of the read commands an agent calls as gh-aw tools (``render``, ``search``, ``expand``,
+    ``history``): ``--hints tools`` names the next step as the component's tool calls (the agent cannot run
+    ``statefile``), ``--max-chars``/``--offset`` page the output so a tool's answer stays bounded."""
+    command = click.option("--offset", type=whole_number(0), default=0, help="Start the output at this character "
+                           "(the number a cut output's last line gives).")(command)  # fmt: skip
+    command = click.option("--max-chars", type=whole_number(200), help="Print at most this many characters, then "
+                           "one line saying how to get the rest.")(command)  # fmt: skip
+    return click.option("--hints", "hint_style", type=click.Choice(HINT_STYLES), default="cli", show_default=True,
+                        help="Name next steps as commands, or as the gh-aw agent's tool calls.")(command)  # fmt: skip
+
+
+def echo_page(text: str, *, max_chars: int | None, offset: int, more: Callable[[int], str]) -> None:
+    """Print ``text`` from ``offset``, at most ``max_chars`` characters (all when ``None``), cut at a line end;
+    when something is left, a last line ``[statefile] more: …`` with ``more(next offset)``, the call that gets it.
+
+    ``echo`` escapes control characters, so what a tool returns to a model cannot carry terminal or bidi controls;
+    the cap is counted before escaping (an escaped character prints as a few more)."""
+    shown, following = page(text, max_chars=max_chars or max(len(text), 1), offset=offset)
+    if shown:
+        echo(shown, nl=not shown.endswith("\n"))
+    if following is not None:
+        echo(f"[statefile] more: {more(following)}")
 
 
 def emit_json(data: Any) -> None:

@@ -64,8 +64,12 @@ from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.text import clip, utf8_size
 from statefile.policy.compaction import CompactionReport, MovedItem
 from statefile.policy.lessons import (
+    Tombstone,
     add_lesson,
+    find_lesson,
     find_tombstone,
+    lesson_id,
+    lesson_summary,
     numbered_lessons,
     pin_lesson,
     promote_lesson,
@@ -179,6 +183,7 @@ def init_cmd(
     envvar="STATEFILE_AUTOLOOP_JSON",
 )
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
+@click.option("--dry-run", is_flag=True, help="Say what would be recorded and what would change; write nothing.")
 @example('statefile record perf --status accepted --metric 0.93 --change "Cache parsed rows" --commit a1b2c3d')
 @pass_app
 def record_cmd(
@@ -201,6 +206,7 @@ def record_cmd(
     issue: int | None,
     autoloop_json: Path | None,
     summarizer: str | None,
+    dry_run: bool,
 ) -> None:
     """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically.
 
@@ -252,23 +258,26 @@ def record_cmd(
         now=now,
         compactor=compactor(program) if compactor else None,
         create=create or own,
+        dry_run=dry_run,
     )
     if app.as_json:
         emit_json(outcome.as_dict())
         return
     glyph = STATUS_GLYPHS.get(outcome.status, "•")
     size = f"{outcome.size:,} of {outcome.max_bytes:,} bytes" if outcome.max_bytes else plural(outcome.size, "byte")
-    say(app, f"recorded iteration {outcome.iteration} of {program} ({glyph} {outcome.status}), {size}")
+    done = "dry run: would record" if dry_run else "recorded"
+    say(app, f"{done} iteration {outcome.iteration} of {program} ({glyph} {outcome.status}), {size}")
     if outcome.created:
         why = "--create" if create else f"selected in {autoloop_json}"
-        say(app, f"  created {program}.md ({why})")
+        say(app, f"  {'would create' if dry_run else 'created'} {program}.md ({why})")
     for line in change_lines(outcome.changes):
         say(app, f"  {line}")
     moved = outcome.compaction.get("moved") or []
     if moved:
         folded = sum(1 for m in moved if m["kind"] == "iteration")
         what = plural(folded, "iteration") + " folded into range lines" if folded else plural(len(moved), "item")
-        say(app, f"  compaction: {what}; the full text is in archive/{program}/")
+        where = "would go to" if dry_run else "is in"
+        say(app, f"  compaction: {what}; the full text {where} {store.archive_hint(program)}")
 
 
 @click.command("compact")
@@ -489,7 +498,7 @@ def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dr
                 say(app, f"{o.program}: dry run: would fix {plural(len(fixes), 'problem')}")
             else:
                 archived = utf8_size(o.result.archive)
-                where = f", {plural(archived, 'byte')} archived to archive/{o.program}/" if archived else ""
+                where = f", {plural(archived, 'byte')} archived to {o.archive}" if archived else ""
                 commit = f" ({o.commit[:10]})" if o.commit else ""
                 say(app, f"{o.program}: fixed {plural(len(fixes), 'problem')}{where}{commit}")
             if not app.quiet:
@@ -625,7 +634,8 @@ def lesson_group() -> None:
 @example("statefile lesson list perf", "statefile lesson list _shared --json")
 @pass_app
 def lesson_list(app: AppContext, program: str) -> None:
-    """List PROGRAM's lessons with the numbers `lesson remove/pin/unpin/promote` take (📌 pinned, expiry dates)."""
+    """List PROGRAM's lessons with the numbers and ids `lesson remove/pin/unpin/promote` take (📌 pinned, expiry
+    dates); numbers shift as lessons come and go, ids do not."""
 
     doc = require_program(app, program)
     rows = numbered_lessons(doc)
@@ -640,7 +650,7 @@ def lesson_list(app: AppContext, program: str) -> None:
             f" (expires {row.expires})" if row.expires and "expires" not in row.text else ""
         )
         text = " ".join(row.text.split()) + marks
-        line = f"{row.number:>3}. {text}"
+        line = f"{row.number:>3}. [{row.id}] {text}"
         echo(line if display_width(line) <= width else line[: width - 1] + "…")
     if program != SHARED_PROGRAM and not app.quiet:
         shared = app.store().read(SHARED_PROGRAM)
@@ -677,21 +687,29 @@ def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | 
 @example('statefile lesson remove perf 3 --reason "superseded by the radix rewrite"')
 @pass_app
 def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> None:
-    """Move lesson SELECTOR (1-based number or unique text) of PROGRAM to the archive, with a reason."""
+    """Move lesson SELECTOR (1-based number, id or unique text) of PROGRAM to the archive, with a reason."""
 
     today = dt.datetime.now(dt.timezone.utc).date()
 
     store = app.writer()
 
-    def apply(doc: StateDocument | None) -> Change:
+    def apply(doc: StateDocument | None) -> Change[str]:
         if doc is None:
             raise missing_program(store, program)
+        removed = find_lesson(doc, _selector(selector)).text  # the one remove_lesson takes out, to name it
         new, chunk = remove_lesson(doc, _selector(selector), reason=reason, today=today)
         what, body = unwrap_chunk(chunk)
-        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md")
+        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md", detail=removed)
 
-    commit = store.update(program, restoring_heading(apply), f"statefile: remove a lesson from {program}").commit
-    say(app, f"moved the lesson to archive/{program}/" + (f" ({commit[:10]})" if commit else ""))
+    result = store.update(program, restoring_heading(apply), f"statefile: remove a lesson from {program}")
+    text = result.detail or ""
+    ident = lesson_id(text)
+    say(app, f"moved lesson {ident} to {store.archive_hint(program)}{_commit_note(result.commit)}: "
+             f"{lesson_summary(text)} (undo: statefile lesson restore {program} {ident})")  # fmt: skip
+
+
+def _commit_note(commit: str | None) -> str:
+    return f" ({commit[:10]})" if commit else ""
 
 
 @lesson_group.command("restore")
@@ -700,7 +718,11 @@ def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> 
 @example("statefile lesson restore perf", "statefile lesson restore perf 1")
 @pass_app
 def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
-    """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones)."""
+    """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones).
+
+    SELECTOR is a number from that list (they shift after each restore), the lesson's id (which does not: naming
+    it again says it is already restored) or a piece of its text.
+    """
 
     store = app.reader() if selector is None else app.writer()
     if store.read_text(program) is None:
@@ -709,27 +731,29 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
     if selector is None:
         candidates = restorable_lessons(texts)
         if app.as_json:
-            emit_json([{"number": n, **c.__dict__} for n, c in enumerate(candidates, 1)])
+            emit_json([{"number": n, "lesson_id": c.lesson_id, **c.__dict__} for n, c in enumerate(candidates, 1)])
             return
         if not candidates:
             say(app, f"no removed lessons to restore for {program}")
         for number, candidate in enumerate(candidates, 1):
-            echo(f"{number}. [{candidate.id}] {candidate.text.strip()}  — removed {candidate.removed}: "
+            echo(f"{number}. [{candidate.lesson_id}] {candidate.text.strip()}  — removed {candidate.removed}: "
                        f"{candidate.reason}")  # fmt: skip
         return
     today = dt.datetime.now(dt.timezone.utc).date()
 
-    def apply(doc: StateDocument | None) -> Change:
+    def apply(doc: StateDocument | None) -> Change[Tombstone]:
         if doc is None:
             raise missing_program(store, program)
         # Re-read the archive as of this attempt: a concurrent restore of the same lesson must be refused.
         current = [store.read_archive(program, part) for part in store.archive_parts(program)]
         tombstone = find_tombstone(current, _selector(selector))
         what, body = unwrap_chunk(restored_chunk(tombstone, today=today))
-        return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what)
+        return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what, detail=tombstone)
 
-    commit = store.update(program, restoring_heading(apply), f"statefile: restore a lesson of {program}").commit
-    say(app, "restored the lesson" + (f" ({commit[:10]})" if commit else ""))
+    result = store.update(program, restoring_heading(apply), f"statefile: restore a lesson of {program}")
+    restored = result.detail
+    named = f" {restored.lesson_id}" if restored else ""
+    say(app, f"restored lesson{named}{_commit_note(result.commit)}" + (f": {restored.summary}" if restored else ""))
 
 
 def _edit_lessons(
@@ -810,6 +834,7 @@ def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     doc = store.read(program)
     if doc is None:
         raise missing_program(store, program)
+    lesson = find_lesson(doc, _selector(selector)).text
 
     def apply(shared: StateDocument | None) -> StateDocument:
         return promote_lesson(doc, _selector(selector), shared, program=program)
@@ -818,7 +843,8 @@ def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     if not result.landed:
         unchanged(app, "_shared.md already has this lesson")
         return
-    say(app, "promoted to _shared.md" + (f" ({result.commit[:10]})" if result.commit else ""))
+    shown = f"lesson {lesson_id(lesson)} to _shared.md{_commit_note(result.commit)}: {lesson_summary(lesson)}"
+    say(app, f"promoted {shown}")
 
 
 @click.command("sync")

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from statefile.defaults import MAX_EXPONENT, MAX_ITERATION, number_text
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
-from statefile.model.machine_state import count_field
-from statefile.model.patterns import FRACTIONAL_HEAD, entry_title, leading_number
+from statefile.model.machine_state import count_field, table_rows, unreadable_count
+from statefile.model.patterns import FRACTIONAL_HEAD, GAP_ACKNOWLEDGED, entry_title, leading_number, says_no_number
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, highest, inside, merge, missing, of_numbers, spans_text
 from statefile.model.text import clip
@@ -91,16 +91,43 @@ NUMBER_ROWS = {"best_metric": "Best Metric", "target_metric": "Target Metric"}
 def number_row_problem(state: Mapping[str, Any], key: str) -> str:
     """Why the row ``key`` (a :data:`NUMBER_ROWS` key) holds a number no measurement could be; "" when it does not.
 
-    A cell without a number ("—", "n/a") is no number, not a problem; one beyond 1e±308 (``1e999999999``) is a typo
-    that the rules cannot compare with.
+    A cell that says it holds none ("—", "n/a", "— (CI failed)") is no number, not a problem; other text (``lots``)
+    and a number beyond 1e±308 (``1e999999999``) are typos that the rules cannot compare with.
     """
     number = leading_number(state.get(key))
+    if number is None and not says_no_number(state.get(key)):
+        # "lots": the rules would take it for no best at all and write over the real one.
+        return (
+            f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, not a number "
+            "(write the number, or — for none)"
+        )
     if number is None or plausible(number):
         return ""
     return (
         f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, not a plausible number "
         f"(beyond 1e±{MAX_EXPONENT})"
     )
+
+
+#: The counting rows: scheduler key → row label.  The scheduler reads text there as 0, which loses the count.
+COUNT_ROWS = {"iteration_count": "Iteration Count", "consecutive_errors": "Consecutive Errors"}
+
+
+def count_row_problems(doc: StateDocument) -> list[str]:
+    """Why a :data:`COUNT_ROWS` row holds no whole number (``Iteration Count | abc``), one sentence per row.
+
+    Read from the cells as written: the scheduler's view has already turned such text into 0.
+    """
+    section = doc.section("machine_state")
+    if section is None:
+        return []
+    cells = {row.key: row.value for row in table_rows(list(section.lines))}  # a later duplicate row wins, as there
+    return [
+        f"the Machine State row '{label}' holds {clip(cells[key], 40)!r}, not a whole number (the scheduler reads "
+        "it as 0)"
+        for key, label in COUNT_ROWS.items()
+        if unreadable_count(cells.get(key))
+    ]
 
 
 def next_iteration_problem(count: int, highest: int) -> str:
@@ -124,6 +151,7 @@ def machine_state_problems(doc: StateDocument) -> Iterator[Anomaly]:
     problems = [
         next_iteration_problem(count_field(state, "iteration_count"), doc.highest_iteration),
         *(number_row_problem(state, key) for key in NUMBER_ROWS),
+        *count_row_problems(doc),
     ]  # fmt: skip
     for problem in problems:
         if problem:
@@ -161,15 +189,53 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
             yield Anomaly("overlapping-ranges", f"ranges {a.first}–{a.last} and {b.first}–{b.last} overlap")
     covered = merge([s for e in iterations for s in e.spans] + [s for r in ranges for s in r.spans])
     top = highest(covered)
-    gaps = missing(covered, top)
+    gaps, _ = history_gaps(doc, covered)
     if gaps:
-        yield Anomaly("history-gap", f"no entry or range covers iterations {_numbers(gaps)}")
+        yield Anomaly(
+            "history-gap",
+            f"no entry or range covers iterations {_numbers(gaps)} (a known gap: add "
+            f"'<!-- statefile: gap {_ack_example(gaps)} acknowledged -->' under the history heading)",
+        )
     count = doc.machine_state.get("iteration_count")
     if isinstance(count, int) and covered and count != top:
         yield Anomaly(
             "iteration-count-mismatch",
             f"Iteration Count is {count} but the history goes up to iteration {top}",
         )
+
+
+def acknowledged_gaps(doc: StateDocument) -> list[Span]:
+    """The iteration numbers a maintainer acknowledged as missing (``<!-- statefile: gap 12–40 acknowledged -->``)."""
+    spans = []
+    for match in GAP_ACKNOWLEDGED.finditer(doc.render()):
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) else first
+        spans.append((min(first, last), max(first, last)))
+    return merge(spans)
+
+
+def history_gaps(doc: StateDocument, covered: list[Span] | None = None) -> tuple[list[Span], list[Span]]:
+    """The history's holes below its highest iteration: ``(not acknowledged, acknowledged)``.
+
+    A hole an agent left years ago cannot be filled (no entry says what those iterations did), so without a way to
+    accept it every ``check`` warns forever and real warnings drown.  The acknowledgement is an HTML comment in the
+    file itself, not a setting: it travels with the file to every store (a branch, repo-memory's folder, a copy),
+    sits beside the history it is about, and says which numbers, so a new hole still warns.
+    """
+    if covered is None:
+        covered = merge(s for e in doc.history if isinstance(e, (Iteration, IterationRange)) for s in e.spans)
+    top = highest(covered)
+    gaps = missing(covered, top)
+    if not gaps:
+        return [], []
+    acknowledged = acknowledged_gaps(doc)
+    open_gaps = missing(covered + acknowledged, top)
+    return open_gaps, missing(covered + open_gaps, top)
+
+
+def _ack_example(gaps: list[Span]) -> str:
+    first, last = gaps[0]
+    return str(first) if first == last else f"{first}–{last}"
 
 
 def _numbers(spans: list[Span]) -> str:

@@ -76,6 +76,18 @@ def count_field(state: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def unreadable_count(cell: str | None) -> bool:
+    """Whether a counting row's cell holds text the scheduler reads as 0 though it says no "none" (``abc``, ``1.5``):
+    the count it stood for is lost, so ``check`` fails on it and ``edit`` refuses it."""
+    if cell is None or cell.strip() in _NULLS:
+        return False
+    try:
+        int(cell)
+    except ValueError:
+        return True
+    return False
+
+
 def table_rows(lines: list[str]) -> list[Row]:
     """Every ``| key | value |`` row in the section, header and separator rows excluded."""
     rows: list[Row] = []
@@ -228,3 +240,32 @@ def cell_text(value: CellValue) -> str:
         return ", ".join(str(v) for v in value)
     text = str(value)
     return text if text.strip() else NONE_VALUE
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What one record changed in the Machine State that matters to people, from the scheduler's view of the
+    table before and after (:attr:`StateDocument.machine_state`).
+
+    ``best_metric``: ``{"before", "after", "new_best"}``; ``paused`` / ``completed``: the state afterwards;
+    ``paused_now`` with ``pause_reason`` when this record paused the program; ``unpaused`` with
+    ``previous_pause_reason`` when it un-paused it (the upstream rule on accepted); ``completed_now`` with
+    ``completed_reason``; ``was_paused`` / ``was_completed``: the program was paused or completed before — the
+    scheduler skips such a program, so recording on it is worth a word.
+    """
+    was_paused, now_paused = bool(before.get("paused")), bool(after.get("paused"))
+    was_completed, now_completed = bool(before.get("completed")), bool(after.get("completed"))
+    best_before, best_after = before.get("best_metric"), after.get("best_metric")
+    return {
+        "best_metric": {"before": best_before, "after": best_after, "new_best": best_after != best_before},
+        "paused": now_paused,
+        "paused_now": now_paused and not was_paused,
+        "pause_reason": after.get("pause_reason"),
+        "unpaused": was_paused and not now_paused,
+        "previous_pause_reason": before.get("pause_reason") if was_paused else None,
+        "completed": now_completed,
+        "completed_now": now_completed and not was_completed,
+        "completed_reason": after.get("completed_reason"),
+        "was_paused": was_paused,
+        "was_completed": was_completed,
+        "consecutive_errors": after.get("consecutive_errors"),
+    }

@@ -57,6 +57,11 @@ METRIC_BAND = re.compile(
 ENTRY_PREFIX = re.compile(
     rf"^\**{_ITER}\s+#?\d+(?:\s*(?:&|and|,|/|\+|–|-{{1,2}}|to)\s*#?\d+)?\**\s*(?:\(partial\))?", re.I
 )
+# A maintainer's acknowledgement of a known hole in the history, anywhere in the file (best right under the
+# history heading, where compaction never folds it away): "<!-- statefile: gap 12–40 acknowledged -->", "gap 7".
+GAP_ACKNOWLEDGED = re.compile(
+    r"<!--\s*statefile:\s*gaps?\s+#?(\d{1,9})(?:\s*(?:–|—|-|\.\.|to)\s*#?(\d{1,9}))?\s+acknowledged\b[^>]*?-->", re.I
+)
 # Where prose mentions an iteration ("fixed in iter 138", "Iterations 104-120"): the first number.
 ITERATION_MENTION = re.compile(r"\biter(?:ation)?s?\.?\s*#?(\d+)", re.I)
 
@@ -101,8 +106,10 @@ _RANGE_COUNTS = rf"{_BUCKET} \d+(?: {_BUCKET} \d+)*(?: \(\+\d+ uncounted\))?"
 RANGE_LINE_HEAD = re.compile(
     rf"^(?P<counts>{_RANGE_COUNTS})?\s?(?:\(metrics (?P<from>\S+?)→(?P<to>\S+?)\))?(?:: (?P<summary>.*))?$"
 )
-# Its " · " fields: the archive folder (always last), counts, dates and metric (the earlier shape's fields).
-RANGE_ARCHIVE_FIELD = re.compile(r"^archive/\S*$")
+# Its " · " fields: where the archive is (always last), counts, dates and metric (the earlier shape's fields).
+# The archive field names the parts where the store really keeps them: ``archive/perf/`` (a branch),
+# ``archive/perf.*.md`` or ``_archive.perf.*.md`` (gh-aw's repo-memory, where file-glob decides the paths).
+RANGE_ARCHIVE_FIELD = re.compile(r"^(?:archive/|_archive\.)\S*$")
 RANGE_COUNTS_FIELD = re.compile(rf"^{_RANGE_COUNTS}$")
 RANGE_COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
 RANGE_DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
@@ -242,6 +249,16 @@ def leading_number(cell: object) -> Decimal | None:
         return None
     match = _LEADING_NUMBER.match(str(cell))
     return _decimal(match.group(1)) if match else None
+
+
+# What a number cell says when it holds no number on purpose: "none", "n/a", "— (CI failed)", "TBD".  Any other
+# text there ("lots") is a number someone mistyped, which the record rules cannot compare with.
+_NO_NUMBER = re.compile(r"^[\s`*_]*(?:[—–-]+(?=[\s(]|$)|(?:none|null|nil|n/?a|tbd|unknown|pending)\b)", re.I)
+
+
+def says_no_number(cell: object) -> bool:
+    """Whether a Machine State cell says on purpose that it holds no number (``—``, ``n/a``, ``— (CI failed)``)."""
+    return cell is None or not str(cell).strip() or bool(_NO_NUMBER.match(str(cell)))
 
 
 def number_text(text: str | None) -> str | None:

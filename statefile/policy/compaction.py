@@ -107,6 +107,9 @@ class CompactionPolicy:
     today: date | None = None
     summarizer: Summarizer | None = None
     program: str | None = None
+    #: Where range lines say the folded text is: the store's own place for the parts (``Store.archive_hint``,
+    #: ``_archive.perf.*.md`` in repo-memory); ``None``: ``archive/{program}/``, the branch's layout.
+    archive_hint: str | None = None
     #: Run the aggressive steps whatever the size (``statefile compact --aggressive``).
     force_aggressive: bool = False
 
@@ -382,7 +385,9 @@ class _Compactor:
             bands.append(ranges.band_from_entries(entries, self.direction, summary))
             archive.extend(((detail.low, detail.pos), history.raws[detail.pos]) for detail in details)
         band = ranges.merge_bands(bands, self.direction)
-        line = ranges.render_band(band, program=self.program, text_cap=params.text_cap, newline=self.newline)
+        line = ranges.render_band(
+            band, program=self.program, text_cap=params.text_cap, newline=self.newline, archive=self.policy.archive_hint
+        )
         reason = f"folded into {_short(line_body(line)[4:])}"
         moved.extend(MovedItem("iteration", _label(detail.entry), reason) for detail in details)
         return line, archive, moved

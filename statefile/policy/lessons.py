@@ -20,6 +20,11 @@ The archive is append-only, so a restore is recorded as a second chunk,
 ``<!-- statefile:restored id=3f2a9c01b7de restored=2026-05-03 -->`` (see :func:`restored_chunk`).  Reading the
 archive in order, each restored record consumes the latest earlier tombstone with its id, so a tombstone is
 restorable exactly once, and removing the same lesson again later makes a new, restorable tombstone.
+
+Numbers shift as lessons come and go, so every lesson also has an *id* that does not move: a short hash of its
+words (:func:`lesson_id`).  ``lesson list`` shows it, every lesson command takes it instead of a number, and a
+removed lesson keeps it in the archive (it is computed from the words the tombstone holds), so restoring the
+same id twice is refused instead of restoring whichever lesson has moved up to that number.
 """
 
 from __future__ import annotations
@@ -77,6 +82,11 @@ class Tombstone:
         """The lesson's first line without the bullet, cut to 80 characters (for listings and messages)."""
         return _short(self.text)
 
+    @property
+    def lesson_id(self) -> str:
+        """The removed lesson's :func:`lesson_id`: the id it had in Lessons Learned, and will have again."""
+        return lesson_id(self.text)
+
 
 # -- reading -------------------------------------------------------------------------------------------------------
 
@@ -94,10 +104,13 @@ class NumberedLesson:
     text: str
     pinned: bool
     expires: str | None
+    #: The :func:`lesson_id`, which other lesson commands take as well as the number and which does not move.
+    id: str = ""
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form."""
-        return {"number": self.number, "text": self.text, "pinned": self.pinned, "expires": self.expires}
+        return {"number": self.number, "id": self.id, "text": self.text, "pinned": self.pinned,
+                "expires": self.expires}  # fmt: skip
 
 
 def numbered_lessons(doc: StateDocument) -> list[NumberedLesson]:
@@ -108,8 +121,27 @@ def numbered_lessons(doc: StateDocument) -> list[NumberedLesson]:
         body = "\n".join(line_body(line) for line in split_lines(item.text))
         day = expiry(body)
         out.append(NumberedLesson(number, _BULLET.sub("", body, count=1).strip(), is_pinned(body),
-                                  day.isoformat() if day else None))  # fmt: skip
+                                  day.isoformat() if day else None, lesson_id(item.text)))  # fmt: skip
     return out
+
+
+#: How many hex digits a lesson id has: enough that two lessons of one program practically never share one.
+LESSON_ID_LENGTH = 8
+
+
+def lesson_id(text: str) -> str:
+    """A lesson's id: a short hash of its words as :func:`_key` reads them (bullet, pin, expiry, origin, case and
+    spacing aside), so pinning it or adding and removing other lessons never changes it."""
+    return hashlib.sha256(encode(_key(text))).hexdigest()[:LESSON_ID_LENGTH]
+
+
+def lesson_summary(text: str) -> str:
+    """A lesson's first line without the bullet, cut to 80 characters: what messages show of the lesson touched."""
+    return _short(text)
+
+
+def _is_id(selector: str) -> bool:
+    return len(selector) == LESSON_ID_LENGTH and all(c in "0123456789abcdef" for c in selector)
 
 
 def _short(text: str, width: int = 80) -> str:
@@ -139,6 +171,12 @@ def find_lesson(doc: StateDocument, selector: int | str) -> Item:
     """
     found = lessons(doc)
     numbered = [(index + 1, item.text) for index, item in enumerate(found)]
+    wanted = str(selector).strip().lower()
+    if _is_id(wanted):
+        # Checked before numbers: an id may be all digits, and no program has ten million lessons.
+        by_id = [item for item in found if lesson_id(item.text) == wanted]
+        if by_id:
+            return by_id[0]  # two bullets with the same words are the same lesson (add_lesson adds it once)
     if isinstance(selector, int) or selector.strip().isdigit():
         number = int(selector)
         if 1 <= number <= len(found):
@@ -305,6 +343,10 @@ def find_tombstone(archive_texts: Sequence[str], selector: int | str) -> Tombsto
     every = tombstones(archive_texts)
     open_ = [t for t in every if t.restored is None]
     numbered = [(n + 1, t.text) for n, t in enumerate(open_)]
+    wanted = str(selector).strip().lower()
+    if _is_id(wanted) and any(t.lesson_id == wanted for t in every):
+        # A lesson id names one lesson for good: once restored, naming it again must not restore another.
+        return _only_open([t for t in every if t.lesson_id == wanted], wanted)
     if isinstance(selector, int) or selector.strip().isdigit():
         number = int(selector)
         if 1 <= number <= len(open_):
@@ -314,16 +356,22 @@ def find_tombstone(archive_texts: Sequence[str], selector: int | str) -> Tombsto
     if not needle:
         raise UsageError("empty selector; give a removed lesson's number, id or a piece of its text")
     hits = [t for t in every if t.id.startswith(needle) or needle in _key(t.text)]
+    if not hits:
+        raise NotFoundError(f"no removed lesson matches {selector!r}; {_listing(numbered) or 'none are restorable'}")
+    return _only_open(hits, selector)
+
+
+def _only_open(hits: list[Tombstone], selector: str) -> Tombstone:
+    """The one restorable tombstone among ``hits``; already restored or several is a :class:`UsageError`."""
     open_hits = list({t.id + t.removed: t for t in hits if t.restored is None}.values())
     if len(open_hits) == 1:
         return open_hits[0]
-    if not open_hits and hits:
+    if not open_hits:
         done = hits[-1]
         raise UsageError(
-            f"lesson {done.id} ({done.summary}) was already restored on {done.restored}; it is in Lessons Learned"
+            f"lesson {done.lesson_id} ({done.summary}) was already restored on {done.restored}; it is in Lessons "
+            "Learned, nothing to do"
         )
-    if not open_hits:
-        raise NotFoundError(f"no removed lesson matches {selector!r}; {_listing(numbered) or 'none are restorable'}")
     listing = "; ".join(f"{t.id}: {_short(t.text, 40)}" for t in open_hits[:5])
     raise UsageError(f"{selector!r} matches {len(open_hits)} removed lessons ({listing}); give the id")
 
@@ -334,11 +382,12 @@ def restore_lesson(doc: StateDocument, tombstone: Tombstone) -> StateDocument:
     Refused (:class:`UsageError`) when the tombstone was already restored or the same lesson is in the file
     again.  The caller appends :func:`restored_chunk` to the archive so the tombstone cannot be restored twice.
     """
+    named = f"lesson {tombstone.lesson_id} ({tombstone.summary})"
     if tombstone.restored is not None:
-        raise UsageError(f"lesson {tombstone.id} was already restored on {tombstone.restored}")
+        raise UsageError(f"{named} was already restored on {tombstone.restored}")
     for number, item in enumerate(lessons(doc), start=1):
         if _key(item.text) == _key(tombstone.text):
-            raise UsageError(f"lesson {tombstone.id} is already in Lessons Learned (lesson {number}); nothing to do")
+            raise UsageError(f"{named} is already in Lessons Learned (lesson {number}); nothing to do")
     if not tombstone.text.strip():
         raise UsageError(f"tombstone {tombstone.id} holds no lesson text; restore it by hand from the archive")
     return _append(doc, tombstone.text)

@@ -30,7 +30,6 @@ from typing import Any
 from statefile.model.history import Iteration, IterationRange
 from statefile.model.patterns import (
     ARROW_BAND,
-    DATE,
     RANGE_ARCHIVE_FIELD,
     RANGE_COUNT_ITEM,
     RANGE_COUNTS_FIELD,
@@ -51,6 +50,63 @@ STATUS_BUCKETS: tuple[str, ...] = ("✅", "❌", "⚠️", "other")
 _BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
 
 _CLAUSE_END = re.compile(r"\s+[—–]\s+|[.;:]\s|\s\(")
+
+# The header fragments of an agent's range line, which the canonical line carries in fields of its own: a date or a
+# date span (``2026-05-20/31``, ``2026-04-23–29``, ``2026-04-10 18:11 UTC``), status glyphs (``✅/⚠️``), the metric
+# band (``(metrics 0.80->0.866)``, ``metrics 508→534``, ``(0→191)``) and separators.  Kept in the summary they pile up
+# in a merged line (``… (condensed) / 2026-05-20/31 -- ✅ (metrics 0.80->0.866): …``).
+_DATE_SPAN = re.compile(
+    r"(\d{4}-\d{2}-\d{2})(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?(?:\s*UTC)?)?"
+    r"(?:\s*(?:/|–|…|\.\.|-|to)\s*((?:\d{4}-)?(?:\d{2}-)?\d{2})(?!\d))?"
+)
+_BAND_TEXT = r"~?-?\d+(?:\.\d+)?%?(?:\s*(?:→|->|–>|=>)\s*~?-?\d+(?:\.\d+)?%?)+"
+_HEAD_FRAGMENT = re.compile(
+    rf"^(?:[\s:—–\-|/·,;]+|{_DATE_SPAN.pattern}|(?:✅|❌|⚠️|⚠)(?:\s*/\s*(?:✅|❌|⚠️|⚠))*"
+    rf"|\(\s*(?:metrics?\s*:?\s*)?{_BAND_TEXT}\s*\)|(?:metrics?\s*:?\s*)?{_BAND_TEXT})",
+    re.I,
+)
+# "(metrics 8→51: feature implementations)": the band goes, the words inside stay.
+_HEAD_BAND_OPEN = re.compile(rf"^\(\s*metrics?\s*:?\s*{_BAND_TEXT}\s*[:;,—–-]?\s*(?=[^)]*\)$)", re.I)
+_BAND_ANYWHERE = re.compile(rf"\(\s*metrics?\s*:?\s*{_BAND_TEXT}\s*\)|\bmetrics?\s*:?\s*{_BAND_TEXT}", re.I)
+_CONDENSED = re.compile(r"\s*\((?:condensed|summari[sz]ed|compressed)\)", re.I)
+
+
+def agent_summary(text: str) -> str:
+    """The words of an agent's range line without its header fragments (dates, status glyphs, the metric band,
+    separators): ``-- 2026-05-16 -- ✅ (metrics 551->578%): Cache rows`` → ``Cache rows``.
+
+    Only the head is stripped, plus a ``(metrics a→b)`` band and a ``(condensed)`` mark anywhere: glyphs and numbers
+    inside the agent's prose (``c067 ✅ 0.00000649 BEST``) are its account and stay.
+    """
+    rest = " ".join(text.split())
+    while rest:
+        opened = _HEAD_BAND_OPEN.match(rest)
+        if opened:
+            rest = rest[opened.end() :].removesuffix(")")
+            continue
+        match = _HEAD_FRAGMENT.match(rest)
+        if not match or not match.group(0):
+            break
+        rest = rest[match.end() :]
+    rest = _CONDENSED.sub("", _BAND_ANYWHERE.sub("", rest))
+    rest = re.sub(r"\s*[|/·—–]?\s+([.,;:])(?=\s|$)", r"\1", " ".join(rest.split()))
+    rest = re.sub(r"(?:\s*[|/·—–]\s*)+$", "", re.sub(r"^[\s|/·—–:.,;]+", "", rest))
+    if rest.startswith("(") and rest.endswith(")") and rest.count("(") == 1 and rest.count(")") == 1:
+        rest = rest[1:-1].strip()
+    return "" if not any(ch.isalnum() for ch in rest) else rest
+
+
+def date_span(text: str) -> tuple[str | None, str | None]:
+    """The earliest and latest date an agent's line names, a span such as ``2026-05-20/31`` read to its end."""
+    dates: list[str] = []
+    for match in _DATE_SPAN.finditer(text):
+        start = match.group(1)
+        dates.append(start)
+        if match.group(2):
+            end = start[: 10 - len(match.group(2))] + match.group(2)
+            if end > start:
+                dates.append(end)
+    return (min(dates), max(dates)) if dates else (None, None)
 
 
 @dataclass(frozen=True)
@@ -202,15 +258,17 @@ def band_from_range(entry: IterationRange) -> Band:
     canonical = parse_canonical(entry.heading)
     if canonical is not None:
         return canonical
-    dates = DATE.findall(entry.heading)
+    date_from, date_to = date_span(entry.heading)
+    # The agent's words without the fragments of its header, which the canonical line says in its own fields.
+    summary = agent_summary(entry.summary)
     return Band(
         first=entry.first,
         last=entry.last,
-        date_from=min(dates) if dates else None,
-        date_to=max(dates) if dates else None,
+        date_from=date_from,
+        date_to=date_to,
         metric_from=number_text(entry.metric_from),
         metric_to=number_text(entry.metric_to),
-        parts=(" ".join(entry.summary.split()),) if entry.summary.strip() else (),
+        parts=(summary,) if summary else (),
     )
 
 
@@ -239,8 +297,25 @@ def merge_bands(bands: Iterable[Band], direction: str) -> Band:
         date_to=max(ends) if ends else None,
         metric_from=metric_from,
         metric_to=metric_to,
-        parts=tuple(p for b in ordered for p in b.parts),
+        parts=tuple(p for b in ordered for p in b.parts) if len(ordered) == 1 else _merged_parts(ordered),
     )
+
+
+def _merged_parts(bands: Sequence[Band]) -> tuple[str, ...]:
+    """The summary parts of bands being merged, each without an old header's fragments.
+
+    A canonical line written before agents' headers were cleaned (or by an older statefile) can carry them inside
+    its summary, ``Various features (condensed) / 2026-05-20/31 -- ✅ (metrics 0.80->0.866): …``; merging it again
+    must not carry them on.  A part that is only a ``…`` (earlier parts clipped) stays as it is.
+    """
+    out: list[str] = []
+    for band in bands:
+        for part in band.parts:
+            for piece in part.split(PART_SEP):
+                cleaned = piece.strip() if piece.strip() == ELLIPSIS else agent_summary(piece)
+                if cleaned:
+                    out.append(cleaned)
+    return tuple(out)
 
 
 def join_parts(parts: Sequence[str], cap: int) -> str:
@@ -265,10 +340,15 @@ def join_parts(parts: Sequence[str], cap: int) -> str:
     return clip(prefix + PART_SEP.join(clip(p, share) for p in parts), cap)
 
 
-def render_band(band: Band, *, program: str | None, text_cap: int, newline: str = "\n") -> str:
+def render_band(
+    band: Band, *, program: str | None, text_cap: int, newline: str = "\n", archive: str | None = None
+) -> str:
     """The canonical range line for ``band`` (one heading line and its line ending), in the upstream shape::
 
     ### Iters A–B — <counts> (metrics X→Y): <summary> · <dates> · archive/<program>/
+
+    ``archive`` is where the store keeps the program's parts (``ArchiveLayout.hint``: ``_archive.perf.*.md`` in
+    gh-aw's repo-memory under ``*.md``); without it, the branch's ``archive/<program>/``.
     """
     counts = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
     if counts and band.uncounted:
@@ -293,7 +373,7 @@ def render_band(band: Band, *, program: str | None, text_cap: int, newline: str 
     if band.date_from:
         to = band.date_to or band.date_from
         fields.append(band.date_from if to == band.date_from else f"{band.date_from}…{to}")
-    fields.append(f"archive/{program}/" if program else "archive/")
+    fields.append(archive or (f"archive/{program}/" if program else "archive/"))
     numbers = f"{band.first}" if band.first == band.last else f"{band.first}–{band.last}"
     return f"### Iters {numbers} — {SEP.join(fields)}{newline}"
 

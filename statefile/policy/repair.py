@@ -83,8 +83,9 @@ LEFT_BECAUSE: dict[str, str] = {
 }
 
 
-def repair(doc: StateDocument, *, program: str | None = None) -> RepairResult:
-    """Repair ``doc`` (see the module docstring); ``program`` names the archive folder merged range lines point to."""
+def repair(doc: StateDocument, *, program: str | None = None, archive: str | None = None) -> RepairResult:
+    """Repair ``doc`` (see the module docstring); ``program`` names the archive folder merged range lines point to,
+    ``archive`` where the store really keeps the parts when that is not ``archive/{program}/`` (repo-memory)."""
     if doc.unclosed_block is not None:
         return RepairResult(doc, "", (), doc.warnings)
     fixes: list[Fix] = []
@@ -94,7 +95,7 @@ def repair(doc: StateDocument, *, program: str | None = None) -> RepairResult:
         _history_heading,
         _merge_duplicate_sections,
         _drop_duplicate_entries,
-        lambda d: _merge_overlapping_ranges(d, program),
+        lambda d: _merge_overlapping_ranges(d, program, archive),
     ]
     for step in steps:
         new, removed, done = step(doc)
@@ -397,7 +398,9 @@ def _label(entry: Entry) -> str:
 # -- 5. overlapping range lines ------------------------------------------------------------------------------------
 
 
-def _merge_overlapping_ranges(doc: StateDocument, program: str | None) -> tuple[StateDocument, list[str], list[Fix]]:
+def _merge_overlapping_ranges(
+    doc: StateDocument, program: str | None, archive: str | None = None
+) -> tuple[StateDocument, list[str], list[Fix]]:
     entries = doc.history
     ranged = sorted(
         ((index, entry) for index, entry in enumerate(entries) if isinstance(entry, IterationRange)),
@@ -420,7 +423,7 @@ def _merge_overlapping_ranges(doc: StateDocument, program: str | None) -> tuple[
     nl = doc.newline
     for group in groups:
         band = merge_bands((band_from_range(entry) for _, entry in group), direction)
-        line = render_band(band, program=program, text_cap=RANGE_TEXT_CAP, newline=nl)
+        line = render_band(band, program=program, text_cap=RANGE_TEXT_CAP, newline=nl, archive=archive)
         top = min(index for index, _ in group)  # where the newest-first history has the merged line
         replace_at[top] = line
         drop.update(index for index, _ in group if index != top)

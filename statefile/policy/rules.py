@@ -62,7 +62,7 @@ from typing import Any
 from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION, number_text
 from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
-from statefile.model.anomalies import next_iteration_problem, number_row_problem, plausible
+from statefile.model.anomalies import count_row_problems, next_iteration_problem, number_row_problem, plausible
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, render_iteration
 from statefile.model.patterns import agent_bullet, leading_number, state_direction, statuses_in_cell
@@ -232,6 +232,8 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         base = doc
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
+    for problem in count_row_problems(base):  # "abc" reads as 0: the count it stood for would be written over
+        raise _unreadable_row(program, problem)
     old_count = machine_state.count_field(state, "iteration_count")
     number = _iteration_number(base, req, old_count, program)
     if req.at is not None and (req.at - now > _CLOCK_SKEW or req.at.year < 1970):
@@ -448,8 +450,12 @@ def _table_number(state: dict[str, Any], key: str, program: str) -> Decimal | No
     rule check fails on too)."""
     problem = number_row_problem(state, key)
     if problem:
-        raise InvalidDataError(f"in '{program}', {problem}; fix it with 'statefile edit {program}', then record again")
+        raise _unreadable_row(program, problem)
     return leading_number(state.get(key))
+
+
+def _unreadable_row(program: str, problem: str) -> InvalidDataError:
+    return InvalidDataError(f"in '{program}', {problem}; fix it with 'statefile edit {program}', then record again")
 
 
 def _decimal(value: float | Decimal) -> Decimal:

@@ -200,6 +200,15 @@ class Store(abc.ABC):
         them out; ``check``, ``list`` and ``compact --all`` report them as errors instead of skipping them.
         """
 
+    def archive_hint(self, program: str) -> str:
+        """Where a person finds ``program``'s archive parts in this store (``archive/perf/``), for range lines and
+        messages: a store that keeps them elsewhere (repo-memory's ``_archive.perf.*.md``) says so here."""
+        return NESTED.hint(program)
+
+    def archive_path(self, program: str, part: str) -> str:
+        """The path of archive part ``part`` (``0001.md``) of ``program`` in this store, as a person finds it."""
+        return NESTED.part_path(program, part)
+
     @abc.abstractmethod
     def archive_parts(self, program: str) -> list[str]:
         """The archive part file names under ``archive/{program}/``, oldest first (``["0001.md", …]``)."""
@@ -232,6 +241,13 @@ class Store(abc.ABC):
         """What each of those commits changed in ``{program}.md``, as a unified diff: commit → patch text.
 
         Empty for stores without history (a folder).
+        """
+        return {}
+
+    def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
+        """The text of ``{program}.md`` before and after each of those commits: commit → (before, after), ``None``
+        where the file did not exist.  Empty for stores without history (a folder), and where the history cannot
+        be read within the budget's read limit: callers show less, never fail, for it.
         """
         return {}
 

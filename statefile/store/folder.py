@@ -290,6 +290,12 @@ class FolderStore(Store):
                     found[name] = f"{entry.name} in {self.root}: {name!r} is a reserved device name on Windows"
         return dict(sorted(found.items()))
 
+    def archive_hint(self, program: str) -> str:
+        return self.archive_layout(program).hint(program)
+
+    def archive_path(self, program: str, part: str) -> str:
+        return self.archive_layout(program).part_path(program, part)
+
     def _archive_names(self, program: str) -> list[str]:
         layout = self.archive_layout(program)
         where = layout.folder(program)

@@ -12,7 +12,7 @@ Pure functions over :class:`statefile.views.history.ProgramHistory`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from statefile.views.history import ProgramHistory
 
@@ -42,9 +42,62 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
     return "".join(SPARK_LEVELS[round((v - low) / (high - low) * top)] for v in values)
 
 
+def metric_series(history: ProgramHistory) -> list[tuple[int, float, float | None]]:
+    """``(iteration, metric, best so far)`` per iteration number, sorted by iteration, one point per number.
+
+    Rows come sorted by where they start, and a range row's point sits at its end, so an agent's range line that
+    overlaps detailed entries (``Iters 172–180`` beside ``Iteration 173`` … ``180``) would put ``180`` before
+    ``173`` and twice.  A detailed iteration wins its number over a range's end.  The best so far is computed here,
+    over the sorted points and in the program's Metric Direction (accepted iterations and range band ends count,
+    as in :mod:`statefile.views.history`), so the line can only ever improve.
+    """
+    chosen: dict[int, tuple[float, bool]] = {}
+    for row in history.rows:
+        if row.value is None:
+            continue
+        counts = row.kind == "range" or row.status == "accepted"
+        if row.kind == "iteration" or row.last not in chosen:
+            chosen[row.last] = (row.value, counts)
+    lower = history.direction == "lower"
+    best: float | None = None
+    out: list[tuple[int, float, float | None]] = []
+    for number in sorted(chosen):
+        value, counts = chosen[number]
+        if counts and (best is None or (value < best if lower else value > best)):
+            best = value
+        out.append((number, value, best))
+    return out
+
+
 def metric_sparkline(history: ProgramHistory, width: int = 24) -> str:
     """The sparkline of ``history``'s metric over iterations (``""`` when no iteration has a numeric metric)."""
-    return sparkline([value for _, value in history.points()], width)
+    return sparkline([value for _, value, _ in metric_series(history)], width)
+
+
+def final_best(history: ProgramHistory) -> float | None:
+    """The best metric the history reaches in its Metric Direction (``None`` before any accepted metric)."""
+    series = metric_series(history)
+    return series[-1][2] if series else None
+
+
+def nice_bounds(low: float, high: float, ticks: int = 6) -> tuple[Decimal, Decimal]:
+    """Axis bounds around ``[low, high]`` on a round step (1, 2, 2.5 or 5 × 10ⁿ, about ``ticks`` steps across).
+
+    Unrounded bounds (``35.0115 --> 606.759``) put the axis labels at odd numbers; these are where a person would
+    draw them (``0 --> 700``).  A flat series gets a band of about 10 % of its value around it (1 around 0).
+    """
+    lo, hi = Decimal(repr(low)), Decimal(repr(high))
+    span = hi - lo
+    if span == 0:
+        span = abs(hi) / 5 or Decimal(2)
+        lo, hi = lo - span / 2, hi + span / 2
+    raw = span / ticks
+    magnitude = Decimal(1).scaleb(raw.adjusted())
+    step = next(m * magnitude for m in (Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5), Decimal(10))
+                if m * magnitude >= raw)  # fmt: skip
+    bottom = (lo / step).to_integral_value(rounding=ROUND_FLOOR) * step
+    top = (hi / step).to_integral_value(rounding=ROUND_CEILING) * step
+    return bottom, top
 
 
 def number_text(value: float) -> str:
@@ -66,6 +119,12 @@ def thin(points: Sequence[tuple[int, float]], limit: int) -> list[tuple[int, flo
     return [points[round(i * step)] for i in range(limit)]
 
 
+def _decimal_text(value: Decimal) -> str:
+    """A bound as Mermaid reads a number: plain decimal, no exponent, no trailing zeros."""
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "") else text
+
+
 def _quoted(text: str) -> str:
     # A quoted string in the grammar runs to the next double quote; nothing can escape one.
     return '"' + text.replace('"', "'").replace("\n", " ") + '"'
@@ -77,32 +136,24 @@ def mermaid_xychart(history: ProgramHistory, *, max_points: int = MAX_CHART_POIN
     The text is the diagram only (no code fence); :mod:`statefile.views.summary` wraps it in a ```` ```mermaid ````
     block.
     """
-    points = history.points()
-    if not points:
+    series = metric_series(history)
+    if not series:
         return None
-    best_at = dict(history.best_points())
-    chosen = thin(points, max_points)
+    chosen = thin([(n, v) for n, v, _ in series], max_points)
+    best_at = {n: b for n, _, b in series}
     values = [value for _, value in chosen]
     # Before the first accepted metric there is no best yet; the line starts flat at the first best there is.
-    first_best = next((best_at[n] for n, _ in chosen if n in best_at), None)
-    best: list[float] = []
-    for n, _ in chosen:
-        if n in best_at:
-            best.append(best_at[n])
-        elif best:
-            best.append(best[-1])
-        elif first_best is not None:
-            best.append(first_best)
-    low = min(values + best)
-    high = max(values + best)
-    pad = (high - low) * 0.05 or abs(high) * 0.05 or 1.0
+    first_best = next((b for _, _, b in series if b is not None), None)
+    best = [b if (b := best_at[n]) is not None else first_best for n, _ in chosen]
+    drawn = [b for b in best if b is not None]
+    low, high = nice_bounds(min(values + drawn), max(values + drawn))
     lines = [
         "xychart-beta",
         f"    title {_quoted(f'{history.program}: metric per iteration ({history.direction} is better)')}",
         f"    x-axis {_quoted('iteration')} [{', '.join(str(n) for n, _ in chosen)}]",
-        f"    y-axis {_quoted('metric')} {number_text(low - pad)} --> {number_text(high + pad)}",
+        f"    y-axis {_quoted('metric')} {_decimal_text(low)} --> {_decimal_text(high)}",
         f"    line [{', '.join(number_text(v) for v in values)}]",
     ]
-    if len(best) == len(values):
-        lines.append(f"    line [{', '.join(number_text(v) for v in best)}]")
+    if len(drawn) == len(values):
+        lines.append(f"    line [{', '.join(number_text(v) for v in drawn)}]")
     return "\n".join(lines) + "\n"

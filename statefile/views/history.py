@@ -25,6 +25,7 @@ from typing import Any
 from statefile.model.archive import archive_entries
 from statefile.model.document import StateDocument
 from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.machine_state import state_changes
 from statefile.model.patterns import first_number, state_direction
 from statefile.model.spans import Span, holds, merge, of_numbers, size
 from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of
@@ -233,3 +234,38 @@ def _with_best(rows: list[HistoryRow], direction: str) -> list[HistoryRow]:
             best = candidate
         out.append(replace(row, best=best))
     return out
+
+
+# -- what a commit did to the program's state: pauses, un-pauses, completion, best metric ---------------------------
+
+
+def state_events(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events between two Machine States (the scheduler's view before and after one commit): ``paused`` /
+    ``unpaused`` / ``completed`` / ``uncompleted`` with the reason, and ``best_metric`` with the value before and
+    after.  Each has a ``text`` for people.
+
+    Computed with :func:`~statefile.model.machine_state.state_changes`, the rule ``record`` reports its own changes
+    with; the words say what happened, not why (an edit un-pauses as well as an accepted iteration does).
+    """
+    changes = state_changes(before, after)
+    events: list[dict[str, Any]] = []
+    if changes["paused_now"]:
+        reason = changes["pause_reason"]
+        events.append({"event": "paused", "reason": reason, "text": f"paused: {reason or 'no reason given'}"})
+    if changes["unpaused"]:
+        was = changes["previous_pause_reason"]
+        events.append(
+            {"event": "unpaused", "reason": was, "text": "unpaused" + (f" (was paused: {was})" if was else "")}
+        )
+    if changes["completed_now"]:
+        reason = changes["completed_reason"]
+        events.append({"event": "completed", "reason": reason, "text": f"completed: {reason or 'no reason given'}"})
+    elif before.get("completed") and not after.get("completed"):
+        events.append({"event": "uncompleted", "reason": before.get("completed_reason"), "text": "no longer completed"})
+    best = changes["best_metric"]
+    if best["new_best"]:
+        was, now = best["before"], best["after"]
+        text = f"best metric {now}" if now is not None else "best metric cleared"
+        events.append({"event": "best_metric", "before": was, "after": now,
+                       "text": text + (f" (was {was})" if was is not None else "")})  # fmt: skip
+    return events

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from statefile.views.charts import mermaid_xychart, metric_sparkline
+from statefile.model.patterns import first_number
+from statefile.views.charts import final_best, mermaid_xychart, metric_sparkline, number_text
 from statefile.views.history import ProgramHistory
 
 
@@ -26,6 +27,23 @@ def _size(row: Mapping[str, Any], max_bytes: int) -> str:
     size = int(row.get("size") or 0)
     text = f"{size:,} B ({row.get('percent_of_budget')}% of {max_bytes:,})"
     return text + (" ⚠️ over budget" if size > max_bytes else "")
+
+
+def _best_disagrees(history: ProgramHistory, best_metric: Any) -> str:
+    """A sentence when the chart's best so far does not end at the Machine State's Best Metric, else ``""``.
+
+    The chart follows the history; the scheduler and ``record`` follow the table.  They part when an agent reset
+    the best (the metric changed meaning) or wrote a range line's band in other units, and a chart that silently
+    disagrees with the table row above it would mislead.
+    """
+    stated = first_number(str(best_metric)) if best_metric is not None else None
+    reached = final_best(history)
+    if stated is None or reached is None or float(stated) == reached:
+        return ""
+    return (
+        f"  The history's best is {number_text(reached)}, the Machine State's Best Metric {number_text(float(stated))}:"
+        " the table is what `record` and the scheduler use."
+    )
 
 
 def where_sentence(history: ProgramHistory) -> str:
@@ -82,6 +100,7 @@ def step_summary(
         out.append(
             f"Metric of each iteration (first line) and best so far (second line), {history.direction} is better; "
             f"{where_sentence(history)}.  `statefile history {history.program}` lists them."
+            + _best_disagrees(history, row.get("best_metric"))
         )
     if omitted_charts:
         out += [

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
@@ -96,6 +97,10 @@ from statefile.store.names import (
     validate_remote,
     windows_reserved,
 )
+
+# One commit of `git log -z --raw --format=%x01%H`: its id, then the file's change line, with the blob ids before
+# and after (all zeros where the file did not exist).
+_RAW_CHANGE = re.compile(r"^([0-9a-f]+)\0\n?:\d+ \d+ ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*\0")
 
 # Remote round trips cost ~100 ms, local ones ~5 ms: back off on the same scale.
 _LOCAL_BACKOFF = (0.005, 0.5)
@@ -296,6 +301,26 @@ class GitStore(Store):
             out = self._git.run("rev-list", "--count", state.local)
             ahead = int(out.decode("ascii", "replace").strip() or 0)
         return BranchState(state.local, ref, tracking, ahead, behind, name)
+
+    def fetch_for_read(self) -> str | None:
+        """Fetch the branch into its remote-tracking ref, and make reads see the remote's tip; unlike :meth:`fetch`
+        no local branch moves (a read changes no branch).  The remote's tip, ``None`` when it has no such branch."""
+        remote_tip = self._fetch()
+        self._pinned = None
+        local = self._state().local
+        # Behind: the remote's tip (the local branch stays); diverged: the reader pins it and says so.
+        if (
+            remote_tip is not None
+            and local is not None
+            and local != remote_tip
+            and self._refs.is_ancestor(local, remote_tip)
+        ):
+            self._pinned = remote_tip
+        return remote_tip
+
+    def commit_time(self, commit: str) -> int:
+        """When ``commit`` was committed (Unix seconds): how old a copy whose tip it is must be at least."""
+        return int(self._git.run("log", "-1", "--format=%ct", commit, "--").decode("ascii", "replace").strip() or 0)
 
     def pin(self, commit: str) -> None:
         """Make reads see ``commit`` (e.g. the remote's tip when the local branch has diverged from it).
@@ -620,6 +645,33 @@ class GitStore(Store):
             commit, _, patch = record.partition("\n")
             patches[commit.strip()] = patch.strip("\n") + "\n" if patch.strip() else ""
         return patches
+
+    def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
+        """``{program}.md`` before and after each commit :meth:`log` lists: one ``git log --raw`` for the blob ids,
+        one batch read of the distinct blobs (a commit's "before" is usually the next one's "after")."""
+        validate_program(program)
+        tip = self.tip()
+        if tip is None or limit < 1:
+            return {}
+        out = self._git.run(
+            "-c", "log.showSignature=false", "log", "-z", "--raw", "--no-abbrev", "--no-renames",
+            f"--max-count={int(limit)}", "--format=%x01%H", tip, "--", state_path(program),
+        )  # fmt: skip
+        pairs: dict[str, tuple[str | None, str | None]] = {}
+        for record in out.decode("utf-8", "replace").split("\x01")[1:]:
+            match = _RAW_CHANGE.match(record)
+            if match:  # a merge commit has no --raw line: nothing to say about it
+                commit, old, new = match.groups()
+                pairs[commit] = (None if not old.strip("0") else old, None if not new.strip("0") else new)
+        oids = sorted({oid for pair in pairs.values() for oid in pair if oid is not None})
+        try:
+            blobs = self._objects(oids, "blob", [state_path(program)] * len(oids))
+        except StatefileError:
+            return {}  # an oversize or damaged old version: the log still lists the commits, without their texts
+        texts = {oid: data.decode("utf-8", "replace") for oid, data in zip(oids, blobs, strict=True)}
+        return {
+            commit: (texts[old] if old else None, texts[new] if new else None) for commit, (old, new) in pairs.items()
+        }
 
     # -- writing objects -----------------------------------------------------------------------------------------
 
