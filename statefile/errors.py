@@ -1,7 +1,7 @@
 """One exception root, and the exit code each kind of failure maps to.
 
 Every error statefile raises on purpose derives from :class:`StatefileError`; the CLI turns it into one line on
-stderr and the exit code below, never a traceback.  The codes are documented in README.md ("Exit codes").
+stderr and the exit code below, never a traceback.  The codes are documented in docs/exit-codes.md.
 """
 
 from __future__ import annotations

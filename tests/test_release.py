@@ -40,6 +40,7 @@ TIMEOUT = 600
 #: Every file that tells a user how to install statefile, and how many `statefile==` pins it holds at least.
 INSTALL_DOCS = {
     "README.md": 1,
+    "docs/agents.md": 2,
     "workflows/README.md": 2,
     "workflows/shared/statefile.md": 2,
     "workflows/statefile-maintenance.yml": 1,

@@ -128,7 +128,7 @@ def test_the_default_profile_is_derandomized_with_a_fixed_budget() -> None:
                 chosen = getattr(getattr(module, name), "_hypothesis_internal_use_settings", None)
                 if name.startswith("test_") and chosen is not None:
                     counts.append(chosen.max_examples)
-        assert sum(counts) <= EXAMPLE_BUDGET, counts  # the ceiling README and conftest document
+        assert sum(counts) <= EXAMPLE_BUDGET, counts  # the ceiling docs/development.md and conftest document
 
 
 def test_a_section_holding_a_copy_of_the_entries_is_left_alone() -> None:
@@ -339,7 +339,7 @@ def test_status_forecasts_with_the_configured_aggressive_settings(tmp_path: Path
     assert (report["aggressive_at"], report["keep_aggressive"]) == (0.5, 3)
     assert report["next_record_triggers_aggressive"]  # 2/3 of the budget: past 0.5, short of the default 0.8
     words = run_statefile("--dir", str(tmp_path), "status", "perf", cwd=tmp_path, env=env).stdout
-    assert "passes 50% of the budget: compaction will keep only the newest 3 entries" in words
+    assert "passes 50.0% of the budget: compaction will keep only the newest 3 entries" in words
     out = tmp_path / "autoloop.json"
     out.write_text("{}\n")  # what the scheduler wrote; report merges into it
     reported = run_statefile("--dir", str(tmp_path), "report", "--program", "perf", "--out", str(out), cwd=tmp_path,

@@ -10,8 +10,8 @@ Every setting is resolved from the first of these that sets it:
    ``branch-name`` and ``file-glob`` — the budget repo-memory actually enforces;
 5. the default.
 
-Each option carries its own documentation (:data:`OPTIONS`), which ``statefile config`` and the README show.  Bad
-keys and values are :class:`~statefile.errors.UsageError` with a one-line message naming the file and key.
+Each option carries its own documentation (:data:`OPTIONS`), which ``statefile config`` and docs/configuration.md
+show.  Bad keys and values are :class:`~statefile.errors.UsageError` with a one-line message naming the file and key.
 """
 
 from __future__ import annotations
@@ -320,7 +320,7 @@ class Config:
 
 
 def option_docs() -> list[tuple[str, str, str, object, str]]:
-    """``(key, flag, environment variable, default, doc)`` for every option, for help texts and the README."""
+    """``(key, flag, environment variable, default, doc)`` for every option: help texts, docs/configuration.md."""
     return [(o.key, o.flag, o.env, o.default, o.doc) for o in OPTIONS]
 
 

@@ -4,7 +4,7 @@ What every command, on every hostile input, must never do (each a column of the 
 
 - hang: still running after the timeout (the whole process group is killed);
 - exit 70: statefile's "internal error", a bug by definition;
-- print a traceback, die of a signal, or exit with a code README does not document;
+- print a traceback, die of a signal, or exit with a code docs/exit-codes.md does not document;
 - fail with anything but one error line on stderr (none at all, or several; a note saying where the read came
   from may precede it), or with a line over 1,000 characters;
 - print a secret: any credential string the cases planted, on stdout or stderr, whole or in part;
@@ -37,7 +37,7 @@ from statefile.errors import EXIT_CHECK_FAILED, EXIT_INTERNAL
 STATEFILE = str(Path(sys.executable).with_name("statefile"))
 MEMORY = 1 << 30
 TIMEOUT = 10.0
-#: Exit codes README documents (0–8; 130 for an interrupted prompt).
+#: Exit codes docs/exit-codes.md documents (0–8; 130 for an interrupted prompt).
 DOCUMENTED = frozenset(range(9)) | {130}
 LONGEST_LINE = 1000
 _NOTES = ("statefile: note: ", "statefile: warning: ")
