@@ -1,4 +1,4 @@
-"""Defaults every layer agrees on (the base layer: no imports from the package).
+"""Defaults every layer agrees on (the base layer: nothing from the package but how numbers are written).
 
 They live here, not in :mod:`statefile.app.config`, so the store and the integrations can use them without
 importing the layer above them.
@@ -7,6 +7,8 @@ importing the layer above them.
 from __future__ import annotations
 
 import re
+
+from statefile.numbers import number_text
 
 DEFAULT_MAX_BYTES = 30720
 """The upstream Autoloop workflow's ``max-file-size`` for one state file."""
@@ -79,12 +81,6 @@ def parse_size(raw: object) -> int:
     if value > MAX_SIZE:
         raise ValueError(f"must be at most {MAX_SIZE:,} bytes (1 GiB), got {number_text(value)} bytes")
     return value
-
-
-def number_text(number: int) -> str:
-    """``number`` as a message shows it: ``12,345``, or "a number of more than 30 digits" for a huge one (past
-    4,300 digits Python refuses to turn an int into text at all, a ValueError of its own)."""
-    return f"{number:,}" if abs(number) < 10**30 else "a number of more than 30 digits"
 
 
 MAX_ITERATION = 10_000_000

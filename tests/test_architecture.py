@@ -17,7 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "statefile"
 
 # Lowest first.  A module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("statefile.errors", "statefile.defaults", "statefile.redaction", "statefile.jsontext")),
+    (
+        "base",
+        ("statefile.errors", "statefile.numbers", "statefile.defaults", "statefile.redaction", "statefile.jsontext"),
+    ),
     ("model", ("statefile.model",)),
     ("policy", ("statefile.policy",)),
     ("views", ("statefile.views",)),

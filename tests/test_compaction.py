@@ -613,7 +613,7 @@ def test_budget_error_names_the_sections_and_what_to_do() -> None:
     assert isinstance(error, CompactionBudgetError)
     message = str(error)
     assert "\n" not in message
-    assert "over max_bytes 8192" in message and "🎯 Current Priorities" in message
+    assert "over max_bytes 8,192" in message and "🎯 Current Priorities" in message
     assert "[maintainer-owned]" in message and "⚙️ Machine State" in message
     assert "raise max_bytes" in message
     sizes = dict((label, size) for label, size, _ in error.sections)
@@ -627,7 +627,7 @@ def test_budget_error_names_an_overlong_machine_state_value_not_the_maintainer_t
     with pytest.raises(CompactionBudgetError) as caught:
         compact(doc, CompactionPolicy(max_bytes=8192), program="perf")
     message = str(caught.value)
-    assert "'Pause Reason' value alone 36000 bytes" in message and "statefile edit perf" in message
+    assert "'Pause Reason' value alone 36,000 bytes" in message and "statefile edit perf" in message
     assert "shorten maintainer-owned text" not in message and "\n" not in message
     # An ordinary table in a budget too small for the maintainer's text: that text is what to shorten.
     with pytest.raises(CompactionBudgetError) as small:

@@ -120,8 +120,8 @@ def test_check_flags_what_the_push_would_drop_or_refuse(tmp_path: Path) -> None:
     done = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
     assert done.returncode == 1
     assert "archive/perf/0001.md does not match repo-memory's file-glob (*.md)" in done.stdout
-    assert "notes.md is 7000 bytes, over repo-memory's max-file-size (6000)" in done.stdout
-    assert re.search(r"this run adds \d+ bytes, over repo-memory's patch limit \(1200 = 1.2", done.stdout)
+    assert "notes.md is 7,000 bytes, over repo-memory's max-file-size (6,000 bytes)" in done.stdout
+    assert re.search(r"this run adds [\d,]+ bytes, over repo-memory's patch limit \(1,200 bytes = 1.2", done.stdout)
 
 
 def test_a_large_first_compaction_spreads_over_runs(tmp_path: Path) -> None:

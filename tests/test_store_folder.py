@@ -53,7 +53,7 @@ def test_budget_errors_and_failing_functions_change_nothing(folder: Path) -> Non
     store = FolderStore(folder, max_bytes=60)
     store.update("perf", appender("- one"), "statefile: one")
     before = (folder / "perf.md").read_bytes()
-    with pytest.raises(BudgetError, match=r"perf\.md would be \d+ bytes, over its budget of 60 bytes"):
+    with pytest.raises(BudgetError, match=r"perf\.md would be over its budget at [\d,]+ of 60 bytes \([\d,.]+%\)"):
         store.update("perf", appender("x" * 80), "statefile: big")
 
     def boom(doc: StateDocument | None) -> StateDocument:

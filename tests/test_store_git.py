@@ -157,7 +157,9 @@ def test_fn_that_raises_writes_nothing(repo: Path) -> None:
 def test_a_result_over_budget_is_refused_and_nothing_changes(repo: Path) -> None:
     store = Store.open(repo, max_bytes=100)
     tip = store.update("perf", appender("- one"), "statefile: one").commit
-    with pytest.raises(BudgetError, match=r"perf\.md would be 1\d\d bytes.*budget of 100 bytes.*statefile compact"):
+    with pytest.raises(
+        BudgetError, match=r"perf\.md would be over its budget at 1\d\d of 100 bytes.*statefile compact"
+    ):
         store.update("perf", appender("x" * 120), "statefile: too big")
     assert rev(repo, LOCAL) == tip
     assert store.read_text("perf") == "# Autoloop: perf\n\n- one\n"
@@ -229,7 +231,7 @@ def test_write_files_is_one_commit_and_none_deletes(repo: Path) -> None:
     ).commit
     assert commit_count(repo, LOCAL) == 2
     assert files_at(repo, commit) == ["perf.md"]  # the emptied archive folders are gone too
-    with pytest.raises(BudgetError, match=r"big\.md is 200 bytes"):
+    with pytest.raises(BudgetError, match=r"big\.md is over the budget at 200 of 100 bytes \(200\.0%\)"):
         Store.open(repo, max_bytes=100).write_files({"big.md": "b" * 200}, "statefile: big")
     assert rev(repo, LOCAL) == commit
 

@@ -18,7 +18,7 @@ from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
 from statefile.errors import ConflictError, InterruptedWrite, NotFoundError, StatefileError, UsageError
 from statefile.integrations.repo_memory import RepoMemoryFolder
-from statefile.model.text import plural
+from statefile.numbers import plural
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
 from statefile.store.git.store import BranchState
 

@@ -22,6 +22,7 @@ from statefile.model.archive import find_iteration_in_parts
 from statefile.model.document import StateDocument, parse, read_machine_state
 from statefile.model.history import Iteration
 from statefile.model.spans import spans_text
+from statefile.numbers import budget_text, percent
 from statefile.store import Store
 from statefile.store.names import case_twins
 from statefile.views.charts import metric_sparkline
@@ -91,7 +92,7 @@ def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcom
     outcome = CheckOutcome(name, doc.size, max_bytes)
     if doc.size > max_bytes:
         outcome.errors.append(
-            f"over budget: {doc.size} bytes > {max_bytes}; run 'statefile compact {name}' to fold old entries"
+            f"over budget: {budget_text(doc.size, max_bytes)}; run 'statefile compact {name}' to fold old entries"
         )
     for warning in doc.warnings:
         (outcome.errors if warning.code in CHECK_ERRORS else outcome.warnings).append(str(warning))
@@ -195,7 +196,7 @@ def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict
             {
                 "program": name,
                 "size": size,
-                "percent_of_budget": round(100 * size / store.max_bytes, 1),
+                "percent_of_budget": percent(size, store.max_bytes),
                 "iteration_count": state.get("iteration_count"),
                 "last_run": state.get("last_run"),
                 "best_metric": state.get("best_metric"),
@@ -222,7 +223,7 @@ def _unreadable_row(name: str, size: int, max_bytes: int, error: str) -> dict[st
     return {
         "program": name,
         "size": size,
-        "percent_of_budget": round(100 * size / max_bytes, 1),
+        "percent_of_budget": percent(size, max_bytes),
         "iteration_count": None,
         "last_run": None,
         "best_metric": None,

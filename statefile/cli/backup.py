@@ -20,6 +20,7 @@ from statefile.errors import ConflictError, NotFoundError, UsageError
 from statefile.integrations.autoloop import write_text_atomic
 from statefile.model.document import StateDocument
 from statefile.model.text import encode
+from statefile.numbers import budget_text, number_text
 from statefile.store import GitStore, Store
 from statefile.store.atomic import IMPORT_LIMIT
 from statefile.store.base import decode_text
@@ -97,7 +98,7 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
     if not force:
         clashes = sorted(path for path, text in files.items() if path in existing and existing[path] != text)
         if clashes:
-            shown = ", ".join(clashes[:3]) + (f" and {len(clashes) - 3} more" if len(clashes) > 3 else "")
+            shown = ", ".join(clashes[:3]) + (f" and {number_text(len(clashes) - 3)} more" if len(clashes) > 3 else "")
             raise ConflictError(
                 f"{plural(len(clashes), 'file')} {'exists' if len(clashes) == 1 else 'exist'} with different "
                 f"content ({shown}); nothing was written — "
@@ -117,11 +118,11 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> None:
         unchanged(app, f"all {plural(len(files), 'file')} of the export are already there, byte for byte")
     else:
         same = len(files) - len(changed)
-        also = f" ({same} already there)" if same else ""
+        also = f" ({number_text(same)} already there)" if same else ""
         say(app, f"imported {plural(len(changed), 'file')}{also}" + (f" ({commit[:10]})" if commit else ""))
     for path in over:
         name = path[: -len(".md")]
-        say(app, f"  {path} is over the budget ({sizes[path]:,} of {budget:,} bytes), as in the export: "
+        say(app, f"  {path} is over the budget at {budget_text(sizes[path], budget)}, as in the export: "
                  f"'statefile compact {name}' brings it under")  # fmt: skip
     for name in restored:
         say(app, f"  restored the ⚙️ Machine State heading of {name}.md (a separate commit after the import)")

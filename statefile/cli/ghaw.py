@@ -31,6 +31,7 @@ from statefile.cli.run import echo_error, shown
 from statefile.cli.support import emit_json, example, pass_app, say, without_checkout
 from statefile.errors import UsageError
 from statefile.integrations.ghaw import read_agent_output, tool_type
+from statefile.numbers import budget_text, number_text, plural, size_text
 from statefile.views.render import CORE_BUDGET
 
 STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
@@ -91,7 +92,9 @@ def prepare_cmd(app: AppContext, autoloop_json: Path, out: Path, context_out: Pa
     if outcome.selected is None:
         say(app, f"no program selected; wrote {outcome.memory_path} and {outcome.context_path}")
     else:
-        what = "a first-iteration note" if outcome.new_program else f"a {outcome.chars}-character memory view"
+        what = (
+            "a first-iteration note" if outcome.new_program else f"a {number_text(outcome.chars)}-character memory view"
+        )
         say(
             app, f"{outcome.selected}: wrote {what} to {outcome.memory_path}, the run context to {outcome.context_path}"
         )
@@ -177,8 +180,9 @@ def apply_cmd(
         return
     with without_checkout(app) as app:
         now = datetime.now(timezone.utc)
+        store = app.store()
         outcomes = apply_items(
-            app.store(),
+            store,
             output,
             item_type,
             context=context,
@@ -194,13 +198,13 @@ def apply_cmd(
         emit_json([o.as_dict() for o in outcomes])
     else:
         for outcome in outcomes:
-            _report(app, outcome)
+            _report(app, outcome, store.max_bytes)
     failed = [o.exit_code for o in outcomes if o.action == "failed"]
     if failed:
         sys.exit(max(failed))
 
 
-def _report(app: AppContext, o: ItemOutcome) -> None:
+def _report(app: AppContext, o: ItemOutcome, max_bytes: int) -> None:
     who = f"item {o.index}" + (f" ({o.program})" if o.program else "")
     for warning in o.warnings:
         _warn(app, f"{who}: {warning}")
@@ -212,13 +216,14 @@ def _report(app: AppContext, o: ItemOutcome) -> None:
         say(app, f"{who}: already on the branch ({o.marker}); skipped")
         return
     verb = "would record" if o.action == "would-record" else "recorded"
-    line = f"{who}: {verb} iteration {o.iteration} ({o.status}), {o.size} bytes"
+    size = budget_text(o.size, max_bytes) if o.size is not None else "size unknown"
+    line = f"{who}: {verb} iteration {o.iteration} ({o.status}), {size}"
     if o.moved:
-        line += f"; compaction archived {o.moved} item(s), {o.archived_bytes} bytes"
+        line += f"; compaction archived {plural(o.moved, 'item')}, {size_text(o.archived_bytes)}"
     if o.commit:
         line += f" [{o.commit[:10]}]"
     if o.attempts > 1:
-        line += f" after {o.attempts} tries"
+        line += f" after {number_text(o.attempts)} tries"
     say(app, line)
     # Never silent: an un-pause (with the reason it cleared), a pause, a completion, a new best.
     for change in change_lines(o.changes):

@@ -26,6 +26,7 @@ from statefile.cli.support import (
     emit_json,
     example,
     pass_app,
+    plain,
     plural,
     reader_options,
     say,
@@ -33,6 +34,7 @@ from statefile.cli.support import (
     without_checkout,
 )
 from statefile.cli.types import whole_number
+from statefile.numbers import number_text
 from statefile.store import Store
 from statefile.store.atomic import write_output
 from statefile.views.hints import TOOL_HISTORY, hints_for
@@ -46,7 +48,7 @@ def _status_text(row: HistoryRow) -> str:
     if row.kind == "iteration" or not row.counts or not any(row.counts.values()):
         return row.status or MISSING
     short = {"accepted": "acc", "rejected": "rej", "error": "err", "other": "other"}
-    return " ".join(f"{short[word]} {n}" for word, n in row.counts.items() if n)
+    return " ".join(f"{short[word]} {number_text(n)}" for word, n in row.counts.items() if n)
 
 
 def history_table(history: ProgramHistory, width: int) -> list[str]:
@@ -58,7 +60,7 @@ def history_table(history: ProgramHistory, width: int) -> list[str]:
             row.date,
             _status_text(row),
             row.metric,
-            None if row.best is None else f"{row.best:g}",
+            row.best,  # plain(): every digit the history has, never 6 significant ones in exponent form
             f"{row.source}:{row.line}",
         ]
         for row in history.rows
@@ -127,10 +129,10 @@ def history_cmd(
     points = history.points()
     if points:
         best = history.best_points()
-        metric = f"; metric {points[0][1]:g} → {points[-1][1]:g}" + (
-            f", best {best[-1][1]:g} ({history.direction} is better)" if best else ""
+        metric = f"; metric {plain(points[0][1])} → {plain(points[-1][1])}" + (
+            f", best {plain(best[-1][1])} ({history.direction} is better)" if best else ""
         )
-    more = f"; showing the newest {len(rows)}" if len(rows) < len(history.rows) else ""
+    more = f"; showing the newest {number_text(len(rows))}" if len(rows) < len(history.rows) else ""
     say(app, f"{where_sentence(history)}{metric}{more}")
 
 

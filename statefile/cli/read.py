@@ -48,6 +48,7 @@ from statefile.errors import EXIT_CHECK_FAILED, NotFoundError, StatefileError, U
 from statefile.integrations.autoloop import read_json_object, write_json_atomic
 from statefile.model.anomalies import REPAIRABLE
 from statefile.model.machine_state import label_for
+from statefile.numbers import budget_text, number_text, percent_text
 from statefile.store.files import read_state_file
 from statefile.views.describe import describe
 from statefile.views.hints import TOOL_EXPAND, hints_for
@@ -93,7 +94,7 @@ def show_cmd(app: AppContext, target: str) -> None:
         f"history: {plural(hist['iterations'], 'iteration')}, {plural(hist['ranges'], 'range')}, "
         f"{hist['other']} other; highest iteration {plain(hist['highest_iteration'] or None)}"
     )
-    echo("sections: " + ", ".join(f"{s['kind']} ({s['bytes']:,} B)" for s in info["sections"]))
+    echo("sections: " + ", ".join(f"{s['kind']} ({number_text(s['bytes'])} B)" for s in info["sections"]))
     for warning in info["warnings"]:
         echo(f"warning: {warning}")
 
@@ -144,7 +145,8 @@ def list_cmd(app: AppContext, sort_by: str, over_budget: bool) -> None:
     trends = list_trends(store, [r["program"] for r in rows]) if sys.stdout.isatty() else {}
     headers = ["PROGRAM", "BYTES", "BUDGET", "ITERS", "LAST RUN", "STATUS"] + (["TREND"] if trends else [])
     lines = table(
-        ([r["program"], r["size"], f"{r['percent_of_budget']:g}%", r["iteration_count"], r["last_run"], r["status"]]
+        ([r["program"], number_text(r["size"]), percent_text(r["percent_of_budget"]), _count(r["iteration_count"]),
+          r["last_run"], r["status"]]
          + ([trends.get(r["program"]) or None] if trends else []) for r in rows),
         headers,
         right=(1, 2, 3),
@@ -154,17 +156,22 @@ def list_cmd(app: AppContext, sort_by: str, over_budget: bool) -> None:
     say(app, _totals(rows, store.max_bytes, everything))
 
 
+def _count(value: Any) -> Any:
+    """A count from a Machine State (an int, or None when unknown) as the table shows it: ``1,234``."""
+    return number_text(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def _totals(rows: list[dict[str, Any]], max_bytes: int, everything: int) -> str:
     """``3 programs · 45,123 bytes · 482 iterations · 1 over budget · 1 paused``."""
-    parts = [plural(len(rows), "program") + (f" of {everything}" if len(rows) < everything else "")]
+    parts = [plural(len(rows), "program") + (f" of {number_text(everything)}" if len(rows) < everything else "")]
     parts.append(plural(sum(int(r["size"] or 0) for r in rows), "byte"))
     parts.append(plural(sum(int(r["iteration_count"] or 0) for r in rows), "iteration"))
     over = sum(1 for r in rows if int(r["size"] or 0) > max_bytes)
-    parts.append(f"{over} over budget")
+    parts.append(f"{number_text(over)} over budget")
     for status in ("paused", "completed", "unreadable"):
         count = sum(1 for r in rows if r["status"] == status)
         if count:
-            parts.append(f"{count} {status}")
+            parts.append(f"{number_text(count)} {status}")
     return "total: " + " · ".join(parts)
 
 
@@ -290,7 +297,7 @@ def check_cmd(app: AppContext, targets: tuple[str, ...], max_bytes: int | None) 
             state = paint("ok", fg="green") if o.ok else paint("FAIL", fg="red", bold=True)
             # Names and messages echo what was typed (a pasted 100 KB path): each line is cut like an error line.
             name = shown(o.name)
-            size = f", {o.size} bytes ({100 * o.size // o.max_bytes}% of {o.max_bytes})" if o.sized else ""
+            size = f", {budget_text(o.size, o.max_bytes)}" if o.sized else ""
             if not app.quiet:
                 # Not echo(): the name is escaped already (shown) and the rest is ours, so ok/FAIL keep their colour.
                 click.echo(f"{name}: {state}{size}")

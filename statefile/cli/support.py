@@ -31,7 +31,7 @@ from statefile.cli.run import escaped
 from statefile.cli.style import colour_enabled, paint
 from statefile.cli.types import SIZE, whole_number
 from statefile.model.document import StateDocument
-from statefile.model.text import plural
+from statefile.numbers import plural
 from statefile.store.git.repo import init_bare
 from statefile.store.names import is_remote_url
 from statefile.views.hints import HINT_STYLES, page

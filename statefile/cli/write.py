@@ -62,6 +62,7 @@ from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument, parse
 from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.text import clip, utf8_size
+from statefile.numbers import budget_text, number_text
 from statefile.policy.compaction import CompactionReport, MovedItem
 from statefile.policy.lessons import (
     Tombstone,
@@ -264,7 +265,7 @@ def record_cmd(
         emit_json(outcome.as_dict())
         return
     glyph = STATUS_GLYPHS.get(outcome.status, "•")
-    size = f"{outcome.size:,} of {outcome.max_bytes:,} bytes" if outcome.max_bytes else plural(outcome.size, "byte")
+    size = budget_text(outcome.size, outcome.max_bytes)
     done = "dry run: would record" if dry_run else "recorded"
     say(app, f"{done} iteration {outcome.iteration} of {program} ({glyph} {outcome.status}), {size}")
     if outcome.created:
@@ -370,11 +371,11 @@ def compact_cmd(
     for label, r in results:
         restored = "would restore" if r.dry_run else "restored"
         if not r.report.changed:
-            size = f"{r.report.bytes_after:,} of {r.report.max_bytes:,} bytes"
+            size = budget_text(r.report.bytes_after, r.report.max_bytes)
             if r.heading_restored:
-                say(app, f"{label}: nothing to compact ({size}); {restored} the ⚙️ Machine State heading")
+                say(app, f"{label}: nothing to compact at {size}; {restored} the ⚙️ Machine State heading")
             else:
-                say(app, f"{label}: nothing changed — nothing to compact ({size})")
+                say(app, f"{label}: nothing changed — nothing to compact at {size}")
             continue
         say(app, f"{label}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
         if r.heading_restored:
@@ -408,15 +409,15 @@ def dry_run_summary(report: CompactionReport) -> list[str]:
     if folded:
         numbers = sorted({int(n) for item in folded for n in re.findall(r"\d+", item.label.split("(")[0])})
         heads = [line.split(" — ", 1)[0].lstrip("# ") for line in report.ranges_written]
-        shown = ", ".join(heads[:5]) + (f", … ({len(heads) - 5} more)" if len(heads) > 5 else "")
+        shown = ", ".join(heads[:5]) + (f", … ({number_text(len(heads) - 5)} more)" if len(heads) > 5 else "")
         out.append(f"fold {plural(len(folded), 'iteration')} ({_spans(numbers)}) into "
                    f"{plural(len(heads), 'range line')}: {shown}")  # fmt: skip
     for kind, items in by_kind.items():
         one, many = _NOUNS.get(kind, (kind, kind + "s"))
         reasons = Counter(re.sub(r"\s+", " ", item.reason).strip() for item in items)
-        why = "; ".join(f"{count}: {clip(reason, 60)}" for reason, count in reasons.most_common(3))
-        more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
-        out.append(f"archive {len(items)} {one if len(items) == 1 else many} ({why}{more})")
+        why = "; ".join(f"{number_text(count)}: {clip(reason, 60)}" for reason, count in reasons.most_common(3))
+        more = f"; {plural(len(reasons) - 3, 'other reason')}" if len(reasons) > 3 else ""
+        out.append(f"archive {plural(len(items), one, many)} ({why}{more})")
     return out
 
 
@@ -429,7 +430,7 @@ def _spans(numbers: list[int]) -> str:
         else:
             runs.append([n, n])
     text = ", ".join(f"#{a}–{b}" if a != b else f"#{a}" for a, b in runs[:4])
-    return text + (f", … ({len(runs) - 4} more runs)" if len(runs) > 4 else "")
+    return text + (f", … ({plural(len(runs) - 4, 'more run')})" if len(runs) > 4 else "")
 
 
 @click.command("repair")

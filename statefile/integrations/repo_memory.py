@@ -31,7 +31,8 @@ from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import GitError, UsageError
 from statefile.integrations.ghaw import added_lines_bytes, effective_patch_limit, glob_matches, patch_added_bytes
 from statefile.model.archive import LAYOUT_KINDS, ROOT_ARCHIVE_PREFIX, ArchiveLayout, part_number
-from statefile.model.text import plural, split_lines
+from statefile.model.text import split_lines
+from statefile.numbers import number_text, plural, size_text
 from statefile.redaction import redact
 from statefile.store.git.repo import git_executable
 from statefile.store.names import is_program_name
@@ -232,7 +233,7 @@ class RepoMemoryFolder:
                 found.append(Problem("error", f"{path} does not match repo-memory's file-glob ({glob_text}): its "
                                               "push skips it, so it never reaches the branch"))  # fmt: skip
         if kept:
-            names = ", ".join(kept[:3]) + (f" (+{len(kept) - 3} more)" if len(kept) > 3 else "")
+            names = ", ".join(kept[:3]) + (f" (+{number_text(len(kept) - 3)} more)" if len(kept) > 3 else "")
             found.append(Problem("info", f"left on the branch as it has them (outside file-glob {glob_text}, "
                                          f"unchanged by this run): {plural(len(kept), 'file')}, {names}"))  # fmt: skip
         for program in programs:
@@ -243,20 +244,24 @@ class RepoMemoryFolder:
         matched = {path: size for path, size in files.items() if self.reaches_branch(path)}
         for path, size in sorted(matched.items()):
             if size > self.max_file_size:
-                found.append(Problem("error", f"{path} is {size} bytes, over repo-memory's max-file-size "
-                                              f"({self.max_file_size}): the whole push would be aborted"))  # fmt: skip
+                found.append(Problem("error", f"{path} is {size_text(size)}, over repo-memory's max-file-size "
+                                              f"({size_text(self.max_file_size)}): the whole push would be "
+                                              "aborted"))  # fmt: skip
         if len(matched) > self.max_file_count:
-            found.append(Problem("error", f"{len(matched)} files match file-glob, over repo-memory's max-file-count "
-                                          f"({self.max_file_count}): the whole push would be aborted"))  # fmt: skip
+            found.append(Problem("error", f"{plural(len(matched), 'file')} match file-glob, over repo-memory's "
+                                          f"max-file-count ({number_text(self.max_file_count)}): the whole push would "
+                                          "be aborted"))  # fmt: skip
         if self.has_baseline:
             added = self.pending_bytes()
             if added > self.patch_limit:
-                found.append(Problem("error", f"this run adds {added} bytes, over repo-memory's patch limit "
-                                              f"({self.patch_limit} = 1.2 × max-patch-size {self.max_patch_size}): "
-                                              "the whole push would be aborted"))  # fmt: skip
+                found.append(Problem("error", f"this run adds {size_text(added)}, over repo-memory's patch limit "
+                                              f"({size_text(self.patch_limit)} = 1.2 × max-patch-size "
+                                              f"{number_text(self.max_patch_size)}): the whole push would be "
+                                              "aborted"))  # fmt: skip
             elif added > self.max_patch_size:
-                found.append(Problem("warning", f"this run adds {added} bytes, over max-patch-size "
-                                                f"({self.max_patch_size}) but within its 20 % allowance"))  # fmt: skip
+                found.append(Problem("warning", f"this run adds {size_text(added)}, over max-patch-size "
+                                                f"({size_text(self.max_patch_size)}) but within its limit of "
+                                                f"{size_text(self.patch_limit)} (1.2 × max-patch-size)"))  # fmt: skip
         return found
 
     # -- what a write in this folder costs -----------------------------------------------------------------------

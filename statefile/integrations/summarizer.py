@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from statefile.defaults import SUMMARIZER_TIMEOUT, SUMMARY_CAP
 from statefile.errors import UsageError
+from statefile.numbers import number_text, plural
 
 _STDERR_TAIL = 2048
 
@@ -75,7 +76,7 @@ class CommandSummarizer:
         if any(unicodedata.category(ch) == "Cc" and ch != "\t" for ch in text):
             return None, "printed control characters"
         if len(text) >= self.cap:
-            return None, f"printed {len(text)} characters; the cap is {self.cap}"
+            return None, f"printed {plural(len(text), 'character')}; the cap is {number_text(self.cap)}"
         return text, None
 
     def _run(self, payload: bytes) -> tuple[bytes | None, str | None]:
@@ -97,7 +98,11 @@ class CommandSummarizer:
                 except subprocess.TimeoutExpired:
                     return None, f"timed out after {self.timeout:g}s"
                 limit_hit = len(out) > 4 * self.cap + 8
-                return (None, f"printed more than {self.cap} characters") if limit_hit else self._finish(proc, out, err)
+                return (
+                    (None, f"printed more than {plural(self.cap, 'character')}")
+                    if limit_hit
+                    else self._finish(proc, out, err)
+                )
             return self._run_posix(proc, payload)
         finally:
             # Also after a normal exit: anything the command left running in its group is a leftover, and it may
@@ -132,7 +137,7 @@ class CommandSummarizer:
                     buffer: bytearray = key.data
                     buffer += chunk
                     if buffer is out and len(out) > limit:
-                        return None, f"printed more than {self.cap} characters"
+                        return None, f"printed more than {plural(self.cap, 'character')}"
                     if buffer is err and len(err) > _STDERR_TAIL:
                         del err[: len(err) - _STDERR_TAIL]
         try:

@@ -9,13 +9,14 @@ from decimal import Decimal
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from statefile.defaults import MAX_EXPONENT, MAX_ITERATION, number_text
+from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 from statefile.model.machine_state import count_field, table_rows, unreadable_count
 from statefile.model.patterns import FRACTIONAL_HEAD, GAP_ACKNOWLEDGED, entry_title, leading_number, says_no_number
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, highest, inside, merge, missing, of_numbers, spans_text
 from statefile.model.text import clip
+from statefile.numbers import number_text
 
 if TYPE_CHECKING:
     # Type-only: the document calls find_anomalies for its ``warnings``; at run time only it imports this module.

@@ -53,14 +53,6 @@ def utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(encode(text))
 
 
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """``count`` and ``noun`` agreeing in number: ``1 iteration``, ``2 iterations``, ``0 parts``.
-
-    ``many`` is the plural when it is not ``noun + "s"`` (``plural(2, "entry", "entries")``).
-    """
-    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
-
-
 ELLIPSIS = "…"
 
 

@@ -53,7 +53,8 @@ from statefile.model.history import Entry, Iteration, OpaqueEntry
 from statefile.model.machine_state import Row, table_rows
 from statefile.model.patterns import is_bullet_entry, is_placeholder, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
-from statefile.model.text import clip, detect_newline, line_body, plural, split_lines, utf8_size
+from statefile.model.text import clip, detect_newline, line_body, split_lines, utf8_size
+from statefile.numbers import budget_text, number_text, plural, size_text
 from statefile.policy import pruning, ranges
 from statefile.policy.planning import (
     Detail,
@@ -182,16 +183,12 @@ class CompactionReport:
     def summary(self) -> str:
         """One line for humans: sizes, mode and counts."""
         if not self.changed:
-            return f"nothing to compact ({self.bytes_after} of {self.max_bytes} bytes)"
+            return f"nothing to compact at {budget_text(self.bytes_after, self.max_bytes)}"
         mode = " (last resort)" if self.last_resort else " (aggressive)" if self.aggressive else ""
         nouns = {"iteration": "iteration", "range": "range line", "lesson": "lesson", "foreclosed": "avenue"}
-        counts = ", ".join(
-            f"{self.count(kind)} {noun}{'s' if self.count(kind) != 1 else ''}"
-            for kind, noun in nouns.items()
-            if self.count(kind)
-        )
+        counts = ", ".join(plural(self.count(kind), noun) for kind, noun in nouns.items() if self.count(kind))
         return (
-            f"compacted{mode}: {self.bytes_before} → {self.bytes_after} of {self.max_bytes} bytes; "
+            f"compacted{mode}: {number_text(self.bytes_before)} → {budget_text(self.bytes_after, self.max_bytes)}; "
             f"moved {counts or 'nothing'}; wrote {plural(len(self.ranges_written), 'range line')}"
         )
 
@@ -773,7 +770,9 @@ def _budget_error(
     for section in result.sections:
         label = section.title or ("(text before the first heading)" if section.kind == "preamble" else section.kind)
         rows.append((label, section.size, section.kind in MAINTAINER_OWNED))
-    table = "; ".join(f"{label} {size}{' [maintainer-owned]' if owned else ''}" for label, size, owned in rows)
+    table = "; ".join(
+        f"{label} {number_text(size)}{' [maintainer-owned]' if owned else ''}" for label, size, owned in rows
+    )
     over = candidate.size - policy.max_bytes
     name = f"{program}.md" if program else "the state file"
     # History entries compaction cannot read (a heading that is no iteration or range, or one naming an
@@ -785,7 +784,7 @@ def _budget_error(
     )
     if opaque and sum(size for size, _ in opaque) >= over:
         named = ", ".join(
-            f"'{clip(entry.heading, 60)}' ({size} bytes"
+            f"'{clip(entry.heading, 60)}' ({size_text(size)}"
             + (f"; {entry.implausible} is no plausible iteration number" if entry.implausible else "")
             + ")"
             for size, entry in opaque[:3]
@@ -800,19 +799,19 @@ def _budget_error(
         # the maintainer text is beside the point — name the row (only when it alone is what is too much).
         largest = result.section("machine_state")
         assert largest is not None
-        where = f"its '{row.label}' value alone {utf8_size(row.value)} bytes"
+        where = f"its '{row.label}' value alone {size_text(utf8_size(row.value))}"
         fix = f"statefile edit {program}" if program else "statefile edit PROGRAM"
         advice = (
-            f"the Machine State table is {largest.size} bytes, {where}; shorten that value where it was written (the "
-            f"record's options, or `{fix}`), or raise max_bytes"
+            f"the Machine State table is {size_text(largest.size)}, {where}; shorten that value where it was written "
+            f"(the record's options, or `{fix}`), or raise max_bytes"
         )
     else:
         owned = sorted(((size, label) for label, size, owned in rows if owned), reverse=True)
-        biggest = ", ".join(f"'{label}' ({size} bytes)" for size, label in owned[:3]) or "the Machine State table"
+        biggest = ", ".join(f"'{label}' ({size_text(size)})" for size, label in owned[:3]) or "the Machine State table"
         advice = f"shorten maintainer-owned text such as {biggest}, or raise max_bytes"
     return CompactionBudgetError(
-        f"{name} is still {candidate.size} bytes after moving everything compaction may move, over max_bytes "
-        f"{policy.max_bytes} by {over} (bytes per section: {table}); {advice}",
+        f"{name} is still {size_text(candidate.size)} after moving everything compaction may move, over max_bytes "
+        f"{number_text(policy.max_bytes)} by {number_text(over)} (bytes per section: {table}); {advice}",
         size=candidate.size,
         max_bytes=policy.max_bytes,
         sections=tuple(rows),

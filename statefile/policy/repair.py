@@ -35,6 +35,7 @@ from statefile.model.patterns import heading_key, state_direction
 from statefile.model.sections import SECTION_KINDS, Section
 from statefile.model.spans import holds
 from statefile.model.text import line_body, line_ending, split_lines
+from statefile.numbers import plural
 from statefile.policy.planning import join_entries, split_tail
 from statefile.policy.ranges import band_from_range, merge_bands, render_band
 
@@ -203,7 +204,9 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
                 _without_section(doc, copy_index), first_index, missing, list_kind=copy.kind in _LIST_KINDS
             )
             moved = (
-                f"{len(missing)} block(s) it alone had moved into the first" if missing else "the first has all of it"
+                f"{plural(len(missing), 'block')} it alone had moved into the first"
+                if missing
+                else "the first has all of it"
             )
         if not _sound(doc, new, removed=1):
             skip.add(copy.start)  # the merge would change more than the copy (e.g. carry half a code fence): left

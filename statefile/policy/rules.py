@@ -59,7 +59,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION, number_text
+from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION
 from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
 from statefile.model.anomalies import count_row_problems, next_iteration_problem, number_row_problem, plausible
@@ -67,6 +67,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, render_iteration
 from statefile.model.patterns import agent_bullet, leading_number, state_direction, statuses_in_cell
 from statefile.model.template import new_state_file
+from statefile.numbers import number_text
 
 #: How many statuses Recent Statuses keeps (the upstream prompt says the last 10).
 RECENT_STATUSES_KEPT = 10

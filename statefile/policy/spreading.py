@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from statefile.errors import BudgetError
 from statefile.model.document import StateDocument
+from statefile.numbers import number_text, size_text
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
 
 CostFn = Callable[[CompactionResult], int]
@@ -70,8 +71,9 @@ def compact_within(
         if gentlest_cost <= hard_limit:
             return gentlest
         raise PatchBudgetError(
-            f"{what} would add {gentlest_cost} bytes even with the least compaction that keeps the file within "
-            f"{policy.max_bytes} bytes, over the push limit of {hard_limit} (1.2 × max-patch-size {soft_limit}); "
+            f"{what} would add {size_text(gentlest_cost)} even with the least compaction that keeps the file within "
+            f"{size_text(policy.max_bytes)}, over the push limit of {size_text(hard_limit)} (1.2 × max-patch-size "
+            f"{number_text(soft_limit)}); "
             "nothing was written — raise max-patch-size (at least for one run), or compact once through the branch "
             "where no patch limit applies: statefile --remote origin compact --all"
         )

@@ -33,6 +33,7 @@ from statefile.errors import BudgetError, InvalidDataError, StatefileError, Usag
 from statefile.model.archive import NESTED, ArchiveLayout, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
+from statefile.numbers import budget_text
 from statefile.store.names import case_twins
 
 if TYPE_CHECKING:
@@ -342,7 +343,7 @@ def plan_update(
     size = len(checked_bytes(text, state_path(program)))
     if size > max_bytes:
         raise BudgetError(
-            f"{program}.md would be {size} bytes, over its budget of {max_bytes} bytes; nothing was written — "
+            f"{program}.md would be over its budget at {budget_text(size, max_bytes)}; nothing was written — "
             f"run `statefile compact {program}` to fold old entries into the archive"
         )
     files: dict[str, str] = {}

@@ -32,6 +32,7 @@ from typing import Any
 from statefile.errors import UsageError
 from statefile.jsontext import JsonError, parse_json
 from statefile.model.text import encode
+from statefile.numbers import size_text
 from statefile.store.names import validate_path
 
 FORMAT = "statefile-export"
@@ -136,7 +137,9 @@ def _entry_bytes(path: str, entry: Any) -> bytes:
         raise UsageError(f"{path}: checksum mismatch; the export was edited or damaged, export it again")
     size = entry.get("bytes")
     if size is not None and size != len(data):
-        raise UsageError(f"{path}: size {len(data)} bytes does not match the recorded {size}; the export is damaged")
+        raise UsageError(
+            f"{path}: size {size_text(len(data))} does not match the recorded {size}; the export is damaged"
+        )
     return data
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from statefile.errors import BudgetError, EnvironmentFailure, InvalidDataError, NotFoundError, UsageError
 from statefile.model.archive import NESTED, ArchiveLayout
+from statefile.numbers import budget_text
 from statefile.store.atomic import fsync_dir, replace_file
 from statefile.store.base import (
     DEFAULT_MAX_BYTES,
@@ -390,7 +391,7 @@ class FolderStore(Store):
             data = None if content is None else checked_bytes(content, path)
             if data is not None and len(data) > self.max_bytes:
                 raise BudgetError(
-                    f"{path} is {len(data)} bytes, over the budget of {self.max_bytes} bytes; nothing was written "
+                    f"{path} is over the budget at {budget_text(len(data), self.max_bytes)}; nothing was written "
                     "— run `statefile compact` on it first"
                 )
             changes[path] = data

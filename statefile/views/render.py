@@ -53,7 +53,8 @@ from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_agent_bullet, is_placeholder, state_direction
 from statefile.model.sections import SECTION_KINDS
 from statefile.model.spans import Span, merge, size, spans_text
-from statefile.model.text import line_body, plural, split_lines
+from statefile.model.text import line_body, split_lines
+from statefile.numbers import number_text, plural, size_text
 from statefile.policy.pruning import is_important, is_pinned
 from statefile.views.hints import CLI, Hints
 
@@ -439,7 +440,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
         add(
             f"- status: {status}; iteration {state.get('iteration_count', '—')}"
             + f"; last run {state.get('last_run') or '—'}"
-            + (f"; {errors} consecutive errors" if errors else ""),
+            + (f"; {plural(errors, 'consecutive error')}" if errors else ""),
             0,
         )
         direction = state_direction(state)
@@ -451,7 +452,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
         )
     priorities = [u for u in full.units if u.group == "priorities"]
     if priorities:
-        more = f" (+{len(priorities) - 1} more lines)" if len(priorities) > 1 else ""
+        more = f" (+{plural(len(priorities) - 1, 'more line')})" if len(priorities) > 1 else ""
         add(f"- priorities: {_cut(priorities[0].lines[0], 90)}{more}", 0)
     counts = _counts(full)
     lessons = counts.get("lesson", 0) + counts.get("shared", 0)
@@ -459,9 +460,9 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     add(
         f"- memory: {plural(counts.get('iteration', 0), 'iteration')}, {plural(counts.get('range', 0), 'range')}"
         + (f" (up to #{highest})" if highest else "")
-        + f", {lessons} lessons"
-        + (f" ({counts['shared']} shared)" if counts.get("shared") else "")
-        + f", {counts.get('foreclosed', 0)} foreclosed; {doc.size:,} bytes",
+        + f", {plural(lessons, 'lesson')}"
+        + (f" ({number_text(counts['shared'])} shared)" if counts.get("shared") else "")
+        + f", {number_text(counts.get('foreclosed', 0))} foreclosed; {size_text(doc.size)}",
         1,
     )
     recent = (
@@ -534,8 +535,8 @@ def _older_line(doc: StateDocument, older: Sequence[_Unit]) -> str:
     ranges = [u for u in older if u.category == "range"]
     parts = [f"{plural(size(merge(spans)), 'iteration')} ({_spans(spans)})"] if spans else []
     if iterations:
-        counts = ", ".join(f"{n} {word}" for word, n in sorted(statuses.items(), key=lambda kv: -kv[1]))
-        parts.append(f"{len(iterations)} detailed" + (f" ({counts})" if counts else ""))
+        counts = ", ".join(f"{number_text(n)} {word}" for word, n in sorted(statuses.items(), key=lambda kv: -kv[1]))
+        parts.append(f"{number_text(len(iterations))} detailed" + (f" ({counts})" if counts else ""))
     if ranges:
         parts.append(f"the rest in {plural(len(ranges), 'range line')} and the archive")
     return "- older: " + "; ".join(parts)
@@ -612,7 +613,7 @@ def _spans(spans: Iterable[Span]) -> str:
     gaps)."""
     runs = merge(spans)
     if len(runs) > 4:
-        return f"#{runs[0][0]}–{runs[-1][1]} ({size(runs)} in {len(runs)} runs)"
+        return f"#{runs[0][0]}–{runs[-1][1]} ({number_text(size(runs))} in {plural(len(runs), 'run')})"
     return spans_text(runs, mark="#", limit=len(runs))
 
 
@@ -639,8 +640,7 @@ def _summaries(omitted: Sequence[_Unit], *, degraded: Sequence[_Unit], everythin
     out: list[str] = []
     if degraded:
         nums = [n for u in degraded for n in u.spans]
-        many = "entries" if len(degraded) > 1 else "entry"
-        out.append(f"full text of {len(degraded)} {many} ({_spans(nums)}; one line each here)")
+        out.append(f"full text of {plural(len(degraded), 'entry', 'entries')} ({_spans(nums)}; one line each here)")
     totals: dict[str, int] = {}
     for unit in everything:
         totals[_label(unit)] = totals.get(_label(unit), 0) + 1
@@ -650,7 +650,11 @@ def _summaries(omitted: Sequence[_Unit], *, degraded: Sequence[_Unit], everythin
             by_label.setdefault(_label(unit), []).append(unit)
     for label, units in by_label.items():
         count = len(units)
-        of = f"{count} of {totals[label]}" if totals.get(label, count) > count else str(count)
+        of = (
+            f"{number_text(count)} of {number_text(totals[label])}"
+            if totals.get(label, count) > count
+            else number_text(count)
+        )
         if label in _PLURALS:
             one, many = _PLURALS[label]
             text = f"{of} {one if totals.get(label, count) == 1 else many}"

@@ -18,7 +18,8 @@ from typing import Any
 from statefile.defaults import AGGRESSIVE_AT, AGGRESSIVE_KEEP
 from statefile.model import archive
 from statefile.model.document import StateDocument
-from statefile.model.text import plural, utf8_size
+from statefile.model.text import utf8_size
+from statefile.numbers import budget_text, number_text, percent, percent_text, plural, size_text
 from statefile.policy.pruning import is_pinned
 
 # The median size of a detailed iteration entry in the real corpus (154 entries, 27 files): used when a file has
@@ -77,7 +78,7 @@ def pressure(
     return {
         "size_bytes": size,
         "max_bytes": max_bytes,
-        "percent_of_budget": round(100 * size / max_bytes, 1) if max_bytes > 0 else None,
+        "percent_of_budget": percent(size, max_bytes),
         "headroom_bytes": max_bytes - size,
         "over_budget": size > max_bytes,
         "tokens": estimate_tokens(doc.render()),
@@ -117,32 +118,32 @@ def pressure_lines(report: dict[str, Any], *, program: str | None = None) -> lis
     """Human-readable lines for a :func:`pressure` report (what ``statefile status`` prints without --json)."""
     counts = report["counts"]
     name = f"{program}: " if program else ""
-    percent = report["percent_of_budget"]
+    n = number_text
     lines = [
-        f"{name}{report['size_bytes']:,} of {report['max_bytes']:,} bytes"
-        + (f" ({percent}% of budget)" if percent is not None else "")
-        + f", ~{report['tokens']:,} tokens to read"
+        f"{name}{budget_text(report['size_bytes'], report['max_bytes'])}"
+        + f", ~{plural(report['tokens'], 'token')} to read"
         + (" — OVER BUDGET" if report["over_budget"] else ""),
-        f"  entries: {counts['iterations']} detailed, {plural(counts['ranges'], 'range')}"
-        + (f", {counts['other_entries']} other" if counts["other_entries"] else "")
+        f"  entries: {n(counts['iterations'])} detailed, {plural(counts['ranges'], 'range')}"
+        + (f", {n(counts['other_entries'])} other" if counts["other_entries"] else "")
         + f"; archived: {plural(counts['archived_entries'], 'entry', 'entries')} in "
         + plural(counts["archive_parts"], "part"),
-        f"  lessons: {counts['lessons']} ({counts['pinned_lessons']} pinned); foreclosed: {counts['foreclosed']};"
-        f" future directions: {counts['future']}",
+        f"  lessons: {n(counts['lessons'])} ({n(counts['pinned_lessons'])} pinned); "
+        f"foreclosed: {n(counts['foreclosed'])}; future directions: {n(counts['future'])}",
     ]
     for section in report["sections"]:
         title = section["title"] or "(before the first heading)"
-        lines.append(f"  {section['bytes']:>7,} B  ~{section['tokens']:>6,} tok  {title}")
+        lines.append(f"  {n(section['bytes']):>7} B  ~{n(section['tokens']):>6} tok  {title}")
+    typical = size_text(report["typical_entry_bytes"])
     if report["next_record_triggers_aggressive"]:
-        share = f"{100 * report['aggressive_at']:g}%"
+        share = percent_text(100 * report["aggressive_at"])
         keep = report["keep_aggressive"]
         lines.append(
-            f"  next record (~{report['typical_entry_bytes']} B) passes {share} of the budget: compaction will keep "
-            f"only the newest {keep} {'entry' if keep == 1 else 'entries'} and merge ranges"
+            f"  next record (~{typical}) passes {share} of the budget: compaction will keep "
+            f"only the newest {plural(keep, 'entry', 'entries')} and merge ranges"
         )
     else:
         lines.append(
             f"  about {plural(report['records_until_aggressive'], 'more record')} before compaction turns aggressive "
-            f"(typical entry ~{report['typical_entry_bytes']} B)"
+            f"(typical entry ~{typical})"
         )
     return lines

@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from statefile.model.patterns import first_number
-from statefile.views.charts import final_best, mermaid_xychart, metric_sparkline, number_text
+from statefile.numbers import budget_text, number_text, plural
+from statefile.views.charts import final_best, mermaid_xychart, metric_sparkline
+from statefile.views.charts import number_text as metric_text
 from statefile.views.history import ProgramHistory
 
 
@@ -25,8 +27,12 @@ def _cell(value: Any) -> str:
 
 def _size(row: Mapping[str, Any], max_bytes: int) -> str:
     size = int(row.get("size") or 0)
-    text = f"{size:,} B ({row.get('percent_of_budget')}% of {max_bytes:,})"
-    return text + (" ⚠️ over budget" if size > max_bytes else "")
+    return budget_text(size, max_bytes) + (" ⚠️ over budget" if size > max_bytes else "")
+
+
+def _count(value: Any) -> Any:
+    """A count from a Machine State (an int, or None when unknown) with separators: ``1,234``."""
+    return number_text(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _best_disagrees(history: ProgramHistory, best_metric: Any) -> str:
@@ -41,20 +47,19 @@ def _best_disagrees(history: ProgramHistory, best_metric: Any) -> str:
     if stated is None or reached is None or float(stated) == reached:
         return ""
     return (
-        f"  The history's best is {number_text(reached)}, the Machine State's Best Metric {number_text(float(stated))}:"
+        f"  The history's best is {metric_text(reached)}, the Machine State's Best Metric {metric_text(float(stated))}:"
         " the table is what `record` and the scheduler use."
     )
 
 
 def where_sentence(history: ProgramHistory) -> str:
     """``240 iterations: 10 in perf.md, 228 in the archive, 2 only in range lines``."""
-    parts = [f"{history.in_file} in {history.program}.md"]
+    parts = [f"{number_text(history.in_file)} in {history.program}.md"]
     if history.archived:
-        parts.append(f"{history.archived} in the archive")
+        parts.append(f"{number_text(history.archived)} in the archive")
     if history.only_in_ranges:
-        parts.append(f"{history.only_in_ranges} only in range lines")
-    total = history.iterations
-    return f"{total} iteration{'s' if total != 1 else ''}: " + ", ".join(parts)
+        parts.append(f"{number_text(history.only_in_ranges)} only in range lines")
+    return f"{plural(history.iterations, 'iteration')}: " + ", ".join(parts)
 
 
 def step_summary(
@@ -71,7 +76,7 @@ def step_summary(
     ones); the summary says so and how to see the others.
     """
     count = len(rows)
-    out = [f"## {title} — {count} program{'s' if count != 1 else ''}", ""]
+    out = [f"## {title} — {plural(count, 'program')}", ""]
     if not rows:
         return "\n".join([*out, "No programs on the memory branch yet.", ""])
     out += [
@@ -83,7 +88,7 @@ def step_summary(
         history = histories.get(name)
         trend = metric_sparkline(history, 16) if history is not None else ""
         out.append(
-            f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(row.get('iteration_count'))} | "
+            f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(_count(row.get('iteration_count')))} | "
             f"{_cell(row.get('best_metric'))} | {_cell(trend)} | {_cell(row.get('last_run'))} | "
             f"{_cell(_size(row, max_bytes))} |"
         )
@@ -105,7 +110,7 @@ def step_summary(
     if omitted_charts:
         out += [
             "",
-            f"Charts are shown for the most recently run programs; {omitted_charts} more "
+            f"Charts are shown for the most recently run programs; {number_text(omitted_charts)} more "
             f"program{'s have' if omitted_charts != 1 else ' has'} none here — `statefile summary PROGRAM` draws one.",
         ]
     return "\n".join(out) + "\n"

@@ -43,6 +43,7 @@ from statefile.errors import (
     UsageError,
 )
 from statefile.model.archive import archive_dir
+from statefile.numbers import budget_text
 from statefile.store.base import (
     BOT_EMAIL,
     BOT_NAME,
@@ -1131,7 +1132,7 @@ class GitStore(Store):
             data = checked_bytes(content, path)
             if len(data) > self.max_bytes:
                 raise BudgetError(
-                    f"{path} is {len(data)} bytes, over the budget of {self.max_bytes} bytes; nothing was written "
+                    f"{path} is over the budget at {budget_text(len(data), self.max_bytes)}; nothing was written "
                     "— run `statefile compact` on it first"
                 )
             changes[path] = data
