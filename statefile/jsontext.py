@@ -18,7 +18,14 @@ MAX_DIGITS = 40
 
 
 class JsonError(ValueError):
-    """Why a text is not the strict JSON statefile reads, in one line (no file name: the caller adds that)."""
+    """Why a text is not the strict JSON statefile reads, in one line (no file name: the caller adds that).
+
+    ``too_deep``: the text may well be JSON, but nested deeper than Python's parser goes.
+    """
+
+    def __init__(self, message: str, *, too_deep: bool = False) -> None:
+        super().__init__(message)
+        self.too_deep = too_deep
 
 
 def parse_json(
@@ -63,4 +70,4 @@ def parse_json(
     except json.JSONDecodeError as exc:
         raise JsonError(f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
-        raise JsonError("it is nested thousands of levels deep") from None
+        raise JsonError("it is nested thousands of levels deep", too_deep=True) from None

@@ -280,3 +280,11 @@ def test_summary_says_when_the_history_best_is_not_the_machine_states() -> None:
     agreeing = history_rows(parse(lower_history_as_seen()), "perf")
     row = {**row, "program": "perf", "best_metric": "32"}
     assert "Machine State's Best Metric" not in step_summary([row], {"perf": agreeing}, max_bytes=30720)
+
+
+def test_a_sparkline_of_metrics_at_the_float_range_ends() -> None:
+    """Found by a cold review: apply accepts metrics within 1e±308; 1e308 then -1e308 made the span overflow to
+    inf and the sparkline raise (exit 70 in `summary`, the component's always-run step, and in `history`)."""
+    line = sparkline([1e308, -1e308, 5.0, 1e-300])
+    assert len(line) == 4 and line[0] == "█" and line[1] == "▁"
+    assert len(sparkline([1e308, -1e308] * 50, width=10)) == 10

@@ -262,16 +262,26 @@ def test_un_pause_and_completion_are_never_silent(job: Job, capsys: pytest.Captu
 
 
 def test_issue_is_recorded_only_when_none_is(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
-    job.context(issue=5)
+    """The agent's issue fills in one nobody knows; the scheduler's (the context) wins, and a recorded one stays."""
+    job.context(issue=None)
     job.output({"program": "perf", "status": "rejected", "issue": "9"})
     code, _, err = job.apply(capsys)
     assert code == 0, err
-    assert upstream_machine_state(job.file("perf.md") or "")["issue"] == "#9"  # none was recorded: the agent's
-    job.context(run_attempt="2")
+    assert upstream_machine_state(job.file("perf.md") or "")["issue"] == "#9"  # none was known: the agent's
+    job.context(issue=None, run_attempt="2")
     job.output({"program": "perf", "status": "rejected", "issue": "#77"})
     code, _, err = job.apply(capsys)
     assert code == 0 and "issue #77 not recorded: the program's issue is #9 already" in err
     assert upstream_machine_state(job.file("perf.md") or "")["issue"] == "#9"
+
+
+def test_the_schedulers_issue_wins_over_the_agents(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a cold review: an agent's issue beat the context's and then locked the program onto it."""
+    job.context(issue=42)
+    job.output({"program": "perf", "status": "rejected", "issue": "7"})
+    code, _, err = job.apply(capsys)
+    assert code == 0 and "issue #7 not recorded: the scheduler names #42 for this program" in err
+    assert upstream_machine_state(job.file("perf.md") or "")["issue"] == "#42"
 
 
 def test_pending_ci_is_recorded_and_priorities_are_not(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
@@ -435,3 +445,13 @@ def test_prepare_writes_the_context_out_of_the_agents_reach_and_apply_trusts_it(
     assert code == 0 and "run 500 attempt 2 item 1" in (job.file("perf.md") or ""), out + err
     state = upstream_machine_state(job.file("perf.md") or "")
     assert state["metric_direction"] == "lower" and state["completed"] is True and state["issue"] == "#4"
+
+
+def test_a_context_that_is_no_file_says_what_it_is(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
+    """As seen (issue 22): `--context /dev/null` said "no such file"."""
+    job.output(GOOD)
+    code, _, err = job.apply(capsys, "--context", "/dev/null", context=False)
+    assert code == 2 and "is a character device, not a regular file" in err and "no such file" not in err, err
+    code, _, err = job.apply(capsys, "--context", str(job.root / "nowhere.json"), context=False)
+    assert code == 3 and "no such file; download the 'statefile-context' artifact" in err
+    assert job.commits() == 0

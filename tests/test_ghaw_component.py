@@ -211,6 +211,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Every file that tells a user how to install statefile or use its action.
 INSTALL_DOCS = (
     "README.md",
+    "docs/agents.md",
     "workflows/README.md",
     "workflows/shared/statefile.md",
     "workflows/statefile-maintenance.yml",

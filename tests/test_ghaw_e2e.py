@@ -99,7 +99,7 @@ DROP_IN_TOOLS = documented_frontmatter(DROP_IN_GUIDE)["tools"]
 DROP_IN_WORKFLOW = f"---\n{yaml.safe_dump({'on': {'schedule': 'every 6h'}, 'tools': DROP_IN_TOOLS})}---\n\n# Autoloop\n"
 LIMITS = DROP_IN_TOOLS["repo-memory"]
 _MARKER = re.compile(r"<!-- statefile-item: (.*?) -->")
-_ARCHIVED = re.compile(r"compaction archived \d+ item\(s\), (\d+) bytes")
+_ARCHIVED = re.compile(r"compaction archived [\d,]+ items?, ([\d,]+) bytes?")
 #: Bytes no file on the branch may hold: C0 controls but newline and tab, DEL, C1 controls, bidi overrides.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -349,7 +349,7 @@ def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_b
             assert run.job_returncode == 0, f"{run.run_id}: {run.job_stdout}{run.job_stderr}"
             assert "recorded iteration" in run.job_stdout, run.job_stdout
             landed += 1
-            archived += sum(int(b) for b in _ARCHIVED.findall(run.job_stdout))
+            archived += sum(int(b.replace(",", "")) for b in _ARCHIVED.findall(run.job_stdout))
         if world.rng.random() < RERUN_RATE:  # a safe-output job re-run after the others wrote: nothing twice
             run = world.rng.choice(runs)
             before = world.branch_files()

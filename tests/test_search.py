@@ -240,3 +240,12 @@ def test_search_through_the_console_script_after_real_records(tmp_path: Path) ->
     lines = text.stdout.splitlines()
     assert lines[0].startswith("archive/mid/0001.md:") and "#41 — " in lines[0]
     assert lines[-1] == "whole entries: statefile expand mid 41"
+
+
+def test_a_query_counts_its_first_32_distinct_words() -> None:
+    """Found by a cold review: each word costs a pass over every line, and an agent's tool call could send ten
+    thousand (51 s against the tool's 60 s time-out on a 700 KB archive)."""
+    from statefile.views.search import MAX_TERMS, _terms
+
+    assert len(_terms(" ".join(f"w{n}" for n in range(10_000)))) == MAX_TERMS == 32
+    assert _terms("x" * 5000)[0] == "x" * 100

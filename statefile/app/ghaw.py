@@ -1,7 +1,7 @@
 """The use cases of a gh-aw run: give the agent its memory, apply what it reports, fit repo-memory's push.
 
 A gh-aw agent runs read-only, without git credentials; everything it writes goes through safe outputs, which run
-in separate jobs after it (README, "Autoloop on gh-aw: two paths").  So statefile takes part at three points:
+in separate jobs after it (docs/gh-aw.md; the guide is workflows/README.md).  So statefile takes part at three points:
 
 - **before the agent** (:func:`prepare`): the budgeted view of the program the scheduler selected, written where
   the agent reads it, and a small :class:`RunContext` (the selected program, its definition's direction, target
@@ -51,7 +51,7 @@ from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import StateDocument
 from statefile.model.patterns import leading_status
-from statefile.model.text import plural
+from statefile.numbers import number_text, plural
 from statefile.policy.compaction import CompactionPolicy, CompactionResult, compact
 from statefile.policy.rules import AGENT_SOURCE, UPSTREAM_STATUSES, RecordRequest, format_number, has_marker
 from statefile.policy.spreading import compact_within
@@ -304,10 +304,11 @@ def _inside(path: Path, folder: Path) -> bool:
 def read_context(path: Path, agent_output: Path) -> RunContext:
     """The run context in ``path``; UsageError when it is missing or lies where the agent wrote files.
 
-    The agent's artifact is downloaded around ``agent_output`` (its ``agent/`` folder is the agent's scratch
-    folder): a context found there may be the agent's own, so it is refused whatever it says.
+    The agent's artifact is downloaded around ``agent_output`` (its folder holds the agent's scratch folder, its
+    logs and everything else the agent job uploaded after the agent ran): a context found anywhere in it may be
+    the agent's own, so it is refused whatever it says.
     """
-    if _inside(path, agent_output.parent / "agent"):
+    if _inside(path, agent_output.parent):
         raise UsageError(
             f"--context {path} is inside the agent's artifact, which the agent can write; pass the context "
             f"downloaded from the '{CONTEXT_ARTIFACT}' artifact"
@@ -426,7 +427,7 @@ def request_from_item(
     # An input the tool does not declare reaches the job as the agent wrote it: gh-aw sanitises declared inputs only.
     unknown = sorted(k for k in item if k != "type" and k not in INPUTS and k not in REFUSED_INPUTS)
     if unknown:
-        listed = ", ".join(cut_bytes(clean_text(str(k)), 40) for k in unknown[:5])
+        listed = ", ".join(cut_bytes(clean_text(str(k)[:200]), 40) for k in unknown[:5])  # cut, then cleaned
         warnings.append(f"not an input of the tool, ignored: {listed}" + (" …" if len(unknown) > 5 else ""))
     pr, warning = reference_value(item, "pr")
     if warning:
@@ -437,6 +438,10 @@ def request_from_item(
     commit = _text(item, "commit", warnings)
     status, new_status = _status(item)
     own = context is not None and context.selected == program
+    # The issue the scheduler knows for the program wins: the agent's may only fill in one nobody recorded.
+    trusted_issue = context.issue if own and context is not None else None
+    if trusted_issue is not None and issue is not None and issue != trusted_issue:
+        warnings.append(f"issue #{issue} not recorded: the scheduler names #{trusted_issue} for this program")
     request = RecordRequest(
         status=status,
         new_status=new_status,
@@ -452,7 +457,7 @@ def request_from_item(
         metric_direction=context.metric_direction if own and context else None,
         target_metric=context.target_metric if own and context else None,
         goal=context.goal if own and context else None,
-        issue=issue if issue is not None else (context.issue if own and context else None),
+        issue=trusted_issue if trusted_issue is not None else issue,
         foreclosed=tuple(lines_value(item, "foreclosed_avenues", warnings)),
         future_directions=tuple(lines_value(item, "future_directions", warnings)),
         marker=marker,
@@ -535,9 +540,14 @@ def apply_items(
         try:
             outcome.program = _program(item)
             if index > cap:
+                why = (
+                    "an agent calls record_iteration once per iteration"
+                    if context is not None
+                    else "apply the rest from another output"
+                )
                 raise UsageError(
-                    f"a run records {plural(cap, 'report')} and this is report {index}; nothing was written for it "
-                    "— an agent calls record_iteration once per iteration"
+                    f"{'a run records' if context is not None else '--any-program records at most'} "
+                    f"{plural(cap, 'report')} and this is report {index}; nothing was written for it — {why}"
                 )
             program, request, warnings = request_from_item(item, context=context, run_url=run_url, marker=marker)
             outcome.status, outcome.warnings = request.status, warnings
@@ -634,8 +644,9 @@ def repo_memory_compactor(folder: RepoMemoryFolder, store: Store, program: str) 
         count = folder.write_cost(files_of(result), snapshot).files
         if count > folder.max_file_count:
             raise BudgetError(
-                f"writing {state} and its archive would make {count} files match repo-memory's file-glob, over its "
-                f"max-file-count ({folder.max_file_count}); nothing was written — raise max-file-count"
+                f"writing {state} and its archive would make {plural(count, 'file')} match repo-memory's file-glob, "
+                f"over its max-file-count ({number_text(folder.max_file_count)}); nothing was written — raise "
+                "max-file-count"
             )
         return result
 

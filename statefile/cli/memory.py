@@ -16,6 +16,7 @@ from statefile.cli.run import shown
 from statefile.cli.support import echo, echo_page, emit_json, example, pass_app, reader_options, say
 from statefile.cli.types import whole_number
 from statefile.errors import StatefileError
+from statefile.model.text import clip
 from statefile.views.charts import metric_sparkline
 from statefile.views.hints import TOOL_SEARCH, TOOL_VIEW, hints_for
 from statefile.views.history import ProgramHistory, history_rows
@@ -130,7 +131,7 @@ def search_cmd(
         emit_json([hit_dict(hit) for hit in hits])
         return
     if not hits:
-        say(app, f"no matches for {shown(repr(query))}")
+        say(app, f"no matches for {shown(repr(clip(query, 200)))}")
         return
     lines = [hit_line(hit) for hit in hits]
     first = next((hit for hit in hits if hit.iteration is not None), None)

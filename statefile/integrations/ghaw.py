@@ -26,11 +26,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, number_text
+from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER
 from statefile.errors import NotFoundError, UsageError
 from statefile.jsontext import JsonError, parse_json
 from statefile.model.anomalies import plausible
 from statefile.model.patterns import PIN_PATTERN
+from statefile.numbers import number_text
 from statefile.store.atomic import read_regular_file
 
 #: Where gh-aw clones a repo-memory: ``/tmp/gh-aw/repo-memory/{id}`` (the lock's ``MEMORY_DIR`` and
@@ -152,6 +153,13 @@ def parse_agent_output(text: str, source: str) -> AgentOutput:
     try:
         data = parse_json(text, big_numbers_as_text=True)
     except JsonError as exc:
+        if exc.too_deep:
+            # It is the right file: one value in it (an undeclared input gh-aw passes on as the agent wrote it) is
+            # nested deeper than Python's parser goes, so no item of it can be read.
+            raise UsageError(
+                f"{source}: a value is nested thousands of levels deep, so no item could be read and nothing was "
+                "recorded; check what the agent reported"
+            ) from None
         raise UsageError(f"{source} is not JSON gh-aw writes ({exc}); pass $GH_AW_AGENT_OUTPUT") from None
     if not isinstance(data, dict):
         raise UsageError(f"{source} is not a gh-aw agent output (a JSON object with 'items'); pass $GH_AW_AGENT_OUTPUT")
@@ -251,8 +259,6 @@ _ANSI = re.compile(
 # (bidi embeddings, overrides and isolates, marks, the BOM): "Trojan Source" text reads one way and is another.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_COMMENT_PART = re.compile(r"<!-*|-*-->")
 # What makes a bullet protected from pruning or shown first (policy.pruning): a pin and "important" emphasis.
 _PIN_MARK = re.compile(PIN_PATTERN, re.I)
 _IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
@@ -278,13 +284,33 @@ def clean_text(value: str) -> str:
     for _ in range(_CLEAN_PASSES):
         before = text
         text = _PIN_MARK.sub("", _CONTROLS.sub("", _ANSI.sub("", text)))
-        # What is left of a comment once whole ones are gone: an unclosed "<!--" would hide the rest of the file.
-        text = _COMMENT_PART.sub("", _COMMENT.sub("", text))
+        text = _drop_comments(text)
         text = _IMPORTANT_EMPHASIS.sub(lambda m: m.group(1) + m.group(2).lower() + m.group(3), text)
         text = _IMPORTANT_WORD.sub(lambda m: m.group(1).lower(), text)
         if text == before:
             return text
     return _PIN_MARK.sub("", text.replace("<!", "< !"))
+
+
+def _drop_comments(text: str) -> str:
+    """``text`` without its HTML comments, in one left-to-right pass (a regular expression such as
+    ``<!--.*?-->`` rescans to the end for every opener that is never closed: quadratic in hostile text).
+
+    An opener with no ``-->`` after it loses only the opener (the text after it is the agent's words, kept); a
+    ``-->`` left without its opener goes too, so nothing of a comment remains.
+    """
+    out: list[str] = []
+    at = 0
+    while (start := text.find("<!--", at)) >= 0:
+        out.append(text[at:start])
+        end = text.find("-->", start + 4)
+        if end < 0:
+            out.append(text[start + 4 :])
+            at = len(text)
+            break
+        at = end + 3
+    out.append(text[at:])
+    return "".join(out).replace("<!--", "").replace("-->", "")
 
 
 def cut_bytes(text: str, limit: int) -> str:
@@ -443,7 +469,9 @@ def reference_value(item: Mapping[str, Any], name: str) -> tuple[int | None, str
         return int(value), None
     if not isinstance(value, str):
         raise InputError(f"{name} must be a number such as 12 or '#12', got {type(value).__name__}")
-    text = value[:_RAW_SCAN].strip().strip("`").strip()
+    # Whitespace folded first: the reference pattern's optional parts between runs of spaces would otherwise
+    # backtrack quadratically on a long run of them.
+    text = " ".join(value[:_RAW_SCAN].split()).strip("`").strip()
     shown = cut_bytes(" ".join(clean_text(text[:200]).split()), 60)
     if text.lower() in _NONE_WORDS:
         return None, None

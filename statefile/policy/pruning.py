@@ -191,11 +191,14 @@ def _collapse_duplicates(
                 if i not in pinned:
                     plan.remove[i] = f"duplicate of a pinned {noun}"
             continue
-        keep = max(members, key=lambda i: age[i])
+        # The newest maintainer bullet of the group stands for it: an agent's report (marked, and always the newest)
+        # never replaces the maintainer's words it resembles; among agent bullets only, the newest.
+        keep = max(members, key=lambda i: (not patterns.is_agent_bullet(texts[i]), age[i]))
         folded = 0
         for i in members:
             if i != keep:
-                plan.remove[i] = f"similar to a newer {noun}" if mark else f"duplicate of a newer {noun}"
+                kept = "a newer" if age[i] < age[keep] else "a maintainer's"
+                plan.remove[i] = f"similar to {kept} {noun}" if mark else f"duplicate of {kept} {noun}"
                 folded += 1 + _consolidated_count(texts[i])
         if mark:
             plan.rewrite[keep] = _with_marker(texts[keep], folded + _consolidated_count(texts[keep]))
@@ -207,8 +210,13 @@ def _apply_limit(
     excess = len(live) - limit
     if excess <= 0:
         return
-    # Oldest first, but every unmarked bullet before any marked important one.
-    for i in sorted((i for i in live if not is_pinned(texts[i])), key=lambda i: (is_important(texts[i]), age[i])):
+
+    # Agent-reported bullets first (statefile apply marks them: they never push a maintainer's out), then oldest
+    # first, every unmarked bullet before any marked important one.
+    def order(i: int) -> tuple[bool, bool, int]:
+        return (not patterns.is_agent_bullet(texts[i]), is_important(texts[i]), age[i])
+
+    for i in sorted((i for i in live if not is_pinned(texts[i])), key=order):
         if excess <= 0:
             break
         reason = f"beyond the newest {limit} {noun}" + (f" {why}" if why else "")

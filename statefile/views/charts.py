@@ -28,6 +28,10 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
     """
     if not values or width < 1:
         return ""
+    # Scaled into [-1, 1] first: metrics may be as large as 1e±308, and the sums and differences below would
+    # overflow to inf (then NaN) on the raw values.
+    scale = max(abs(v) for v in values) or 1.0
+    values = [v / scale for v in values]
     if len(values) > width:
         step = len(values) / width
         values = [

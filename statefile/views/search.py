@@ -166,9 +166,16 @@ def _numbers(entry: Entry) -> tuple[int | None, int | None]:
     return None, None
 
 
+#: Distinct words of a query that count (each costs a pass over every line): a query is a few words, and an agent's
+#: tool call could otherwise send ten thousand and keep the tool busy past its time-out.
+MAX_TERMS = 32
+#: Characters of one term that count: past this it is no word anyone searches for.
+MAX_TERM_CHARS = 100
+
+
 def _terms(query: str) -> list[str]:
-    words = [w.strip("\"'").casefold() for w in query.split()]
-    return list(dict.fromkeys(w for w in words if w.rstrip("*")))
+    words = [w.strip("\"'").casefold()[:MAX_TERM_CHARS] for w in query.split()]
+    return list(dict.fromkeys(w for w in words if w.rstrip("*")))[:MAX_TERMS]
 
 
 def _pattern(term: str) -> re.Pattern[str]:

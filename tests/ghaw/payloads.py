@@ -761,6 +761,16 @@ add(
     process=True,
 )
 add(K, "field-name-controls", Neutralized((), "not an input"), victim(**{"\x1b[31mnotes\u202e\x00": "x"}))
+# Found by a cold review: comment openers never closed made the comment pattern rescan to the end for each one
+# (quadratic: a 256 KB field name took over a minute); now one pass.
+add(
+    K,
+    "comment-openers-field-name",
+    Neutralized((), "not an input of the tool, ignored"),
+    victim(**{"<!--" * 262_144: "x"}),
+    process=True,
+)
+add(K, "comment-openers-notes", Neutralized(()), victim(notes="<!--" * 262_144), process=True)
 
 
 def nested(depth: int) -> Any:
@@ -771,6 +781,13 @@ def nested(depth: int) -> Any:
 
 
 add(K, "notes-nested-list", Refused(2, "notes must be text"), victim(notes=nested(50)))
+add(
+    K,
+    "undeclared-nested-5000",
+    Refused(2, "nested thousands of levels deep, so no item could be read and nothing was recorded"),
+    raw='{"items": [' + json.dumps({"type": "record_iteration", **HONEST}) + ', {"type": "record_iteration", '
+    '"program": "victim", "status": "rejected", "extra": ' + "[" * 5000 + "]" * 5000 + "}]}",
+)
 add(K, "notes-object", Refused(2, "notes must be text"), victim(notes={"a": {"b": {"c": "x"}}}))
 add(K, "lessons-nested", Refused(2, "lessons must hold texts"), victim(lessons=[nested(30)]))
 add(K, "lessons-object", Refused(2, "lessons must be text or a list"), victim(lessons={"a": "b"}))
@@ -812,6 +829,11 @@ add(
 # 4. numbers that crash or hang: bounded before anything converts them --------------------------------------------
 K = "numbers"
 DIGITS_5000 = "9" * 5000
+# Found by a cold review: the reference pattern's optional parts between two runs of spaces backtracked
+# quadratically (64,000 spaces took 27 s per field); whitespace is folded first now.
+for name in ("pr", "issue"):
+    add(K, f"{name}-spaces", Refused(2, "is not a number such as 12"), victim(**{name: "pr" + " " * 64_000 + "x"}),
+        process=True)  # fmt: skip
 for name, value, needle in [
     ("exp-5000", "1e5000", CI_RANGE),
     ("exp-999999999", "1e999999999", CI_RANGE),
