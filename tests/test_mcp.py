@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -225,7 +226,19 @@ def test_without_the_sdk_the_command_says_how_to_get_it(tmp_path: Path) -> None:
         "checkout)"
     ]
     pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
-    assert f'\nmcp = [\n    "{SDK_REQUIREMENT}",\n]\n' in pyproject  # the hint names what the extra installs
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the package's own dependency below 3.11
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+    extra = tomllib.loads(pyproject)["project"]["optional-dependencies"]["mcp"]
+    assert extra[0] == SDK_REQUIREMENT  # the hint names what the extra installs
+    # Every package mcp_server.py imports directly is declared in the extra (not borrowed from the SDK's own).
+    source = (PACKAGE / "cli" / "mcp_server.py").read_text(encoding="utf-8")
+    for module in ("anyio", "pydantic"):
+        assert re.search(rf"^\s*(?:import|from) {module}\b", source, re.M) and any(
+            r.startswith(module) for r in extra
+        ), module
 
 
 def test_a_bad_folder_fails_before_serving(tmp_path: Path) -> None:
