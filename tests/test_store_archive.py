@@ -104,3 +104,36 @@ def test_390_archived_iterations_all_expand_whole(tmp_path: Path, max_bytes: int
         where, found = expand_iteration(store, "perf", number)
         assert found.rstrip("\n") == original[number].rstrip("\n"), (number, where)
         assert where.startswith("archive/") == (number in archived | split), (number, where)
+
+
+def test_a_branch_both_gh_aw_paths_wrote_is_read_in_both_archive_layouts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As seen (issue 22, a newcomer's walk-through of both paths): path 1 archives to ``archive/perf/``, path 2
+    under upstream's ``*.md`` to ``_archive.perf.0001.md``; each reader looked only in its own layout, so
+    ``expand``, ``history``, the agent's expand tool and a re-run's marker lookup lost sight of what the other path
+    archived, although its text was on the branch.  Every reader now reads both."""
+    from gitutil import git, invoke_statefile, make_repos
+
+    from statefile.model.template import new_state_file
+    from statefile.store import Store
+
+    repos = make_repos(tmp_path)
+    files = {
+        "perf.md": new_state_file("perf").replace("*(No iterations yet.)*\n", entry(5, 2)),
+        "archive/perf/0001.md": make_chunk(entry(1, 2) + entry(2, 2), when="2026-01-01T00:00:00Z", what="path 1"),
+        "_archive.perf.0001.md": make_chunk(entry(3, 2) + entry(4, 2), when="2026-01-02T00:00:00Z", what="path 2"),
+    }
+    with Store.open(repos.work, remote="origin") as store:
+        store.write_files(files, "seed: a branch both paths wrote")
+    folder = tmp_path / "scheduler-clone"
+    git("clone", "-q", "-b", "memory/autoloop", str(repos.remote), str(folder), cwd=tmp_path)
+    for where in (["--remote", "origin"], ["--dir", str(folder)]):
+        for number, path in ((1, "archive/perf/0001.md"), (3, "_archive.perf.0001.md")):
+            ran = invoke_statefile(capsys, *where, "expand", "perf", str(number), "--json", cwd=repos.work)
+            assert ran.code == 0, ran.err
+            assert f"Iteration {number} —" in ran.out and path in ran.out, ran.out
+        ran = invoke_statefile(capsys, *where, "history", "perf", "--json", cwd=repos.work)
+        assert ran.code == 0 and all(f'"iteration": {n}' in ran.out or f'"first": {n}' in ran.out for n in range(1, 6)), (
+            ran.out
+        )

@@ -241,25 +241,26 @@ def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]
     for entry in doc.history:
         if isinstance(entry, Iteration) and number in entry.covers:
             return f"{program}.md", entry.raw
-    parts = store.archive_parts(program)
+    parts = store.archive_part_paths(program)  # every layout: a branch both gh-aw paths wrote holds two
     texts: dict[int, str] = {}
 
     def read(index: int) -> str:  # newest first, each part once, only as far as needed
         if index not in texts:
-            texts[index] = store.read_archive(program, parts[index])
+            texts[index] = store.read_path(parts[index])
         return texts[index]
 
     found = find_iteration_in_parts(read, len(parts), number)
     if found is not None:
-        return store.archive_path(program, parts[found[0]]), found[1]
+        return parts[found[0]], found[1]
     ranges = [e for e in doc.ranges if number in e.covers]
     hint = f"; it is summarized in '{ranges[0].heading.strip('# ')}'" if ranges else ""
     raise NotFoundError(f"iteration {number} of '{program}' is not in the file or its archive{hint}")
 
 
 def archive_texts(store: Store, program: str) -> list[tuple[str, str]]:
-    """``(part name, text)`` of every archive part of ``program``, oldest first."""
-    return [(part, store.read_archive(program, part)) for part in store.archive_parts(program)]
+    """``(path, text)`` of every archive part of ``program`` in every layout (:meth:`Store.archive_part_paths`),
+    oldest first."""
+    return [(path, store.read_path(path)) for path in store.archive_part_paths(program)]
 
 
 def read_program(store: Store, program: str) -> StateDocument:

@@ -219,7 +219,8 @@ def _report(app: AppContext, o: ItemOutcome, max_bytes: int) -> None:
     size = budget_text(o.size, max_bytes) if o.size is not None else "size unknown"
     line = f"{who}: {verb} iteration {o.iteration} ({o.status}), {size}"
     if o.moved:
-        line += f"; compaction archived {plural(o.moved, 'item')}, {size_text(o.archived_bytes)}"
+        archived = "would archive" if o.action == "would-record" else "archived"  # staged: nothing was written
+        line += f"; compaction {archived} {plural(o.moved, 'item')}, {size_text(o.archived_bytes)}"
     if o.commit:
         line += f" [{o.commit[:10]}]"
     if o.attempts > 1:

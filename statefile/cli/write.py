@@ -728,7 +728,7 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
     store = app.reader() if selector is None else app.writer()
     if store.read_text(program) is None:
         raise missing_program(store, program)
-    texts = [store.read_archive(program, part) for part in store.archive_parts(program)]
+    texts = [store.read_path(path) for path in store.archive_part_paths(program)]  # every layout
     if selector is None:
         candidates = restorable_lessons(texts)
         if app.as_json:
@@ -746,7 +746,7 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
         if doc is None:
             raise missing_program(store, program)
         # Re-read the archive as of this attempt: a concurrent restore of the same lesson must be refused.
-        current = [store.read_archive(program, part) for part in store.archive_parts(program)]
+        current = [store.read_path(path) for path in store.archive_part_paths(program)]
         tombstone = find_tombstone(current, _selector(selector))
         what, body = unwrap_chunk(restored_chunk(tombstone, today=today))
         return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what, detail=tombstone)

@@ -418,7 +418,8 @@ def number_value(item: Mapping[str, Any], name: str) -> Decimal | None:
         text = text.replace(",", "")
     if len(text) > 200 or not _NUMBER_TEXT.fullmatch(text):
         raise InputError(
-            f"{name} {shown!r} is not a number (ASCII digits, at most 40 before and after the point); "
+            f"{name} {shown!r} is not a number (ASCII digits, at most 40 before and after the point, an exponent of "
+            "at most 4 digits); "
             "report the measured value, such as 0.93"
         )
     number = Decimal(text)

@@ -30,11 +30,11 @@ from statefile.defaults import BOT_NAME as BOT_NAME
 from statefile.defaults import DEFAULT_BRANCH as DEFAULT_BRANCH
 from statefile.defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from statefile.errors import BudgetError, InvalidDataError, StatefileError, UsageError
-from statefile.model.archive import NESTED, ArchiveLayout, make_chunk, part_number, plan_append
+from statefile.model.archive import LAYOUT_KINDS, NESTED, ArchiveLayout, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
 from statefile.numbers import budget_text
-from statefile.store.names import case_twins
+from statefile.store.names import case_twins, validate_program
 
 if TYPE_CHECKING:
     from statefile.store.git.store import GitStore
@@ -209,6 +209,31 @@ class Store(abc.ABC):
     def archive_path(self, program: str, part: str) -> str:
         """The path of archive part ``part`` (``0001.md``) of ``program`` in this store, as a person finds it."""
         return NESTED.part_path(program, part)
+
+    def archive_part_paths(self, program: str) -> list[str]:
+        """Every archive part of ``program`` in the store, in *every* layout, as paths, for reading.
+
+        A branch that both gh-aw paths write holds parts in two layouts (path 1's ``archive/perf/0001.md``, path
+        2's ``_archive.perf.0001.md`` under upstream's ``*.md``); a reader that looked only in its own would lose
+        sight of what the other archived, although its text is on the branch.  Oldest first within a layout, the
+        store's own layout last (its parts are the newest).  Writes keep to :meth:`archive_parts`, the store's own.
+        """
+        validate_program(program)
+        own = self.archive_path(program, "0001.md")
+        kinds = sorted(LAYOUT_KINDS, key=lambda kind: ArchiveLayout(kind).part_path(program, "0001.md") == own)
+        found: dict[str, list[tuple[int, str]]] = {kind: [] for kind in kinds}
+        for path in self.paths():
+            folder, _, name = path.rpartition("/")
+            for kind in kinds:
+                layout = ArchiveLayout(kind)
+                if folder == layout.folder(program) and (part := layout.part_name(program, name)) is not None:
+                    found[kind].append((part_number(part) or 0, path))
+        return [path for kind in kinds for _, path in sorted(found[kind])]
+
+    @abc.abstractmethod
+    def read_path(self, path: str) -> str:
+        """The text of the file at ``path`` (relative to the store root, as :meth:`paths` lists it); NotFoundError
+        when there is none, InvalidDataError when it is not UTF-8 text in a regular file."""
 
     @abc.abstractmethod
     def archive_parts(self, program: str) -> list[str]:

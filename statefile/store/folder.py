@@ -305,6 +305,12 @@ class FolderStore(Store):
             return []
         return [name for entry in os.listdir(folder) if (name := layout.part_name(program, entry)) is not None]
 
+    def read_path(self, path: str) -> str:
+        text = self._read(path)
+        if text is None:
+            raise NotFoundError(f"{path} is not in {self.root}")
+        return text
+
     def archive_parts(self, program: str) -> list[str]:
         """Archive part names of ``program``, oldest first."""
         validate_program(program)

@@ -136,7 +136,8 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
         for archived in archive_entries(text):
             position += 1
             partial = isinstance(archived.entry, Iteration) and archived.entry.partial
-            found.append(_Found(archived.entry, f"archive/{program}/{part}", archived.line, (not partial, 0, position)))
+            where = part if "/" in part or part.startswith("_") else f"archive/{program}/{part}"  # a path, or a name
+            found.append(_Found(archived.entry, where, archived.line, (not partial, 0, position)))
     if doc is not None:
         lines = doc.entry_lines
         for index, entry in enumerate(doc.history):

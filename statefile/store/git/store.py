@@ -575,6 +575,12 @@ class GitStore(Store):
         validate_program(program)
         return sorted_parts(self._archive_names(self.tip(), program))
 
+    def read_path(self, path: str) -> str:
+        text = self._read_at(self.tip(), path)
+        if text is None:
+            raise NotFoundError(f"{path} is not on branch {self.branch}")
+        return text
+
     def read_archive(self, program: str, part: str) -> str:
         """The text of archive part ``part`` of ``program``; NotFoundError when there is none."""
         validate_program(program)
