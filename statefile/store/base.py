@@ -34,7 +34,7 @@ from statefile.model.archive import LAYOUT_KINDS, NESTED, ArchiveLayout, make_ch
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
 from statefile.numbers import budget_text
-from statefile.store.names import case_twins, validate_program
+from statefile.store.names import case_twins
 
 if TYPE_CHECKING:
     from statefile.store.git.store import GitStore
@@ -218,17 +218,22 @@ class Store(abc.ABC):
         sight of what the other archived, although its text is on the branch.  Oldest first within a layout, the
         store's own layout last (its parts are the newest).  Writes keep to :meth:`archive_parts`, the store's own.
         """
-        validate_program(program)
-        own = self.archive_path(program, "0001.md")
-        kinds = sorted(LAYOUT_KINDS, key=lambda kind: ArchiveLayout(kind).part_path(program, "0001.md") == own)
-        found: dict[str, list[tuple[int, str]]] = {kind: [] for kind in kinds}
+        # The store's own layout through archive_parts: it refuses what is no archive (a link or a file where the
+        # folder should be) with the error that says so, as every write does.
+        own = [self.archive_path(program, part) for part in self.archive_parts(program)]
+        own_kind = next(
+            k
+            for k in LAYOUT_KINDS
+            if ArchiveLayout(k).part_path(program, "0001.md") == self.archive_path(program, "0001.md")
+        )
+        found: dict[str, list[tuple[int, str]]] = {kind: [] for kind in LAYOUT_KINDS if kind != own_kind}
         for path in self.paths():
             folder, _, name = path.rpartition("/")
-            for kind in kinds:
+            for kind in found:
                 layout = ArchiveLayout(kind)
                 if folder == layout.folder(program) and (part := layout.part_name(program, name)) is not None:
                     found[kind].append((part_number(part) or 0, path))
-        return [path for kind in kinds for _, path in sorted(found[kind])]
+        return [path for kind in found for _, path in sorted(found[kind])] + own
 
     @abc.abstractmethod
     def read_path(self, path: str) -> str:
