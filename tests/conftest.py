@@ -12,6 +12,8 @@ Two corpora of state files:
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -138,3 +140,13 @@ def pinned_identity(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         _pin_identity(monkeypatch, tmp_path_factory)
         yield
+
+
+def installed_tool(name: str) -> str:
+    """A test extra's command-line tool (zizmor, twine, scriv…): beside this Python (the venv's bin), else on PATH;
+    the test skips, saying how to install it, when there is none."""
+    beside = Path(sys.executable).parent / name
+    found = str(beside) if beside.is_file() else shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (it is in the test extra: pip install -e '.[test]')")
+    return found

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import installed_tool
 
 import statefile
 
@@ -46,14 +47,6 @@ INSTALL_DOCS = {
     "workflows/statefile-maintenance.yml": 1,
 }
 _PIN = re.compile(r"statefile(?:\[\w+\])?==([\w.]+)")
-
-
-def _tool(name: str) -> str:
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.is_file() else shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (it is in the test extra: pip install -e '.[test]')")
-    return found
 
 
 def _workflow(name: str) -> dict[Any, Any]:
@@ -80,7 +73,7 @@ def test_the_version_has_one_source() -> None:
 def test_the_changelog_has_this_versions_section(tmp_path: Path) -> None:
     """What the release workflow publishes as the GitHub release's notes (``scriv print``), and the newest entry."""
     notes = tmp_path / "notes.md"
-    done = subprocess.run([_tool("scriv"), "print", "--version", VERSION, "--output", str(notes)], cwd=ROOT,
+    done = subprocess.run([installed_tool("scriv"), "print", "--version", VERSION, "--output", str(notes)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "### Added" in notes.read_text(encoding="utf-8")
@@ -172,7 +165,7 @@ def _clean_env() -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_wheel_alone_installs_and_runs_the_demo(tmp_path: Path) -> None:
-    _tool("twine")
+    installed_tool("twine")
     source, dist = _source_tree(tmp_path / "source"), tmp_path / "dist"
     built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(source)], cwd=tmp_path,
                            capture_output=True, text=True, env=_clean_env(), timeout=TIMEOUT, check=False)  # fmt: skip
@@ -182,8 +175,9 @@ def test_the_wheel_alone_installs_and_runs_the_demo(tmp_path: Path) -> None:
     [sdist] = dist.glob(f"statefile-{VERSION}.tar.gz")
     [wheel] = dist.glob(f"statefile-{VERSION}-py3-none-any.whl")
 
-    checked = subprocess.run([_tool("twine"), "check", "--strict", str(sdist), str(wheel)], capture_output=True,
-                             text=True, env=_clean_env(), timeout=120, check=False)  # fmt: skip
+    twine = installed_tool("twine")
+    checked = subprocess.run([twine, "check", "--strict", str(sdist), str(wheel)], capture_output=True, text=True,
+                             env=_clean_env(), timeout=120, check=False)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
     samples = sorted(p.name for p in (ROOT / "samples").iterdir() if p.suffix in {".md", ".json"})

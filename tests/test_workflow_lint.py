@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import installed_tool
 from ghaw.component import load_component
 from ghaw.workflow import UPLOAD_AGENT_ARTIFACTS, compiled_safe_job
 
@@ -61,15 +60,6 @@ jobs:
 """
 
 
-def _tool(name: str) -> str:
-    """The linter's executable beside this Python (the venv's bin), else on PATH; skips when there is none."""
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.is_file() else shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (it is in the test extra: pip install -e '.[test]')")
-    return found
-
-
 def _env() -> dict[str, str]:
     """No token reaches the linters (zizmor would use one for online audits); zizmor stays offline regardless."""
     env = {k: v for k, v in os.environ.items() if k not in {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN"}}
@@ -78,7 +68,7 @@ def _env() -> dict[str, str]:
 
 def zizmor(*paths: Path) -> tuple[list[dict[str, Any]], str]:
     """zizmor's findings on ``paths`` (default persona, offline) and its readable report of them."""
-    exe = _tool("zizmor")
+    exe = installed_tool("zizmor")
     common = [exe, "--offline", "--no-config", "--no-ignores", "--strict-collection", "--no-progress"]
     done = subprocess.run([*common, "--format", "json", *map(str, paths)], capture_output=True, text=True,
                           env=_env(), timeout=TIMEOUT, check=False)  # fmt: skip
@@ -94,7 +84,7 @@ def zizmor(*paths: Path) -> tuple[list[dict[str, Any]], str]:
 
 
 def check_jsonschema(schema: str, *paths: Path) -> subprocess.CompletedProcess[str]:
-    exe = _tool("check-jsonschema")
+    exe = installed_tool("check-jsonschema")
     return subprocess.run([exe, "--builtin-schema", schema, "--color", "never", *map(str, paths)],
                           capture_output=True, text=True, env=_env(), timeout=TIMEOUT, check=False)  # fmt: skip
 
