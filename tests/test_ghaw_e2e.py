@@ -259,12 +259,13 @@ def _jobs_at_once(world: World, runs: list[Run]) -> set[str]:
     for thread in threads:
         thread.start()
     tips: set[str] = set()
-    while any(thread.is_alive() for thread in threads):
+    while alive := [thread for thread in threads if thread.is_alive()]:
         tip = world.tip()
         if tip:
             tips.add(tip)
-        # Wait on a job still running (the first may be done: joining it would return at once, a busy loop).
-        next(thread for thread in threads if thread.is_alive()).join(timeout=0.1)
+        # Wait on a job still running (the first may be done: joining it would return at once, a busy loop); it
+        # may end meanwhile, which only ends the wait early.
+        alive[0].join(timeout=0.1)
     for thread in threads:
         thread.join(timeout=2 * TIMEOUT)
         assert not thread.is_alive(), "a safe-output job did not finish in time"
