@@ -372,3 +372,22 @@ def test_corpus_core_view_within_budget_and_hints_runnable_by_the_agent(path: Pa
     assert view.chars <= CORE_BUDGET
     assert "statefile " not in view.text.replace("[statefile]", "")
     assert view.text.startswith("# Autoloop: p — memory\n\n## ⚙️ Machine State") or "Machine State" not in view.text
+
+
+@pytest.mark.parametrize("level", ["core", "timeline", "index"])
+def test_the_expand_hint_names_an_entry_that_is_there(level: str) -> None:
+    """As seen (issue 22, a newcomer's walk-through): memory.md named `statefile_expand(iteration: 27)` for an
+    iteration known only from an agent's range line ("Iters 1–27") with no archive behind it, and the tool said
+    it was not there.  The hint names only a left-out entry whose text is in the file; a range is reached by
+    search."""
+    from statefile.views.hints import CLI
+
+    ranged = "### Iters 1–27 — ✅ (metrics 1→9): an agent's summary, nothing archived\n\n"
+    entries = "".join(
+        render_iteration(number=n, when="2026-01-01 00:00", status="rejected", change=f"try {n}") for n in (29, 28)
+    )
+    doc = parse(new_state_file("perf").replace("*(No iterations yet.)*\n", entries + ranged))
+    for hints in (TOOLS, CLI):
+        notice = render_view(doc, program="perf", budget=3000, level=level, hints=hints).text.rstrip("\n")
+        notice = notice.splitlines()[-1]
+        assert "iteration: 27" not in notice and "expand perf 27" not in notice, notice

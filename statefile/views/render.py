@@ -177,19 +177,22 @@ def render_view(
     if len(chosen) < len(shown.units):
         chosen, used = _pack(shown, budget - min(400, max(100, budget // 8)))
     omitted = by_design + _describe_omitted(shown, chosen)
+    # The iterations left out whose whole entry is in this file: the expand hint names the newest of them.  Not a
+    # number known only from a range line: an agent's range may have no archive behind it, and a hint must work
+    # where it is read (the archive is reached by the search hint instead).
     if level == "full":
         hidden = [
             n
             for u in shown.units
-            if u.category in ("iteration", "range") and (u.order not in chosen or chosen[u.order] is u.alt)
+            if u.category == "iteration" and (u.order not in chosen or chosen[u.order] is u.alt)
             for n in u.spans
         ]
     elif level == "core":
         whole = {n for u in shown.units if u.category == "iteration" and chosen.get(u.order) is u.lines
                  for n in u.spans}  # fmt: skip
-        hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.spans if n not in whole]
+        hidden = [n for u in model.units if u.category == "iteration" for n in u.spans if n not in whole]
     else:
-        hidden = [n for u in model.units if u.category in ("iteration", "range") for n in u.spans]
+        hidden = [n for u in model.units if u.category == "iteration" for n in u.spans]
     notice = _notice(name, level, omitted, hidden, full_chars, budget - used - 1, hints)
     lines = _assemble(shown, chosen)
     if notice:
