@@ -155,3 +155,26 @@ def test_summarizer_hook_is_used_only_when_it_behaves(repos: Repos, tmp_path: Pa
     else:
         assert not any("xxxxx" in line or line.endswith("one") for line in range_lines)
         assert all("metric" in line for line in range_lines)
+
+
+def test_a_cli_hint_repeats_the_options_that_chose_the_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As seen (issue 22, a newcomer on path 2): `statefile --repo-memory render …` ended with `more: statefile
+    expand long-running 233`, which, without the option, looked for a branch the agent's checkout does not have.
+    A hint repeats the global options that chose the memory, and runs as written."""
+    import shlex
+
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    folder = tmp_path / "memory folder"
+    folder.mkdir()
+    (folder / "long-running.md").write_text(sample_text("long-running"), encoding="utf-8")
+    assert invoke(cli, ["--dir", str(folder), "render", "long-running", "--budget", "3000"]) == 0
+    notice = capsys.readouterr().out.rstrip("\n").splitlines()[-1]
+    hints = [part.strip() for part in notice.partition("more:")[2].split("·")]
+    assert hints and all(h.startswith(f"statefile --dir {shlex.quote(str(folder))} ") for h in hints), notice
+    for hint in hints:
+        assert invoke(cli, shlex.split(hint)[1:]) == 0, hint
+        capsys.readouterr()

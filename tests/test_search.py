@@ -239,7 +239,7 @@ def test_search_through_the_console_script_after_real_records(tmp_path: Path) ->
     text = run_statefile("--remote", "origin", "search", "Port module m3 to Go", "-n", "3", cwd=repos.work)
     lines = text.stdout.splitlines()
     assert lines[0].startswith("archive/mid/0001.md:") and "#41 — " in lines[0]
-    assert lines[-1] == "whole entries: statefile expand mid 41"
+    assert lines[-1] == "whole entries: statefile --remote origin expand mid 41"  # runs as written, where read
 
 
 def test_a_query_counts_its_first_32_distinct_words() -> None:

@@ -25,6 +25,7 @@ from statefile.cli.support import (
     echo_page,
     emit_json,
     example,
+    hints_of,
     pass_app,
     plain,
     plural,
@@ -37,7 +38,7 @@ from statefile.cli.types import whole_number
 from statefile.numbers import number_text
 from statefile.store import Store
 from statefile.store.atomic import write_output
-from statefile.views.hints import TOOL_HISTORY, hints_for
+from statefile.views.hints import TOOL_HISTORY
 from statefile.views.history import HistoryRow, ProgramHistory
 from statefile.views.summary import step_summary, where_sentence
 
@@ -117,9 +118,9 @@ def history_cmd(
     if max_chars is not None or offset:
         # Paged (a gh-aw tool's answer): the table, then one line with the call that gets the rest.
         text = "".join(line + "\n" for line in history_table(shown, shutil.get_terminal_size((120, 24)).columns))
-        command = f"statefile history {program} --max-chars {max_chars}" + (f" --last {last}" if last else "")
+        command = f"history {program} --max-chars {max_chars}" + (f" --last {last}" if last else "")
         echo_page(text, max_chars=max_chars, offset=offset,
-                  more=lambda at: hints_for(hint_style).more(TOOL_HISTORY, command, at))  # fmt: skip
+                  more=lambda at: hints_of(app, hint_style).more(TOOL_HISTORY, command, at))  # fmt: skip
         return
     for text in history_table(shown, shutil.get_terminal_size((120, 24)).columns):
         echo(text)

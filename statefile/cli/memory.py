@@ -6,6 +6,7 @@ Read-only, like :mod:`statefile.cli.read`, but apart from it: the views cost imp
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -13,12 +14,12 @@ import click
 from statefile.app.context import AppContext
 from statefile.app.reading import program_status, render_program, search_memory, state_files, unreadable_files
 from statefile.cli.run import shown
-from statefile.cli.support import echo, echo_page, emit_json, example, pass_app, reader_options, say
+from statefile.cli.support import echo, echo_page, emit_json, example, hints_of, pass_app, reader_options, say
 from statefile.cli.types import whole_number
 from statefile.errors import StatefileError
 from statefile.model.text import clip
 from statefile.views.charts import metric_sparkline
-from statefile.views.hints import TOOL_SEARCH, TOOL_VIEW, hints_for
+from statefile.views.hints import TOOL_SEARCH, TOOL_VIEW
 from statefile.views.history import ProgramHistory, history_rows
 from statefile.views.render import LEVELS
 from statefile.views.search import hit_dict, hit_line
@@ -43,13 +44,13 @@ def render_cmd(
     and how to get it.
     """
 
-    hints = hints_for(hint_style)
+    hints = hints_of(app, hint_style)
     view = render_program(app.reader(), program, budget=budget, level=level, hints=hints)
     if app.as_json:
         emit_json({"program": program, "level": level, "budget": budget, "chars": view.chars,
                    "omitted": view.omitted, "text": view.text})  # fmt: skip
         return
-    command = f"statefile render {program} --level {level} --budget {budget} --max-chars {max_chars}"
+    command = f"render {program} --level {level} --budget {budget} --max-chars {max_chars}"
     echo_page(view.text, max_chars=max_chars, offset=offset,
               more=lambda at: hints.more(TOOL_VIEW, command, at, level=level))  # fmt: skip
 
@@ -125,7 +126,7 @@ def search_cmd(
     line, section and iteration it comes from; older archived copies of a range line are folded into one result.
     """
 
-    hints = hints_for(hint_style)
+    hints = hints_of(app, hint_style)
     hits = search_memory(app.reader(), query, program=program, limit=limit)
     if app.as_json:
         emit_json([hit_dict(hit) for hit in hits])
@@ -139,6 +140,6 @@ def search_cmd(
         lines.append(f"whole entries: {hints.expand(first.program, first.iteration)}")
     text = "".join(line + "\n" for line in lines)
     scope = f" --program {program}" if program else ""
-    command = f"statefile search {shown(repr(query))}{scope} --limit {limit} --max-chars {max_chars}"
+    command = f"search {shlex.quote(clip(query, 200))}{scope} --limit {limit} --max-chars {max_chars}"
     echo_page(text, max_chars=max_chars, offset=offset,
               more=lambda at: hints.more(TOOL_SEARCH, command, at, query=query))  # fmt: skip

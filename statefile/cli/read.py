@@ -33,6 +33,7 @@ from statefile.cli.support import (
     echo_page,
     emit_json,
     example,
+    hints_of,
     is_file_argument,
     paint,
     pass_app,
@@ -51,7 +52,7 @@ from statefile.model.machine_state import label_for
 from statefile.numbers import budget_text, number_text, percent_text
 from statefile.store.files import read_state_file
 from statefile.views.describe import describe
-from statefile.views.hints import TOOL_EXPAND, hints_for
+from statefile.views.hints import TOOL_EXPAND
 
 
 @click.command("show")
@@ -249,9 +250,10 @@ def expand_cmd(
     if app.as_json:
         emit_json({"program": program, "iteration": iteration, "source": where, "text": text})
         return
-    command = f"statefile expand {program} {iteration} --max-chars {max_chars}"
+    command = f"expand {program} {iteration} --max-chars {max_chars}"
+    hints = hints_of(app, hint_style)
     echo_page(text, max_chars=max_chars, offset=offset,
-              more=lambda at: hints_for(hint_style).more(TOOL_EXPAND, command, at, iteration=iteration))  # fmt: skip
+              more=lambda at: hints.more(TOOL_EXPAND, command, at, iteration=iteration))  # fmt: skip
 
 
 @click.command("check")

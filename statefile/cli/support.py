@@ -15,6 +15,7 @@ import functools
 import inspect
 import json
 import os
+import shlex
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -32,9 +33,10 @@ from statefile.cli.style import colour_enabled, paint
 from statefile.cli.types import SIZE, whole_number
 from statefile.model.document import StateDocument
 from statefile.numbers import plural
+from statefile.redaction import redact
 from statefile.store.git.repo import init_bare
 from statefile.store.names import is_remote_url
-from statefile.views.hints import HINT_STYLES, page
+from statefile.views.hints import HINT_STYLES, Hints, hints_for, page
 
 __all__ = [
     "SIZE",
@@ -303,3 +305,19 @@ def table(
 def unchanged(app: AppContext, what: str) -> None:
     """Say that a command changed nothing (``nothing changed: … already …``) and why."""
     say(app, f"nothing changed: {what}")
+
+
+def hints_of(app: AppContext, style: str) -> Hints:
+    """The next-step hints of ``style`` for this command: tool calls, or commands that repeat the global options
+    this one was given (``--repo-memory``, ``--dir``, ``--remote``, ``--branch``, ``--repo``), so that a hint runs
+    as written where it is read (credentials in a remote URL are redacted)."""
+    if style != "cli":
+        return hints_for(style)
+    words = ["statefile"]
+    if app.repo_memory:
+        words.append("--repo-memory")
+    for flag, value in (("--dir", app.folder), ("--remote", app.remote), ("--branch", app.branch),
+                        ("--repo", app.repo)):  # fmt: skip
+        if value is not None:
+            words += [flag, redact(str(value))]
+    return Hints("cli", prefix=shlex.join(words))

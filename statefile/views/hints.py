@@ -38,6 +38,9 @@ class Hints:
     """
 
     style: str = "cli"
+    #: How a command starts: ``statefile`` and the global options that chose the memory read (``--repo-memory``,
+    #: ``--dir X``, ``--remote Y``), so a hint runs where it is read.
+    prefix: str = "statefile"
 
     @property
     def tools(self) -> bool:
@@ -46,28 +49,28 @@ class Hints:
 
     def expand(self, program: str, iteration: int) -> str:
         """Show one iteration verbatim."""
-        return _call(TOOL_EXPAND, iteration=iteration) if self.tools else f"statefile expand {program} {iteration}"
+        return _call(TOOL_EXPAND, iteration=iteration) if self.tools else f"{self.prefix} expand {program} {iteration}"
 
     def view(self, program: str, level: str, budget: int | None = None) -> str:
         """A wider view (``timeline``: one line per entry; ``full``: everything)."""
         if self.tools:
             return _call(TOOL_VIEW, level=level)
-        return f"statefile render {program} --level {level}" + (f" --budget {budget}" if budget else "")
+        return f"{self.prefix} render {program} --level {level}" + (f" --budget {budget}" if budget else "")
 
     def search(self, program: str, query: str = "…") -> str:
         """Search the program's memory, archive and shared lessons included."""
-        return _call(TOOL_SEARCH, query=query) if self.tools else f'statefile search "{query}" --program {program}'
+        return _call(TOOL_SEARCH, query=query) if self.tools else f'{self.prefix} search "{query}" --program {program}'
 
     def history(self, program: str) -> str:
         """Every iteration as one row."""
-        return _call(TOOL_HISTORY) if self.tools else f"statefile history {program}"
+        return _call(TOOL_HISTORY) if self.tools else f"{self.prefix} history {program}"
 
     def more(self, tool: str, command: str, offset: int, **inputs: object) -> str:
-        """The same call from ``offset`` on: the tool with its other ``inputs``, or ``command`` (the command line
-        without ``--offset``); see :func:`page`."""
+        """The same call from ``offset`` on: the tool with its other ``inputs``, or ``command`` (the command and its
+        arguments, after the prefix, without ``--offset``); see :func:`page`."""
         if self.tools:
             return _call(tool, **inputs, offset=offset)
-        return f"{command} --offset {offset}"
+        return f"{self.prefix} {command} --offset {offset}"
 
 
 CLI = Hints("cli")

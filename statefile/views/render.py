@@ -703,11 +703,13 @@ def _notice(
         if level == "core":
             steps = [hints.search(program), *expand, hints.view(program, "timeline")]
         elif level == "full":
-            wider = hints.view(program, "full") if hints.tools else f"statefile render {program} --budget {full_chars}"
+            wider = (
+                hints.view(program, "full") if hints.tools else f"{hints.prefix} render {program} --budget {full_chars}"
+            )
             steps = [*expand, wider]
         else:
             steps = [*expand, hints.view(program, "full"), *([] if hints.tools else [
-                f"statefile render {program} --level full --budget {full_chars}"])]  # fmt: skip
+                f"{hints.prefix} render {program} --level full --budget {full_chars}"])]  # fmt: skip
         see = " — more: " + " · ".join(steps)
         last = steps[-1]
         options = [
