@@ -30,7 +30,7 @@ from statefile.app.reading import (
     render_program,
     search_memory,
 )
-from statefile.cli.support import echo, example, pass_app, without_checkout
+from statefile.cli.support import echo, example, hints_of, pass_app, without_checkout
 from statefile.errors import EnvironmentFailure, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
@@ -150,7 +150,8 @@ def build_server(app: AppContext) -> "MCPServer":
     ) -> str:
         """The view of PROGRAM's memory an agent should read, at most `budget` characters; its last line says
         what was left out and which tool call shows it."""
-        return str(call(lambda store: render_program(store, program, budget=budget, level=level).text))
+        hints = hints_of(app, "cli")  # the commands it names carry the options this server was started with
+        return str(call(lambda store: render_program(store, program, budget=budget, level=level, hints=hints).text))
 
     @server.tool(annotations=read_only)
     def search(
