@@ -636,17 +636,23 @@ class GitStore(Store):
                 entries.append(LogEntry(commit, datetime.fromisoformat(when), author, message.strip()))
         return entries
 
-    def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
-        """The unified diff of ``{program}.md`` in each of the commits :meth:`log` lists (one ``git log -p``)."""
+    def _log_of(self, program: str, limit: int, *options: str) -> bytes | None:
+        """``git log OPTIONS`` of ``{program}.md`` over the newest ``limit`` commits at the tip (signatures off,
+        paths unquoted); ``None`` when there is no branch or nothing is asked for."""
         validate_program(program)
         tip = self.tip()
         if tip is None or limit < 1:
-            return {}
-        out = self._git.run(
-            "-c", "log.showSignature=false", "-c", "core.quotePath=false", "log", "-p", "--no-color",
-            "--no-ext-diff", "--no-textconv", f"--max-count={int(limit)}", "--format=%x00%H", tip, "--",
-            state_path(program),
+            return None
+        return self._git.run(
+            "-c", "log.showSignature=false", "-c", "core.quotePath=false", "log", *options, f"--max-count={int(limit)}",
+            tip, "--", state_path(program),
         )  # fmt: skip
+
+    def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
+        """The unified diff of ``{program}.md`` in each of the commits :meth:`log` lists (one ``git log -p``)."""
+        out = self._log_of(program, limit, "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H")
+        if out is None:
+            return {}
         patches: dict[str, str] = {}
         for record in out.decode("utf-8", "replace").split("\0")[1:]:
             commit, _, patch = record.partition("\n")
@@ -656,14 +662,9 @@ class GitStore(Store):
     def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
         """``{program}.md`` before and after each commit :meth:`log` lists: one ``git log --raw`` for the blob ids,
         one batch read of the distinct blobs (a commit's "before" is usually the next one's "after")."""
-        validate_program(program)
-        tip = self.tip()
-        if tip is None or limit < 1:
+        out = self._log_of(program, limit, "-z", "--raw", "--no-abbrev", "--no-renames", "--format=%x01%H")
+        if out is None:
             return {}
-        out = self._git.run(
-            "-c", "log.showSignature=false", "log", "-z", "--raw", "--no-abbrev", "--no-renames",
-            f"--max-count={int(limit)}", "--format=%x01%H", tip, "--", state_path(program),
-        )  # fmt: skip
         pairs: dict[str, tuple[str | None, str | None]] = {}
         for record in out.decode("utf-8", "replace").split("\x01")[1:]:
             match = _RAW_CHANGE.match(record)
