@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import pinned_identity
-from gitutil import git, make_repos
+from gitutil import Ran, git, make_repos
 
 from statefile.cli import cli
 from statefile.cli.run import invoke
@@ -60,17 +59,6 @@ def hostile_state() -> str:
     return text
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def both(self) -> str:
-        return self.out + self.err
-
-
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare remote and a work clone; memory/autoloop holds the hostile perf, perf.md is in the work tree too."""
@@ -99,12 +87,12 @@ def work(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     yield root / "work"
 
 
-def sf(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
+def sf(capsys: pytest.CaptureFixture[str], *args: str) -> Ran:
     """Run a command in-process, exactly as the console script does (statefile.cli.main → invoke)."""
     capsys.readouterr()
     code = invoke(cli, ["--remote", "origin", *args])
     captured = capsys.readouterr()
-    return Result(code, captured.out, captured.err)
+    return Ran(code, captured.out, captured.err)
 
 
 #: How each hostile character is spelled in output for people.
@@ -154,7 +142,7 @@ def test_read_commands_print_control_characters_escaped(
 ) -> None:
     result = sf(capsys, *args)
     assert result.code == 0, result.err
-    assert_no_raw_controls(result.both)
+    assert_no_raw_controls(result.out + result.err)
     assert near in result.out
     # The hostile text is still there to read, its controls spelled out.
     for word in WORDS:
@@ -168,7 +156,7 @@ def test_config_prints_a_setting_with_control_characters_escaped(
     monkeypatch.setenv("STATEFILE_SUMMARIZER", "echo " + HOSTILE.replace("\x00", ""))
     result = sf(capsys, "config")
     assert result.code == 0, result.err
-    assert_no_raw_controls(result.both)
+    assert_no_raw_controls(result.out + result.err)
     assert "echo \\x1b[31mRED\\x1b[0m \\x1b]0;TITLE\\x07" in result.out
     # The columns still line up: the summarizer's source starts under SOURCE, as every other row's does.
     lines = result.out.splitlines()
@@ -236,7 +224,7 @@ def test_json_output_escapes_every_control_and_still_decodes_to_the_stored_text(
 ) -> None:
     result = sf(capsys, *args)
     assert result.code == 0, result.err
-    assert_no_raw_controls(result.both)
+    assert_no_raw_controls(result.out + result.err)
     data = json.loads(result.out)
     # The values are the stored text, character for character: only their spelling in the JSON changed.
     assert any("CSI\x9bY OSC\x9dQ RLO\u202eZ" in text for text in _strings(data)), result.out
@@ -253,7 +241,7 @@ def test_summary_prints_escaped_but_appends_its_out_file_byte_for_byte(
     out = work.parent / "summary.md"
     written = sf(capsys, "summary", "perf", "--out", str(out))
     assert written.code == 0, written.err
-    assert_no_raw_controls(written.both)
+    assert_no_raw_controls(written.out + written.err)
     data = out.read_bytes().decode("utf-8")
     assert HOSTILE in data  # the file is data: the stored text exactly
     assert data == unescaped(printed.out) + "\n"
