@@ -573,3 +573,29 @@ def test_an_interrupt_once_the_write_may_have_landed_says_so(
         assert landed and "may have landed" in err
     else:
         assert landed and "interrupted after the write landed: perf on origin" in err and "do not run" in err
+
+
+def test_a_command_closes_the_git_readers_it_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As seen in a fresh-clone CI run: the stores a command opened were left to the garbage collector, so their
+    `git cat-file` readers were stopped at interpreter exit, where a Ctrl-C landing in that wait printed Python's
+    "Exception ignored … Traceback" under the command's true answer.  Every store is closed when the command ends."""
+    import gc
+
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+    from statefile.store.git.objects import CatFile
+
+    left: list[str] = []  # readers the garbage collector found still running: nobody closed their store
+
+    def collected(self: CatFile) -> None:
+        if self._proc is not None:
+            left.append("a git cat-file reader")
+            self.close()
+
+    work, _ = _interrupt_repos(tmp_path)
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(CatFile, "__del__", collected)
+    assert invoke(cli, ["--remote", "origin", "record", "perf", "--status", "rejected"]) == 0
+    assert invoke(cli, ["--remote", "origin", "list"]) == 0
+    gc.collect()
+    assert not left

@@ -6,6 +6,7 @@ The CLI builds one :class:`AppContext` from the global options; commands ask it 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import time
@@ -172,6 +173,13 @@ class AppContext:
             store.fetch()
         self._store = store
         return store
+
+    def close(self) -> None:
+        """Close every store this run opened (their long-lived ``git cat-file`` readers): at the end of the command,
+        not at interpreter exit, where a Ctrl-C landing in a reader's wait printed a traceback under the answer."""
+        for store in self._opened:
+            with contextlib.suppress(StatefileError, OSError):
+                store.close()
 
     def interrupted(self) -> InterruptedWrite | None:
         """The error a Ctrl-C must end the command with when a write of this run may have reached the memory

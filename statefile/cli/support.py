@@ -84,6 +84,8 @@ def pass_app(command: F) -> F:
             if error is None:
                 raise
             raise error from None
+        finally:
+            app.close()
         _say_stale(app)
         return done
 

@@ -215,7 +215,9 @@ class CatFile:
 
     def __del__(self) -> None:
         # A store nobody closed: stop its reader (at interpreter exit there is nothing useful to do on failure).
-        with contextlib.suppress(Exception):
+        # BaseException too: a Ctrl-C that lands in this wait while the interpreter shuts down, after the command
+        # said what it did, would otherwise print Python's "Exception ignored … Traceback" under a true answer.
+        with contextlib.suppress(BaseException):
             self.close()
 
 
