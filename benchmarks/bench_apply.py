@@ -71,11 +71,11 @@ def one_by_one(text: str, doc: StateDocument) -> StateDocument:
     """The old way: every list line appended on its own (each append re-reads the section)."""
     item = json.loads(text)["items"][0]
     for line in item["lessons"].splitlines():
-        doc = doc.add_lesson(line[2:])
+        doc = doc.with_lesson(line[2:])
     for line in item["future_directions"].splitlines():
-        doc = doc.add_future_direction(line[2:])
+        doc = doc.with_future_direction(line[2:])
     for line in item["foreclosed_avenues"].splitlines():
-        doc = doc.add_foreclosed(line[2:])
+        doc = doc.with_foreclosed(line[2:])
     return doc
 
 

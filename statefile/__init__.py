@@ -5,7 +5,7 @@ The public API::
     import statefile
 
     doc = statefile.parse(text)                       # any text; doc.render() == text
-    doc = doc.set_field("Paused", True)               # documents are values: editors return new ones
+    doc = doc.with_field("Paused", True)               # documents are values: editors return new ones
     result = statefile.compact(doc, statefile.CompactionPolicy(max_bytes=30720))
     with statefile.Store.open(".", branch="memory/autoloop") as store:
         store.update("perf", lambda doc: ..., "message")

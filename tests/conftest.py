@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, settings
 # fixed: each property states its count at the test with examples(N) (4,010 in all today), and the whole suite
 # draws at most EXAMPLE_BUDGET (tests/test_what_was_seen.py checks both).  Exploring for new counterexamples is a
 # separate, opt-in run with fresh randomness and EXPLORE_SCALE times the examples (docs/development.md, "Tests"):
-#   HYPOTHESIS_PROFILE=explore python -m pytest tests/test_compaction_properties.py tests/test_reliability_fuzz.py
+#   HYPOTHESIS_PROFILE=explore python -m pytest tests/policy/test_compaction_properties.py tests/e2e/test_fuzz.py
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 # STATEFILE_SOAK=1 makes the few exhaustive loops exhaustive (every budget step, …); the default run stays lean.
 SOAK = bool(os.environ.get("STATEFILE_SOAK"))

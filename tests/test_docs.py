@@ -4,7 +4,7 @@
 - Every fenced block in README.md and docs/*.md has a language, and each language is checked here: ``python``
   blocks run (their asserts are what their comments promise), each ``statefile …`` line of a ``bash`` block is
   parsed by the CLI itself (command, options, argument counts; the README's "By hand" block also runs against the
-  prepared repository of tests/test_help_examples.py), ``json``/``yaml``/``toml`` blocks parse (and the command
+  prepared repository of tests/cli/test_help_examples.py), ``json``/``yaml``/``toml`` blocks parse (and the command
   lines or settings they hold are checked too), ``markdown`` blocks are compared with what statefile writes.
   :data:`UNCHECKED` lists the only language that is not, with why.
 - The agent-output example of docs/gh-aw.md runs, as written, through ``statefile apply`` against a bare remote.
@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 import click
 import pytest
-import test_help_examples as help_examples
 import yaml
+from cli import test_help_examples as help_examples
 from gitutil import make_repos
 from upstream import upstream_machine_state
 
@@ -51,13 +51,13 @@ CHECKED = {"bash", "python", "json", "yaml", "toml", "markdown"}
 #: Commands in bash blocks that are not statefile, and why they are not run here (what is checked instead).
 OTHER_COMMANDS = {
     "python3 -m venv": "makes a virtualenv; the quickstart's commands need the network (PyPI)",
-    "pip install": "needs the network; tests/test_quickstart.py and tests/test_release.py check the install lines",
+    "pip install": "needs the network; tests/e2e/test_quickstart.py and tests/test_release.py check the install lines",
     "python -m pytest": "the test suite itself; the test files it names must exist",
     "ruff": "the linters, which the suite runs (tests/test_types.py and the lint tests)",
     "mypy": "the type checker, which the suite runs",
 }
 
-# The prepared repository of tests/test_help_examples.py (a bare remote, a clone, `perf` with 60 iterations).
+# The prepared repository of tests/cli/test_help_examples.py (a bare remote, a clone, `perf` with 60 iterations).
 template = help_examples.template
 
 
@@ -195,13 +195,13 @@ def test_the_readmes_by_hand_commands_run(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """As tests/test_help_examples.py runs every help example: in a copy of the prepared clone, exit 0."""
+    """As tests/cli/test_help_examples.py runs every help example: in a copy of the prepared clone, exit 0."""
     monkeypatch.setenv("EDITOR", "true")  # `statefile edit perf`: nobody is there to type
     help_examples.test_help_example_runs("README", line, template, tmp_path, monkeypatch, capsys)
 
 
 def test_the_quickstart_keeps_its_commands() -> None:
-    """The demo line a newcomer pastes first, and the test command `.ci/run` runs (tests/test_quickstart.py)."""
+    """The demo line a newcomer pastes first, and the test command `.ci/run` runs (tests/e2e/test_quickstart.py)."""
     readme = [b.text.strip() for b in of("bash", README)]
     assert "python3 -m venv .venv && .venv/bin/pip install statefile && .venv/bin/statefile demo" in readme
     assert "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -n auto" in readme
@@ -233,7 +233,7 @@ def test_the_api_example_runs_and_writes_the_branch(tmp_path: Path, monkeypatch:
 def test_the_api_example_catches_an_edit_that_is_thrown_away(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As seen: the example called copy-returning editors without keeping the copy, so its edits vanished."""
     [block] = of("python", ROOT / "docs" / "python-api.md")
-    editors = re.findall(r"^doc = (doc\.(?:set_field|add_lesson|prepend_entry)\(.*)$", block.text, re.M)
+    editors = re.findall(r"^doc = (doc\.(?:with_field|with_lesson|with_entry)\(.*)$", block.text, re.M)
     assert len(editors) == 3
     for index, editor in enumerate(editors):
         lossy = block.text.replace(f"doc = {editor}", editor)

@@ -52,7 +52,7 @@ def test_unknown_names_are_attribute_errors() -> None:
 
 def test_documents_are_values() -> None:
     doc = statefile.parse(statefile.new_state_file("perf"))
-    edited = doc.set_field("Paused", True)
+    edited = doc.with_field("Paused", True)
     assert edited is not doc and doc.machine_state["paused"] is False and edited.machine_state["paused"] is True
     with pytest.raises(AttributeError, match="immutable"):
         doc._text = "x"  # type: ignore[misc]
@@ -71,7 +71,7 @@ USER_CODE = """
     )
 
     doc: StateDocument = parse(new_state_file("perf", metric_direction="lower"))
-    doc = doc.set_fields({"Paused": False}).add_lesson("Warm the cache first")
+    doc = doc.with_fields({"Paused": False}).with_lesson("Warm the cache first")
     when = datetime(2026, 1, 1, tzinfo=timezone.utc)
     newer = record(doc, RecordRequest(status="accepted", metric=0.9, change="Cache rows"), program="perf", now=when)
     result: CompactionResult = compact(newer, CompactionPolicy(max_bytes=30720))

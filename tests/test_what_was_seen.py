@@ -13,7 +13,7 @@
 7. Settings commands ignored: ``status``'s aggressive forecast, git identity, ``--repo sub`` against ``cd sub``,
    the summarizer's defaults, ``compact a/perf.md b/perf.md``.
 
-(The SHA-256 repository case is in tests/test_store_sha256.py.)
+(The SHA-256 repository case is in tests/store/git/test_objects.py.)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from conftest import EXAMPLE_BUDGET, TESTS, examples
 from gitutil import git, make_repos, run_statefile
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_compaction_properties import check
+from policy.test_compaction_properties import check
 
 from statefile.app.config import resolve_config
 from statefile.app.reading import expand_iteration

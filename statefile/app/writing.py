@@ -128,7 +128,7 @@ def restore_heading(doc: StateDocument) -> StateDocument:
     the upstream scheduler does not find the table and treats the program as brand new.
     """
     if any(w.code == "machine-state-heading" for w in doc.warnings) and doc.section("machine_state") is not None:
-        return doc.set_fields({})
+        return doc.with_fields({})
     return doc
 
 

@@ -200,7 +200,7 @@ def without_checkout(app: AppContext) -> Iterator[AppContext]:
 def example(*commands: str) -> Callable[[F], F]:
     """Append an "Example" block to a command's help text: each command on its own line, as typed.
 
-    Every one of them is run by the test suite against a prepared repository (tests/test_help_examples.py), so an
+    Every one of them is run by the test suite against a prepared repository (tests/cli/test_help_examples.py), so an
     example that stops working fails a test.
     """
 

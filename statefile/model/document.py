@@ -365,7 +365,7 @@ class StateDocument:
                 "of the file is code to markdown; close it (e.g. a ``` line where the code ends), then retry"
             )
 
-    def set_fields(self, fields: Mapping[str, CellValue]) -> StateDocument:
+    def with_fields(self, fields: Mapping[str, CellValue]) -> StateDocument:
         """A copy with Machine State rows set by label (``{"Iteration Count": 5}``) or key (``{"iteration_count": 5}``).
 
         ``None`` writes ``—``; booleans write ``true``/``false``; lists are comma-joined.  Only the edited rows'
@@ -386,9 +386,9 @@ class StateDocument:
             lines[0] = canonical + lines[0][len(line_body(lines[0])) :]
         return doc._with_section_lines(index, lines)
 
-    def set_field(self, name: str, value: CellValue) -> StateDocument:
-        """A copy with one Machine State row set (see :meth:`set_fields`)."""
-        return self.set_fields({name: value})
+    def with_field(self, name: str, value: CellValue) -> StateDocument:
+        """A copy with one Machine State row set (see :meth:`with_fields`)."""
+        return self.with_fields({name: value})
 
     def with_history_section(self) -> tuple[StateDocument, int]:
         """This document with its entries under a history heading, and that section's index.
@@ -409,7 +409,7 @@ class StateDocument:
             doc = StateDocument("".join(lines))
         return doc._with_section("history")
 
-    def prepend_entry(self, entry_text: str) -> StateDocument:
+    def with_entry(self, entry_text: str) -> StateDocument:
         """A copy with an entry (its text, ending in a newline) above the newest one, replacing the placeholder."""
         doc, index = self.with_history_section()
         layout = doc._history_layout
@@ -443,23 +443,23 @@ class StateDocument:
             lines[at:at] = split_lines(entry_text)
         return doc._with_section_lines(index, lines)
 
-    def add_lesson(self, text: str) -> StateDocument:
+    def with_lesson(self, text: str) -> StateDocument:
         """A copy with a bullet appended to Lessons Learned (creating the section, replacing ``*(none yet)*``)."""
         return self._add_item("lessons", text)
 
-    def add_foreclosed(self, text: str) -> StateDocument:
+    def with_foreclosed(self, text: str) -> StateDocument:
         """A copy with a bullet appended to Foreclosed Avenues."""
         return self._add_item("foreclosed", text)
 
-    def add_future_direction(self, text: str) -> StateDocument:
+    def with_future_direction(self, text: str) -> StateDocument:
         """A copy with a bullet appended to Future Directions."""
         return self._add_item("future", text)
 
-    def add_priority(self, text: str) -> StateDocument:
+    def with_priority(self, text: str) -> StateDocument:
         """A copy with a bullet appended to Current Priorities (a maintainer-owned list: only ever appended to)."""
         return self._add_item("priorities", text)
 
-    def add_items(self, kind: str, texts: Sequence[str]) -> StateDocument:
+    def with_items(self, kind: str, texts: Sequence[str]) -> StateDocument:
         """A copy with one bullet per text appended to the list section ``kind`` (``lessons``, ``foreclosed``,
         ``future``, ``priorities``), in one pass: linear in the texts, however many there are."""
         if not texts:
@@ -469,7 +469,7 @@ class StateDocument:
         return doc._with_section_lines(index, bullets.add_items(list(section.lines), texts, doc.newline))
 
     def _add_item(self, kind: str, text: str) -> StateDocument:
-        return self.add_items(kind, [text])
+        return self.with_items(kind, [text])
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A document is a value: editors return new documents, so one can be shared, hashed and retried safely.

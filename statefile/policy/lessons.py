@@ -230,7 +230,7 @@ def _append(doc: StateDocument, text: str) -> StateDocument:
     new = doc
     if not new.list_items("lessons"):
         # No section or no bullets yet: let the document model create them (a placeholder we then replace).
-        new = new.add_lesson("*(none yet)*")
+        new = new.with_lesson("*(none yet)*")
     section = new.section("lessons")
     assert section is not None
     items = new.list_items("lessons")
@@ -259,7 +259,7 @@ def add_lesson(
         words = f"{PIN} {words}"
     if expires is not None:
         words += f" (expires {_as_date(expires)})"
-    return doc.add_lesson(words)
+    return doc.with_lesson(words)
 
 
 def _tombstone_id(text: str, reason: str, removed: str) -> str:

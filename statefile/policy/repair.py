@@ -293,7 +293,7 @@ def _merge_history(doc: StateDocument, first_index: int, copy_index: int) -> Sta
     if not doc.history:
         # The first history section has no entries yet: the moved ones become its entries, in their order.
         block = join_entries([(raw, True) for raw in moving], "", doc.newline)
-        return doc.prepend_entry(block if block.endswith(("\n\n", "\r\n\r\n")) else block + doc.newline)
+        return doc.with_entry(block if block.endswith(("\n\n", "\r\n\r\n")) else block + doc.newline)
     return _rewrite_entries(doc, lambda raws: _merged_in(raws, moving))
 
 

@@ -45,7 +45,7 @@ Where the upstream prose is silent, these are the decisions (each one also noted
   regex swallow or cut the rows after it; Last Run is always written as ISO-8601 with ``Z`` (a time without a zone
   crashes the scheduler's due check).
 - **A drifted Machine State heading** (``## Machine State`` without the emoji, or a corrupted emoji) is rewritten
-  to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for (``StateDocument.set_fields`` does it);
+  to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for (``StateDocument.with_fields`` does it);
   otherwise the recorded state would be invisible to it.
 """
 
@@ -304,9 +304,9 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         fields["Issue"] = state["steering_issue"].replace("|", "/")
     pr_link = _pr_link(req.pr, state.get("pr"), req.run_url) if req.status == "accepted" else None
 
-    # Called even when no row changes: set_fields also restores a drifted Machine State heading.
-    new = base.set_fields(_changed_fields(base, fields))
-    new = new.prepend_entry(
+    # Called even when no row changes: with_fields also restores a drifted Machine State heading.
+    new = base.with_fields(_changed_fields(base, fields))
+    new = new.with_entry(
         render_iteration(
             number=number,
             when=at.strftime("%Y-%m-%d %H:%M"),
@@ -332,7 +332,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     for kind, texts in (("lessons", lessons), ("foreclosed", req.foreclosed), ("future", req.future_directions)):
         if req.source is not None:
             texts = [agent_bullet(t, req.source, number) for t in texts]
-        new = new.add_items(kind, texts)
+        new = new.with_items(kind, texts)
     return new
 
 

@@ -5,7 +5,7 @@ A maintainer reads ``statefile render`` in a clone and can run ``statefile expan
 call the read tools the component declares (``mcp-scripts:`` in workflows/shared/statefile.md, served by gh-aw on
 the runner, where the scheduler's clone of the branch is).  So every hint goes through one :class:`Hints`: the
 CLI's own commands (:data:`CLI`) or the agent's tool calls (:data:`TOOLS`).  The tool names are the component's
-(``statefile-expand`` there; gh-aw turns ``-`` into ``_``); tests/test_ghaw_component.py holds the two together.
+(``statefile-expand`` there; gh-aw turns ``-`` into ``_``); tests/e2e/test_ghaw_component.py holds the two together.
 """
 
 from __future__ import annotations

@@ -10,5 +10,5 @@ with 1 GiB of address space and a 10 s timeout and checks what every hostile inp
     python tests/hostile --list          # the cases, with the issue-15 case each one keeps
     python tests/hostile -k fifo -v      # some cases, every command shown
 
-``tests/test_hostile_run.py`` runs a representative subset in the normal test run, through the same code.
+``tests/e2e/test_hostile_run.py`` runs a representative subset in the normal test run, through the same code.
 """

@@ -1,0 +1,1 @@
+"""Whole-tool tests: the console script, re-stated gh-aw runs, kill trials, fuzzing and hostile input."""
