@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,3 +79,43 @@ def fsck_clean(cwd: Path) -> None:
     assert proc.returncode == 0, text
     for word in ("error", "missing", "broken", "corrupt"):
         assert word not in text.lower(), text
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+def blob(repo: Path, data: bytes) -> str:
+    return git(repo, "hash-object", "-w", "--stdin", input=data).strip()
+
+
+# A writer: open the store at argv[1] (through argv[2] as remote unless "-"), make argv[4] updates to "perf", each
+# adding the line "- {name}-{i}".  Exits non-zero on any error; prints the retries it needed.
+WORKER = """
+import sys
+from statefile.model.document import StateDocument, parse
+from statefile.store import Store, Change
+
+path, remote, name, count, tries = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+limits = {"max_tries": tries} if tries else {}  # 0: the store's own limits (tries and time)
+store = Store.open(path, remote=None if remote == "-" else remote, **limits)
+retries = 0
+for i in range(count):
+    line = f"- {name}-{i}"
+    def fn(doc, line=line):
+        text = doc.render() if doc is not None else "# Autoloop: perf\\n\\n"
+        return parse(text + line + "\\n")
+    retries += store.update("perf", fn, f"statefile: {name} update {i}").attempts - 1
+print(retries)
+"""
+
+
+def spawn(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def lines_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("- ")]

@@ -1,8 +1,6 @@
-"""What a command runs with: resolved configuration and the store it reads and writes.
-
-The CLI builds one :class:`AppContext` from the global options; commands ask it for the config and the store.
-  Everything is resolved lazily so ``statefile --help`` never touches git.
-"""
+"""What a command runs with: resolved configuration and the store it reads and writes, resolved lazily (so
+``statefile --help`` never touches git) from the global options; where reads come from and which writes are refused
+is :mod:`statefile.store.git.branches`' table."""
 
 from __future__ import annotations
 
@@ -17,11 +15,11 @@ from typing import Any
 
 from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
-from statefile.errors import ConflictError, InterruptedWrite, NotFoundError, StatefileError, UsageError
+from statefile.errors import InterruptedWrite, NotFoundError, StatefileError, UsageError
 from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.numbers import plural
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
-from statefile.store.git.store import BranchState
+from statefile.store.git.branches import BranchState, decide
 
 
 def _quiet(message: str) -> None:
@@ -72,12 +70,7 @@ class AppContext:
             self.repo_memory = self._dir_is_memory
 
     def repository(self) -> Repository | None:
-        """The git repository at or above ``--repo`` (else the cwd), as git finds it; ``None`` when there is none.
-
-        One discovery, by git itself (it honours ``GIT_DIR`` and linked work trees), for both the configuration
-        and the store: ``--repo sub`` and ``cd sub`` mean the same repository.  Raises what git reports for a
-        repository it refuses (``safe.directory``).
-        """
+        """The git repository at or above ``--repo`` (else the cwd), as git finds it; ``None`` when there is none."""
         if not self._discovered:
             start = self.repo if self.repo is not None else Path.cwd()
             self._repository = find_repository(start) if start.is_dir() else None
@@ -114,12 +107,7 @@ class AppContext:
         return os.path.realpath(folder) == os.path.realpath(configured)
 
     def store(self) -> Store:
-        """The store commands read and write: a folder with ``--dir``, else the memory branch of the repo.
-
-        A folder has no remote: a remote given for this run (flag, environment) is an error, while one that only
-        comes from a file (``remote`` in ``.statefile.toml``, meant for maintainers' clones) gives way to the
-        folder named for this run.
-        """
+        """The store commands read and write: a folder with ``--dir``, else the memory branch of the repo."""
         if self._store is not None:
             return self._store
         config = self.config()
@@ -214,12 +202,8 @@ class AppContext:
 
     def reader(self, *, require_branch: bool = True) -> Store:
         """The store for a command that only reads, after saying where it reads from when that is not the remote's
-        current tip (through :attr:`notify`).
-
-        ``require_branch``: a memory branch that exists nowhere (not here, not as a remote-tracking copy, not on
-        ``--remote``) is a NotFoundError naming the closest branch names, not an empty listing.  The scheduler's
-        pre-step (``report``, ``check``) passes False: on the very first run there is no branch yet.
-        """
+        current tip (through :attr:`notify`); ``require_branch=False`` (the scheduler's first run) lets a branch
+        that exists nowhere read as empty instead of a NotFoundError naming the closest branches."""
         store = self.store()
         if not isinstance(store, GitStore) or self._read_checked:
             return self._read_store or store
@@ -231,19 +215,16 @@ class AppContext:
             return store
         if store.remote is None and state.tracking is not None:
             store, state = self._fresh_read(store, state)
-        if store.remote is not None and state.diverged and state.tracking is not None:
-            store.pin(state.tracking)  # --remote asks for the remote's memory; the local fork is reported below
-        note = _where_note(store, state)
-        if note:
-            self.notify(note)
+        verdict = decide(state)
+        if verdict.pin is not None:
+            store.pin(verdict.pin)  # --remote asks for the remote's memory; the local fork is reported in the note
+        if verdict.note:
+            self.notify(verdict.note)
         return store
 
     def _fresh_read(self, store: GitStore, state: BranchState) -> tuple[GitStore, BranchState]:
-        """Read what the remote holds, not what was fetched last: where a remote-tracking copy of the memory branch
-        exists, its remote holds the branch, so one fetch of that one branch (the same as ``--remote origin``) makes
-        ``list`` show programs as they are now.  A stale copy looked current: two programs read as paused that were
-        running again on the remote, with one stderr line to say so.  With ``--no-fetch``, or when the fetch fails
-        (offline), the copy is read and :attr:`stale` says how old it is."""
+        """Read what the remote holds (one fetch of the branch: a stale copy once showed running programs as paused);
+        with ``--no-fetch``, or offline, read the copy and say in :attr:`stale` how old it is."""
         remote = state.tracking_name.partition("/")[0]
         reason = "--no-fetch"
         if not self.no_fetch:
@@ -273,13 +254,8 @@ class AppContext:
         return store, state
 
     def writer(self, *, create: bool = False) -> Store:
-        """The store for a command that writes, refusing a write that would fork or invent the memory.
-
-        Refused (nothing is written): a branch that exists nowhere, unless ``create`` (``init``, ``import``,
-        ``record --create``); without ``--remote``, a branch that is only a remote-tracking copy here, or a local
-        branch behind or diverged from that copy (the write would fork it); with ``--remote``, a remote without
-        the branch (unless ``create``) or a local branch diverged from the remote's.  Each error says what to do.
-        """
+        """The store for a command that writes, refusing a write that would fork (the branch table) or invent the
+        memory (a branch that exists nowhere, unless ``create``)."""
         store = self.store()
         if not isinstance(store, GitStore):
             if self._dir_is_memory:
@@ -289,38 +265,14 @@ class AppContext:
                 )
             return store
         state = store.branch_state()
-        branch = store.branch
         if not state.exists:
             if not create:
                 raise self._missing_branch(store, "write")
             self._refuse_near_miss(store)
             return store
-        if store.remote is None:
-            if state.local is None:
-                remote = state.tracking_name.partition("/")[0]
-                raise NotFoundError(
-                    f"there is no local branch {branch}, only {state.tracking_name} as last fetched; nothing was "
-                    f"written — pass --remote {remote} to write through {remote} (or `git branch {branch} "
-                    f"{state.tracking_name}` to write locally)"
-                )
-            remote = state.tracking_name.partition("/")[0]
-            if state.diverged:
-                raise ConflictError(f"{_diverged(state, branch)}; nothing was written — {_sync_advice(remote, branch)}")
-            if state.behind:
-                raise ConflictError(
-                    f"the local branch {branch} is {plural(state.behind, 'commit')} behind {state.tracking_name}; "
-                    f"nothing was written — pass --remote {remote} to write through {remote} (or `git fetch "
-                    f"{remote} {branch}:{branch}` to bring the local branch up to date)"
-                )
-            return store
-        remote = store.remote
-        if state.tracking is None and not create:
-            raise NotFoundError(
-                f"{remote} has no branch {branch}; nothing was written — `statefile --remote {remote} sync` "
-                f"publishes the local one ({plural(state.ahead, 'commit')}), or pass --create"
-            )
-        if state.diverged:
-            raise ConflictError(f"{_diverged(state, branch)}; nothing was written — {_sync_advice(remote, branch)}")
+        refusal = decide(state, create=create).refusal
+        if refusal is not None:
+            raise refusal
         return store
 
     def _missing_branch(self, store: GitStore, action: str) -> NotFoundError:
@@ -343,10 +295,8 @@ class AppContext:
         return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}{'; '.join(steps)}")
 
     def _refuse_near_miss(self, store: GitStore) -> None:
-        """Refuse to start a memory branch whose name is a near miss of an existing one (``memory/autolop`` beside
-        ``memory/autoloop``): a typo must never start a second memory.  A name meant to be this close is
-        acknowledged by repeating it in ``STATEFILE_NEW_BRANCH`` — not a flag, so that no retyped command line (or
-        an agent following advice) can pass it by habit."""
+        """A typo must never start a second memory: a near miss of an existing branch name is created only when
+        ``STATEFILE_NEW_BRANCH`` repeats it (not a flag, so no retyped command line passes it by habit)."""
         branch = store.branch
         close = near_misses(branch, store.branch_names())
         if not close or self.env.get(NEW_BRANCH_ENV, "").strip() == branch:
@@ -362,37 +312,27 @@ class AppContext:
         """Which ``{name}.md`` files are state files (the configured file-glob)."""
         return tuple(self.config().file_glob.value)
 
+    def _derived(self, **changes: Any) -> AppContext:
+        """The same options with ``changes``, opening its own stores (the list of opened stores is shared)."""
+        return replace(self, _store=None, _read_store=None, _read_checked=False, **changes)
+
     def with_max_bytes(self, max_bytes: int | None) -> AppContext:
         """The same options with a command-level ``--max-bytes`` (``None``: unchanged)."""
-        if max_bytes is None:
-            return self
-        return replace(self, max_bytes=max_bytes, _config=None, _store=None, _read_store=None, _read_checked=False)
+        return self if max_bytes is None else self._derived(max_bytes=max_bytes, _config=None)
 
     def with_summarizer(self, command: str | None) -> AppContext:
         """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
         if command is None:
             return self
-        return replace(
-            self,
-            env={**self.env, "STATEFILE_SUMMARIZER": command},
-            _config=None,
-            _store=None,
-            _read_store=None,
-            _read_checked=False,
-        )
+        return self._derived(env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None)
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
-        return replace(
-            self, folder=folder, repo_memory=False, _store=None, _read_store=None, _memory_folder=None,
-            _read_checked=False, _dir_is_memory=None,
-        )  # fmt: skip
+        return self._derived(folder=folder, repo_memory=False, _memory_folder=None, _dir_is_memory=None)
 
     def with_repository(self, repo: Path) -> AppContext:
         """The same options, with the repository at ``repo`` (a scratch one for a job without a checkout)."""
-        return replace(
-            self, repo=repo, _store=None, _read_store=None, _repository=None, _discovered=False, _read_checked=False
-        )
+        return self._derived(repo=repo, _repository=None, _discovered=False)
 
 
 #: The acknowledgement that a new memory branch is meant to be named this close to an existing one: its name.
@@ -401,12 +341,8 @@ NEW_BRANCH_ENV = "STATEFILE_NEW_BRANCH"
 
 def near_misses(name: str, names: Iterable[str]) -> list[str]:
     """The existing ``names`` that ``name`` may be a typo of: the same but for case, one edit away (a character
-    added, dropped or changed, or two neighbours swapped), or nearly the same text (difflib's ratio ≥ 0.9).
-
-    Tighter than the usual did-you-mean (difflib's 0.6), on purpose: branch names share long prefixes
-    (``memory/``), and ``memory/default`` beside ``memory/autoloop`` is no typo of it — yet every name offered here
-    is one that ``--create`` refuses to start.
-    """
+    added, dropped or changed, or two neighbours swapped), or nearly the same text (difflib's ratio ≥ 0.9; tighter
+    than the usual 0.6 on purpose: branch names share long prefixes such as ``memory/``)."""
     wanted = name.casefold()
     found = []
     for other in names:
@@ -435,62 +371,9 @@ def _one_edit(a: str, b: str) -> bool:
     return shorter == longer[1:]
 
 
-def _diverged(state: BranchState, branch: str) -> str:
-    return (
-        f"the local branch {branch} and {state.tracking_name} have diverged "
-        f"({plural(state.ahead, 'local-only commit')}, {plural(state.behind, 'commit')} only on the remote)"
-    )
-
-
-def _sync_advice(remote: str, branch: str) -> str:
-    return (
-        f"`statefile --remote {remote} sync` replays the local-only commits onto {remote}'s tip (nothing is lost), "
-        f"or keep them aside with `git branch -m {branch} {branch}-local` and run the command again"
-    )
-
-
 def _age(seconds: int) -> str:
     """``3 days``, ``5 hours``, ``12 minutes``: how old a copy is, in the largest whole unit."""
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size:
             return plural(seconds // size, unit)
     return plural(seconds, "second")
-
-
-def _where_note(store: GitStore, state: BranchState) -> str:
-    """What a read should say about where it read from ("" when it read the remote's current tip)."""
-    branch = store.branch
-    if store.remote is None:
-        if state.tracking is None:
-            return ""  # a local-only memory: nothing to compare with
-        remote = state.tracking_name.partition("/")[0]
-        if state.local is None:
-            return (
-                f"read {state.tracking_name} as last fetched (there is no local branch); pass --remote {remote} for "
-                f"{remote}'s current tip"
-            )
-        if state.diverged:
-            return f"read the local branch; {_diverged(state, branch)} — pass --remote {remote} to read {remote}'s"
-        if state.behind:
-            return (
-                f"read the local branch {branch}; {state.tracking_name} has {plural(state.behind, 'newer commit')} "
-                f"— pass --remote {remote}"
-            )
-        if state.ahead:
-            commits = plural(state.ahead, "commit")
-            return f"read the local branch {branch}, which has {commits} not on {state.tracking_name}"
-        return ""
-    remote = store.remote
-    if state.tracking is None:
-        return (
-            f"{remote} has no branch {branch}: read the local one ({plural(state.ahead, 'commit')}) — "
-            f"`statefile --remote {remote} sync` publishes it"
-        )
-    if state.diverged:
-        return f"read {state.tracking_name}; {_diverged(state, branch)} — {_sync_advice(remote, branch)}"
-    if state.ahead:
-        return (
-            f"read the local branch {branch}: {plural(state.ahead, 'commit')} not yet on {remote} — "
-            f"`statefile --remote {remote} sync` pushes them"
-        )
-    return ""

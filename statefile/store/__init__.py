@@ -1,15 +1,7 @@
-"""Where state files live: a git branch (:class:`GitStore`) or a plain folder (:class:`FolderStore`).
-
-Both stores have one interface (:class:`Store`, in :mod:`statefile.store.base`).  The central operation is
-:meth:`Store.update`::
-
-    store.update("perf", fn, "statefile: record iteration 57 of perf (✅)")
-
-``fn`` receives the current document (or ``None`` for a new program) and returns the new one, or a
-:class:`Change` that also carries text to archive.  The result is written atomically: one commit made with
-compare-and-swap on a git branch, or one locked write in a folder.  When another writer got in first, the store
-reads the new state and **calls ``fn`` again** on it, so ``fn`` must be a pure function of its input: it must not
-count calls, append to outside lists or perform side effects it cannot repeat.
+"""Where state files live: a git branch (:class:`GitStore`) or a plain folder (:class:`FolderStore`), behind one
+interface (:class:`Store`).  The central operation, ``store.update("perf", fn, message)``, writes ``fn``'s result
+atomically; when another writer got in first it calls ``fn`` again on the new state, so ``fn`` must be a pure
+function of its input.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Files outside git: atomic replacement, the one way statefile writes them (temp file, fsync, rename, fsync dir),
-and :func:`read_regular_file`, the one way it reads a file a user or a tool names.
-
-A reader (or a crash) sees the old file or the new one, never half of either.  A read never blocks on a FIFO, never
-streams a device forever, and never takes more than its limit.
+"""Files outside git: the one way statefile replaces one (temp file, fsync, rename, fsync the folder) and the one
+way it reads a file a user or a tool names (never blocking on a FIFO, never past its limit).
 """
 
 from __future__ import annotations
@@ -21,8 +18,8 @@ IMPORT_LIMIT = 128 * 1024 * 1024
 #: The largest small input statefile reads: a config file, the scheduler's autoloop.json, a run context.
 INPUT_LIMIT = 8 * 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"),
-          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))  # fmt: skip
+_KINDS = ((stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))  # fmt: skip
 
 
 def not_regular(mode: int) -> str:
@@ -31,14 +28,7 @@ def not_regular(mode: int) -> str:
 
 
 def read_regular_file(path: Path, *, limit: int, what: str = "", error: type[StatefileError] = UsageError) -> bytes:
-    """The bytes of the file at ``path``, which must be a regular file of at most ``limit`` bytes.
-
-    Every file a user or a tool names is read this way (config files, autoloop.json, agent output, exports, an
-    edited file): it is opened without blocking and looked at before a byte is read, so a FIFO (which would wait
-    forever for a writer), a device such as /dev/zero (which never ends) or a folder is refused with ``error``,
-    and so is a file larger than ``limit`` (read no further than ``limit`` + 1 bytes, even if it grows).
-    FileNotFoundError and other OS errors are left to the caller, who knows what a missing file means.
-    """
+    """The bytes of the file at ``path``, which must be a regular file of at most ``limit`` bytes."""
     name = f"{what} {path}" if what else str(path)
     fd = os.open(path, _READ_FLAGS)
     try:
@@ -89,13 +79,7 @@ def replace_file(target: Path, data: bytes, *, mode: int) -> None:
 
 
 def write_output(target: Path, data: bytes, *, append: bool = False) -> None:
-    """Write ``data`` to a file a user named (``--out``): the way that file wants to be written.
-
-    A regular file (or a new one) is replaced atomically, through a symbolic link to it rather than over the link
-    (or appended to, with ``append``).  Anything else is written *into*, never replaced: ``/dev/stdout``,
-    ``/dev/null``, a terminal, a FIFO some process reads (one nobody reads is an error, not a wait).  Failures are
-    one-line errors: a full disk or a read-only place is an :class:`~statefile.errors.EnvironmentFailure`.
-    """
+    """Write ``data`` to a file a user named (``--out``): the way that file wants to be written."""
     try:
         try:
             info: os.stat_result | None = os.stat(target)

@@ -1,18 +1,6 @@
-"""The store interface (:class:`Store`) and the shared, pure part of every write.
-
-Two stores implement it: a git branch (:class:`statefile.store.git.GitStore`) and a plain folder
-(:class:`statefile.store.folder.FolderStore`).  The central operation is :meth:`Store.update`::
-
-    store.update("perf", fn, "statefile: record iteration 57 of perf (✅)")
-
-``fn`` receives the current document (or ``None`` for a new program) and returns the new one, or a
-:class:`Change` that also carries text to archive.  The result is written atomically: one commit made with
-compare-and-swap on a git branch, or one locked write in a folder.  When another writer got in first, the store
-reads the new state and **calls ``fn`` again** on it, so ``fn`` must be a pure function of its input: it must not
-count calls, append to outside lists or perform side effects it cannot repeat.
-
-This module holds the shared, pure part (turning ``fn``'s result into files to write); the stores do the I/O.
-It imports neither store, so the stores (and :mod:`statefile.store.files`) can import it without a cycle.
+"""The store interface (:class:`Store`) and the shared, pure part of every write (turning an update function's
+result into files to write); the stores (a git branch, a plain folder) do the I/O.  It imports neither store, so
+both can import it without a cycle.  See :mod:`statefile.store` for what an update function must promise.
 """
 
 from __future__ import annotations
@@ -29,19 +17,17 @@ from statefile.defaults import BOT_EMAIL as BOT_EMAIL
 from statefile.defaults import BOT_NAME as BOT_NAME
 from statefile.defaults import DEFAULT_BRANCH as DEFAULT_BRANCH
 from statefile.defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
-from statefile.errors import BudgetError, InvalidDataError, StatefileError, UsageError
+from statefile.errors import BudgetError, InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.model.archive import LAYOUT_KINDS, NESTED, ArchiveLayout, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
 from statefile.numbers import budget_text
-from statefile.store.names import case_twins
-
-if TYPE_CHECKING:
-    from statefile.store.git.store import GitStore
-
+from statefile.store.names import case_twins, validate_part, validate_path, validate_program
 
 if TYPE_CHECKING:  # a default (PEP 696) for type checkers only: a bare ``Change`` means ``Change[None]``
     from typing_extensions import TypeVar as TypeVarWithDefault
+
+    from statefile.store.git.store import GitStore
 
     T = TypeVarWithDefault("T", default=None)
 else:
@@ -50,11 +36,8 @@ else:
 
 @dataclass(frozen=True)
 class Change(Generic[T]):
-    """What an update function may return instead of a bare :class:`StateDocument`.
-
-    ``archive`` is removed text to append, verbatim, to the program's archive ("" for none); ``archive_label``
-    names the operation in the archive chunk's heading (e.g. ``"compaction of perf.md: iterations 1–40"``).
-    """
+    """What an update function may return instead of a bare :class:`StateDocument`: ``archive`` is removed text to
+    append, verbatim, to the program's archive; ``archive_label`` names the operation in the chunk's heading."""
 
     document: StateDocument
     archive: str = ""
@@ -69,11 +52,8 @@ class Change(Generic[T]):
 
 @dataclass(frozen=True)
 class UpdateResult(Generic[T]):
-    """What :meth:`Store.update` (and :meth:`Store.write_files`) did.
-
-    When a concurrent writer won and the update function ran again, everything here is from the call whose
-    result landed, so callers need nothing from inside the function.
-    """
+    """What :meth:`Store.update` (and :meth:`Store.write_files`) did; after a retry, all of it is from the call
+    whose result landed."""
 
     #: The branch tip afterwards: the new commit, or the unchanged tip when nothing was written (``None`` for
     #: a folder store, which has no commits, and for an empty branch left empty).
@@ -90,16 +70,14 @@ class UpdateResult(Generic[T]):
     attempts: int = 1
 
 
+@dataclass(frozen=True)
 class Plan(Generic[T]):
     """The files one call of an update function asks to write (the pure part of :meth:`Store.update`)."""
 
-    __slots__ = ("detail", "document", "files", "message")
-
-    def __init__(self, files: dict[str, str], message: str, document: StateDocument, detail: T | None) -> None:
-        self.files = files  # path → text; archive parts first, the state file last; empty when nothing changes
-        self.message = message  # the Change's own commit message ("" for none)
-        self.document = document
-        self.detail = detail
+    files: dict[str, str]  # path → text; archive parts first, the state file last; empty when nothing changes
+    message: str  # the Change's own commit message ("" for none)
+    document: StateDocument
+    detail: T | None
 
 
 @dataclass(frozen=True)
@@ -115,23 +93,15 @@ class LogEntry:
 UpdateFn = Callable[[StateDocument | None], StateDocument | Change[T]]
 
 
-#: How many times a write may start again after a concurrent writer got in first (the time is bounded too).
-DEFAULT_MAX_TRIES = 100
-#: How long a write keeps trying against concurrent writers before it gives up (seconds).
-DEFAULT_MAX_WAIT = 300.0
+DEFAULT_MAX_TRIES = 100  # how many times a write may start again after a concurrent writer got in first
+DEFAULT_MAX_WAIT = 300.0  # and for how many seconds
 
 
 class Store(abc.ABC):
-    """A place holding ``{program}.md`` state files, their archives and shared files.
-
-    Reads never write.  Writes (:meth:`update`, :meth:`write_files`) are atomic: all files of one call land
-    together or not at all (a folder writes archive parts before the state file, so a crash can at worst leave
-    archive text whose state-file change did not land, never the reverse).
-    """
+    """A place holding ``{program}.md`` state files, their archives and shared files."""
 
     max_bytes: int
-    #: The git store's class, registered by :mod:`statefile.store.git.store` when it loads (``statefile.store``
-    #: always loads it), so :meth:`open` needs no import of a module that imports this one.
+    #: The git store's class, set by :mod:`statefile.store.git.store` when it loads (this module cannot import it).
     git_store: ClassVar[type[GitStore] | None] = None
 
     @staticmethod
@@ -148,10 +118,9 @@ class Store(abc.ABC):
         """Open the git repository at (or above) ``path`` (found as git finds it) and keep state files on ``branch``.
 
         With ``remote`` (a configured remote's name such as ``"origin"``, or a URL) every write fetches the branch,
-        commits on its tip and pushes (never forced); a concurrent write makes it start again, with backoff, up
-        to ``max_tries`` times and ``max_wait`` seconds.  ``author`` is ``"Name <email>"``; without it commits
-        carry git's own identity (``user.name``/``user.email``, ``GIT_AUTHOR_*``/``GIT_COMMITTER_*``), and where
-        git has none, ``statefile <statefile@users.noreply.github.com>``.
+        commits on its tip and pushes (never forced), starting again on a concurrent write, with backoff, up to
+        ``max_tries`` times and ``max_wait`` seconds.  ``author`` is ``"Name <email>"``; without it commits carry
+        git's own identity, and where git has none, ``statefile <statefile@users.noreply.github.com>``.
         """
         if Store.git_store is None:
             raise RuntimeError("statefile.store.git is not loaded; import statefile.store")
@@ -159,7 +128,8 @@ class Store(abc.ABC):
             path, branch, remote, max_bytes=max_bytes, author=author, max_tries=max_tries, max_wait=max_wait
         )
 
-    # -- reading -------------------------------------------------------------------------------------------------
+    #: How messages say where a file is: "on branch memory/autoloop", "in /tmp/memory".
+    where: str = ""
 
     def read(self, program: str) -> StateDocument | None:
         """The parsed state file of ``program``, or ``None`` when it does not exist."""
@@ -173,11 +143,8 @@ class Store(abc.ABC):
     def read_texts(
         self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
     ) -> dict[str, str | None]:
-        """:meth:`read_text` for many programs at once (a git store reads them in one batch, at one tip).
-
-        A program that cannot be read raises its error; with ``errors`` given, it is left out of the result and
-        its error stored there instead, so one bad file does not hide the others.
-        """
+        """:meth:`read_text` for many programs at once (a git store reads them in one batch, at one tip); with
+        ``errors`` given, a program that cannot be read is left out and its error stored there instead."""
         texts: dict[str, str | None] = {}
         for name in programs:
             try:
@@ -194,16 +161,13 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def unreadable(self) -> dict[str, str]:
-        """Top-level ``{name}.md`` entries that look like programs but cannot be read: name → why (one line).
-
-        A symbolic link, a submodule or a folder named ``perf.md``, a file whose object is missing from the
-        repository, a FIFO or device in a folder, a name Windows reserves (``con.md``).  :meth:`programs` leaves
-        them out; ``check``, ``list`` and ``compact --all`` report them as errors instead of skipping them.
-        """
+        """Top-level ``{name}.md`` entries that look like programs but cannot be read (a link, a submodule, a
+        folder, a missing object, a FIFO, a name Windows reserves): name → why, in one line.  :meth:`programs`
+        leaves them out; ``check``, ``list`` and ``compact --all`` report them as errors."""
 
     def archive_hint(self, program: str) -> str:
-        """Where a person finds ``program``'s archive parts in this store (``archive/perf/``), for range lines and
-        messages: a store that keeps them elsewhere (repo-memory's ``_archive.perf.*.md``) says so here."""
+        """Where a person finds ``program``'s archive parts in this store (``archive/perf/``; repo-memory's
+        ``_archive.perf.*.md``), for range lines and messages."""
         return NESTED.hint(program)
 
     def archive_path(self, program: str, part: str) -> str:
@@ -211,21 +175,12 @@ class Store(abc.ABC):
         return NESTED.part_path(program, part)
 
     def archive_part_paths(self, program: str) -> list[str]:
-        """Every archive part of ``program`` in the store, in *every* layout, as paths, for reading.
-
-        A branch that both gh-aw paths write holds parts in two layouts (path 1's ``archive/perf/0001.md``, path
-        2's ``_archive.perf.0001.md`` under upstream's ``*.md``); a reader that looked only in its own would lose
-        sight of what the other archived, although its text is on the branch.  Oldest first within a layout, the
-        store's own layout last (its parts are the newest).  Writes keep to :meth:`archive_parts`, the store's own.
-        """
-        # The store's own layout through archive_parts: it refuses what is no archive (a link or a file where the
-        # folder should be) with the error that says so, as every write does.
+        """Every archive part of ``program``, in *every* layout, as paths for reading: oldest first within a layout,
+        the store's own layout last (its parts are the newest)."""
+        # The store's own layout through archive_parts: it refuses what is no archive, as every write does.
         own = [self.archive_path(program, part) for part in self.archive_parts(program)]
-        own_kind = next(
-            k
-            for k in LAYOUT_KINDS
-            if ArchiveLayout(k).part_path(program, "0001.md") == self.archive_path(program, "0001.md")
-        )
+        own_path = self.archive_path(program, "0001.md")
+        own_kind = next(k for k in LAYOUT_KINDS if ArchiveLayout(k).part_path(program, "0001.md") == own_path)
         found: dict[str, list[tuple[int, str]]] = {kind: [] for kind in LAYOUT_KINDS if kind != own_kind}
         for path in self.paths():
             folder, _, name = path.rpartition("/")
@@ -242,69 +197,69 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def archive_parts(self, program: str) -> list[str]:
-        """The archive part file names under ``archive/{program}/``, oldest first (``["0001.md", …]``)."""
+        """The archive part file names of ``program``, oldest first (``["0001.md", …]``)."""
 
-    @abc.abstractmethod
     def read_archive(self, program: str, part: str) -> str:
         """The text of one archive part; NotFoundError when it does not exist."""
+        try:
+            return self.read_path(self.archive_path(validate_program(program), validate_part(part)))
+        except NotFoundError:
+            raise NotFoundError(
+                f"archive part {part} of {program} is not {self.where}; list parts with archive_parts()"
+            ) from None
 
     @abc.abstractmethod
     def read_all(self) -> dict[str, str]:
-        """Every text file in the store: relative path → text (state files, archives, shared files).
+        """Every text file in the store: relative path → text.  Files that are not UTF-8 are skipped unless they
+        are ``.md`` files (then InvalidDataError); symlinks and submodules are refused with InvalidDataError."""
 
-        Files that are not UTF-8 are skipped unless they are ``.md`` files (then InvalidDataError); symlinks and
-        submodules are refused with InvalidDataError.
-        """
+    def _text(self, path: str, data: bytes) -> str | None:
+        """``data`` as :meth:`read_all` returns it: ``None`` for a binary file (none of ours), InvalidDataError for
+        a ``.md`` file that is not UTF-8."""
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return decode_text(data, f"{path} {self.where}") if path.endswith(".md") else None
 
     def paths(self) -> list[str]:
-        """Every file path in the store, sorted: what ``check`` looks at for names that differ only in case.
-
-        This default reads every file (:meth:`read_all`); a store that can list its files without reading them
-        overrides it.
-        """
+        """Every file path in the store, sorted (what ``check`` looks at for names that differ only in case); this
+        default reads every file, a store that can list them without reading overrides it."""
         return sorted(self.read_all())
 
-    @abc.abstractmethod
     def log(self, program: str, limit: int = 50) -> list[LogEntry]:
         """Commits that touched ``{program}.md``, newest first (empty for stores without history)."""
+        state_path(program)
+        return []
 
     def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
-        """What each of those commits changed in ``{program}.md``, as a unified diff: commit → patch text.
-
-        Empty for stores without history (a folder).
-        """
+        """What each of those commits changed in ``{program}.md``, as a unified diff: commit → patch text (empty
+        without history)."""
         return {}
 
     def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
-        """The text of ``{program}.md`` before and after each of those commits: commit → (before, after), ``None``
-        where the file did not exist.  Empty for stores without history (a folder), and where the history cannot
-        be read within the budget's read limit: callers show less, never fail, for it.
-        """
+        """``{program}.md`` before and after each of those commits: commit → (before, after), ``None`` where the file
+        did not exist.  Empty without history, and where the history cannot be read within the read limit:
+        callers show less, never fail, for it."""
         return {}
 
-    # -- writing -------------------------------------------------------------------------------------------------
-
     @abc.abstractmethod
-    def update(self, program: str, fn: UpdateFn[T], message: str) -> UpdateResult[T]:
+    def update(self, program: str, fn: UpdateFn[T], message: str = "") -> UpdateResult[T]:
         """Apply ``fn`` to the current document of ``program`` and store the result atomically.
 
         ``fn(doc_or_None)`` returns a :class:`StateDocument` or a :class:`Change`.  On a concurrent write the
         store re-reads and calls ``fn`` again, so ``fn`` must be a pure function of its argument.  If ``fn``
-        raises, nothing is written and the error propagates.  A result over ``max_bytes`` raises BudgetError and
-        changes nothing.  Returns an :class:`UpdateResult`: the commit, what landed, and ``Change.detail`` of
-        the call that landed.
+        raises, nothing is written; a result over ``max_bytes`` raises BudgetError and changes nothing.
+        ``message`` is the commit message unless the :class:`Change` carries its own (one of them must).
         """
 
     @abc.abstractmethod
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write several files in one atomic batch (one commit); a ``None`` value deletes that file."""
 
-    # -- lifetime ------------------------------------------------------------------------------------------------
-
     def interrupted_write(self) -> str | None:
-        """What a Ctrl-C arriving now must say about this store's writes (one sentence: they landed, or may have,
-        and how to look); ``None`` while nothing it wrote can have reached the memory yet.  A folder's writes are
-        each one rename, done or not: only a branch, published by a push or a ref update, says more."""
+        """What a Ctrl-C arriving now must say about this store's writes (they landed, or may have, and how to
+        look); ``None`` while nothing it wrote can have reached the memory.  A folder's writes are each one
+        rename, done or not."""
         return None
 
     def close(self) -> None:  # noqa: B027 - optional hook: only stores holding resources override it
@@ -323,8 +278,9 @@ class Store(abc.ABC):
 
 
 def state_path(program: str) -> str:
-    """Relative path of ``program``'s state file."""
-    return f"{program}.md"
+    """Relative path of ``program``'s state file; UsageError for a name that is no program name (every way to a
+    program's file comes through here, so this is where stores validate the name)."""
+    return f"{validate_program(program)}.md"
 
 
 def newest_part(names: list[str]) -> str | None:
@@ -339,11 +295,6 @@ def sorted_parts(names: list[str]) -> list[str]:
     return [name for _, name in numbered]
 
 
-def utc_now() -> str:
-    """Now, as ISO-8601 UTC to the second (``2025-01-15T12:00:00Z``), for archive chunk headings."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def plan_update(
     program: str,
     current: str | None,
@@ -354,13 +305,10 @@ def plan_update(
     label: str,
     layout: ArchiveLayout = NESTED,
 ) -> Plan[T]:
-    """Run ``fn`` on ``current``: the files to write (``path → text``, none when nothing changes), the Change's
-    own message ("" for none), the new document and the Change's detail.
-
-    Archive parts come first and the state file last, the order a folder store writes them in.  ``last_part``
-    is called only when there is archive text; ``layout`` says where the parts go.  Raises BudgetError (nothing
-    is written) when the new state file is over ``max_bytes``.
-    """
+    """Run ``fn`` on ``current``: the :class:`Plan` to write, archive parts first (the order a folder writes them
+    in).  ``last_part`` is called only when there is archive text; ``layout`` says where the parts go.  BudgetError
+    (nothing is written) when the new state file is over ``max_bytes``."""
+    path = state_path(program)
     result = fn(None if current is None else parse(current))
     change: Change[T]
     if isinstance(result, StateDocument):
@@ -370,7 +318,7 @@ def plan_update(
     else:
         raise TypeError(f"the update function returned {type(result).__name__}, not a StateDocument or Change")
     text = change.document.render()
-    size = len(checked_bytes(text, state_path(program)))
+    size = len(checked_bytes(text, path))
     if size > max_bytes:
         raise BudgetError(
             f"{program}.md would be over its budget at {budget_text(size, max_bytes)}; nothing was written — "
@@ -378,20 +326,18 @@ def plan_update(
         )
     files: dict[str, str] = {}
     if change.archive:
-        chunk = make_chunk(change.archive, when=utc_now(), what=change.archive_label or label)
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        chunk = make_chunk(change.archive, when=when, what=change.archive_label or label)
         for name, content in plan_append(program, last_part(), chunk, max_bytes):
             files[layout.part_path(program, name)] = content
     if files or text != current:
-        files[state_path(program)] = text
+        files[path] = text
     return Plan(files, change.message, change.document, change.detail)
 
 
 def refuse_case_twin(program: str, names: Iterable[str]) -> None:
-    """UsageError when creating ``program`` would put ``{program}.md`` beside a name differing only in case.
-
-    ``PERF.md`` beside ``perf.md`` is two files on Linux and one on the case-insensitive file systems of macOS
-    and Windows, where a checkout of the branch would lose one of them.
-    """
+    """UsageError when creating ``program`` would put ``{program}.md`` beside a name differing only in case
+    (``PERF.md`` beside ``perf.md``: one file on macOS and Windows, where a checkout would lose one of them)."""
     twins = case_twins([state_path(program)], names)
     if twins:
         twin = twins[0][1]
@@ -402,11 +348,8 @@ def refuse_case_twin(program: str, names: Iterable[str]) -> None:
 
 
 def checked_bytes(text: str, path: str) -> bytes:
-    """UTF-8 bytes of ``text`` for ``path``; InvalidDataError when they would not be valid UTF-8.
-
-    Text read with surrogateescape carries undecodable bytes as lone surrogates; writing them back would store a
-    file that every strict reader (ours included) rejects, so it is refused here instead.
-    """
+    """UTF-8 bytes of ``text`` for ``path``; InvalidDataError when they would not be valid UTF-8 (text read with
+    surrogateescape carries undecodable bytes as lone surrogates: every strict reader would reject the file)."""
     data = encode(text)
     if not text.isascii():
         try:
@@ -427,6 +370,21 @@ def decode_text(data: bytes, path: str) -> str:
         raise InvalidDataError(
             f"{path}: not valid UTF-8 (byte {exc.start}); re-save it as UTF-8 — statefile will not rewrite it"
         ) from None
+
+
+def encoded_files(files: Mapping[str, str | None], max_bytes: int) -> dict[str, bytes | None]:
+    """What :meth:`Store.write_files` writes: path → bytes (``None`` deletes), each path valid and each file within
+    ``max_bytes`` (BudgetError otherwise: nothing is written)."""
+    changes: dict[str, bytes | None] = {}
+    for path, content in files.items():
+        data = None if content is None else checked_bytes(content, path)
+        if validate_path(path) and data is not None and len(data) > max_bytes:
+            raise BudgetError(
+                f"{path} is over the budget at {budget_text(len(data), max_bytes)}; nothing was written — run "
+                "`statefile compact` on it first"
+            )
+        changes[path] = data
+    return changes
 
 
 def first_line(message: str) -> str:

@@ -1,22 +1,9 @@
-"""Export every program's memory (state files, archives, shared lessons) as one JSON document, and read it back.
+"""Export every program's memory as one JSON document, and read it back.
 
-Schema, version 1::
-
-    {
-      "format": "statefile-export",
-      "version": 1,
-      "branch": "memory/autoloop",
-      "commit": "<sha of the exported commit, or null>",
-      "files": {
-        "perf.md": {"text": "...", "bytes": 1234, "sha256": "<hex of the file's bytes>"},
-        "archive/perf/0001.md": {"base64": "...", "bytes": 99, "sha256": "..."}
-      }
-    }
-
-A file is stored as ``text`` when its bytes are valid UTF-8 and as ``base64`` of its bytes otherwise (statefile
-reads undecodable bytes as lone surrogates, which JSON cannot carry faithfully).  ``sha256`` is always over the
-file's bytes, so an import reproduces every file byte for byte or refuses.  Unknown top-level keys are ignored, so
-a later minor addition does not break older readers; a higher ``version`` is refused.
+Version 1: ``{"format": "statefile-export", "version": 1, "branch": …, "commit": …, "files": {path: {"text" or
+"base64": …, "bytes": n, "sha256": hex}}}``.  ``base64`` carries a file that is not UTF-8; ``sha256`` is over the
+bytes, so an import reproduces every file byte for byte or refuses.  Unknown keys are ignored, a higher version
+refused.
 """
 
 from __future__ import annotations
@@ -41,12 +28,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def check_path(path: object) -> str:
-    """``path`` if it is a safe relative store path, else :class:`UsageError` saying why.
-
-    Refused: non-strings, empty paths, absolute paths, backslashes, ``.``/``..``/empty segments, control
-    characters, anything under ``.git``, and whatever :func:`statefile.store.names.validate_path` refuses (names
-    starting with ``.`` or ``-``, and names another file system reads as ``.git``: ``GIT~1``, ``.git.``, …).
-    """
+    """``path`` if it is a safe relative store path, else :class:`UsageError` saying why."""
     if not isinstance(path, str) or not path:
         raise UsageError(f"bad file path {path!r} in export; paths are non-empty strings")
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
@@ -85,11 +67,7 @@ def export_json(files: Mapping[str, str], *, branch: str, commit: str | None) ->
 
 
 def import_json(data: Any) -> dict[str, str]:
-    """Validate an export document and return its files (store path → text, undecodable bytes as surrogates).
-
-    Raises :class:`UsageError` with a one-line reason for a wrong format or version, a bad path, a malformed
-    entry, or a checksum that does not match the content.
-    """
+    """Validate an export document and return its files (store path → text, undecodable bytes as surrogates)."""
     if not isinstance(data, dict):
         raise UsageError("not a statefile export: the JSON must be an object; export one with `statefile export`")
     if data.get("format") != FORMAT:
@@ -149,10 +127,7 @@ def dumps(data: Mapping[str, Any]) -> str:
 
 
 def loads(text: str) -> Any:
-    """Parse export JSON text, turning a syntax error into a one-line :class:`UsageError`.
-
-    An export's numbers are a version and byte counts: one of more than 18 digits is damage.
-    """
+    """Parse export JSON text, turning a syntax error into a one-line :class:`UsageError`."""
     try:
         return parse_json(text, max_digits=18)
     except JsonError as exc:

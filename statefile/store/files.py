@@ -1,7 +1,5 @@
-"""Reading a state file given by path (the file-mode commands): invalid UTF-8 is an error, never rewritten.
-
-Also the rules for how large a file statefile agrees to read at all (:func:`read_limit` in bytes,
-:func:`line_limit` in lines), shared by the stores.
+"""Reading a state file given by path (invalid UTF-8 is an error, never rewritten), and how large a file statefile
+reads at all (:func:`read_limit` in bytes, :func:`line_limit` in lines).
 """
 
 from __future__ import annotations
@@ -23,11 +21,7 @@ READ_LIMIT_BUDGETS = 64
 
 
 def read_limit(max_bytes: int) -> int:
-    """The largest file statefile reads for a byte budget of ``max_bytes``: 64 budgets, at least 8 MiB.
-
-    A state file is meant to stay under its budget; one many times larger was not written by an agent's
-    edits, and reading it (a 100 MB file parses into gigabytes of lines) would cost memory without bound.
-    """
+    """The largest file statefile reads for a byte budget of ``max_bytes``: 64 budgets, at least 8 MiB."""
     return max(MIN_READ_LIMIT, READ_LIMIT_BUDGETS * max_bytes)
 
 
@@ -36,12 +30,7 @@ MIN_LINE_LIMIT = 20_000
 
 
 def line_limit(max_bytes: int) -> int:
-    """The most lines statefile reads in one file for a byte budget of ``max_bytes``: the budget, at least 20,000.
-
-    What a command costs grows with a file's lines, not its bytes: 280,000 one-line iteration headings fit in 7 MB
-    and take minutes to parse, fold and write back.  A file within its budget always fits (a line is at least one
-    byte), so anything statefile writes can be read again.
-    """
+    """The most lines statefile reads in one file for a byte budget of ``max_bytes``: the budget, at least 20,000."""
     return max(MIN_LINE_LIMIT, max_bytes)
 
 
@@ -68,10 +57,7 @@ def too_large(where: str, size: int, max_bytes: int) -> InvalidDataError:
 
 def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: bool = True) -> str:
     """The UTF-8 text of ``path``; a clear error when it is missing, unreadable, not a regular file, too large or
-    not UTF-8.
-
-    ``bounded=False`` reads up to :data:`IMPORT_LIMIT` (an export holds a whole branch, not one state file).
-    """
+    not UTF-8."""
     limit = read_limit(max_bytes) if bounded else IMPORT_LIMIT
     try:
         info = os.stat(path)

@@ -1,19 +1,10 @@
 """State files in a plain folder, e.g. gh-aw's repo-memory clone at ``/tmp/gh-aw/repo-memory/<id>``.
 
-Writes hold an exclusive ``fcntl.flock`` on ``.statefile.lock`` in the folder (removed again when the write is
-done: nothing of statefile's stays in a folder gh-aw pushes), so two processes updating the same folder run one
-after the other (reads take no lock: every file is replaced atomically, so a reader sees the old bytes or the new
-ones).  Each file is written to a temporary file beside it, flushed, fsynced and renamed over the
-old one, then the folder is fsynced.  One update writes its archive parts before the state file, so a crash
-between the two leaves archive text whose state-file change did not land (harmless), never a state file whose
-removed text was not archived.  Names starting with ``.`` (``.git``, the lock file, temporary files) are not part
-of the store.
-
-Only regular files are ever opened: every path is looked at with ``lstat`` first, and opened with ``O_NOFOLLOW |
-O_NONBLOCK`` as a second guard, so a symbolic link is refused (never followed) and a FIFO, socket or device named
-``perf.md`` is an error, not a read that waits forever.  A temporary file a killed writer left behind
-(``.perf.md.*.tmp``) is removed by the next write, under the lock.  A disk that is full or a folder that is
-read-only is an :class:`~statefile.errors.EnvironmentFailure` (exit 8), with nothing changed.
+Writes hold an exclusive ``flock`` on ``.statefile.lock`` (removed afterwards: the folder is pushed as it is) and
+replace each file atomically (temp file, fsync, rename, fsync the folder), archive parts before the state file,
+so a crash can leave harmless extra archive text, never unarchived removed text.  Reads take no lock.  Only regular
+files are opened (``lstat`` first, then ``O_NOFOLLOW | O_NONBLOCK``): a link is refused, a FIFO never waited on.
+Names starting with ``.`` are not part of the store.
 """
 
 from __future__ import annotations
@@ -28,19 +19,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from statefile.errors import BudgetError, EnvironmentFailure, InvalidDataError, NotFoundError, UsageError
+from statefile.errors import EnvironmentFailure, InvalidDataError, NotFoundError, UsageError
 from statefile.model.archive import NESTED, ArchiveLayout
-from statefile.numbers import budget_text
-from statefile.store.atomic import fsync_dir, replace_file
+from statefile.store.atomic import fsync_dir, not_regular, replace_file
 from statefile.store.base import (
     DEFAULT_MAX_BYTES,
-    LogEntry,
     Store,
     T,
     UpdateFn,
     UpdateResult,
     checked_bytes,
     decode_text,
+    encoded_files,
     first_line,
     newest_part,
     plan_update,
@@ -49,7 +39,7 @@ from statefile.store.base import (
     state_path,
 )
 from statefile.store.files import check_lines, read_limit, too_large
-from statefile.store.names import is_program_name, validate_part, validate_path, validate_program, windows_reserved
+from statefile.store.names import is_program_name, validate_program, windows_reserved
 
 LOCK_NAME = ".statefile.lock"
 _NEW_FILE_MODE = 0o644
@@ -61,11 +51,7 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 
 
 class FolderStore(Store):
-    """State files in the folder ``path`` (which must exist).  There are no commits: ``log`` returns [].
-
-    ``archive_layout`` (a hook for gh-aw's repo-memory, whose ``file-glob`` decides which paths reach the branch)
-    says where each program's archive parts go; by default ``archive/{program}/``.
-    """
+    """State files in the folder ``path`` (which must exist).  There are no commits: ``log`` returns []."""
 
     def __init__(
         self,
@@ -81,6 +67,7 @@ class FolderStore(Store):
             raise UsageError(f"max_bytes must be a positive number of bytes, not {max_bytes!r}")
         self.max_bytes = max_bytes
         self.archive_layout: Callable[[str], ArchiveLayout] = archive_layout or (lambda program: NESTED)
+        self.where = f"in {self.root}"
 
     def __repr__(self) -> str:
         return f"<FolderStore {self.root}>"
@@ -183,13 +170,7 @@ class FolderStore(Store):
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        """Hold the folder's write lock while the block runs; the lock file is gone again afterwards.
-
-        The file must not stay: in gh-aw's repo-memory folder everything left behind is part of the push.  Removing
-        a file others may be waiting on is safe only this way: a writer that got the lock checks that the file it
-        locked is still the one at the path (a writer before it may have removed it meanwhile: then it tries
-        again on a fresh file), and removes the file while it still holds the lock.
-        """
+        """Hold the folder's write lock while the block runs; the lock file is gone again afterwards."""
         path = self.root / LOCK_NAME
         while True:
             fd = self._open_lock(path)
@@ -240,12 +221,7 @@ class FolderStore(Store):
             self._write(path, files[path])
 
     def _remove_stale_temps(self, folder: str) -> None:
-        """Remove temporary files a killed writer left in ``folder`` (called under the lock).
-
-        Only names :func:`statefile.store.atomic.replace_file` makes (``.perf.md.k3j9x_a1.tmp``), only regular
-        files, and only ones older than :data:`STALE_TEMP_SECONDS`: every writer of this store holds the lock
-        while its own temporary file exists, so an old one belongs to no one.
-        """
+        """Remove temporary files a killed writer left in ``folder`` (called under the lock)."""
         where = self._folder(folder.split("/"), create=False) if folder else self.root
         if where is None:
             return
@@ -263,7 +239,6 @@ class FolderStore(Store):
 
     def read_text(self, program: str) -> str | None:
         """The raw text of ``{program}.md``, or ``None``."""
-        validate_program(program)
         return self._read(state_path(program))
 
     def programs(self) -> dict[str, int]:
@@ -313,17 +288,7 @@ class FolderStore(Store):
 
     def archive_parts(self, program: str) -> list[str]:
         """Archive part names of ``program``, oldest first."""
-        validate_program(program)
-        return sorted_parts(self._archive_names(program))
-
-    def read_archive(self, program: str, part: str) -> str:
-        """The text of archive part ``part`` of ``program``; NotFoundError when there is none."""
-        validate_program(program)
-        validate_part(part)
-        text = self._read(self.archive_layout(program).part_path(program, part))
-        if text is None:
-            raise NotFoundError(f"archive part {part} of {program} is not in {self.root}; see archive_parts()")
-        return text
+        return sorted_parts(self._archive_names(validate_program(program)))
 
     def read_all(self) -> dict[str, str]:
         """Every text file below the folder (names starting with ``.`` skipped): relative path → text."""
@@ -341,11 +306,8 @@ class FolderStore(Store):
                 data = self._read_bytes(path)
                 if data is None:
                     continue
-                try:
-                    files[path] = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    if path.endswith(".md"):
-                        decode_text(data, f"{path} in {self.root}")  # raises InvalidDataError
+                if (text := self._text(path, data)) is not None:
+                    files[path] = text
         return files
 
     def paths(self) -> list[str]:
@@ -357,16 +319,11 @@ class FolderStore(Store):
             found.extend((rel / name).as_posix() for name in names if not name.startswith("."))
         return sorted(found)
 
-    def log(self, program: str, limit: int = 50) -> list[LogEntry]:
-        """A folder keeps no history: always ``[]``."""
-        validate_program(program)
-        return []
-
-    def update(self, program: str, fn: UpdateFn[T], message: str) -> UpdateResult[T]:
+    def update(self, program: str, fn: UpdateFn[T], message: str = "") -> UpdateResult[T]:
         """Apply ``fn`` under the folder lock and write the result atomically (``commit`` is ``None``)."""
-        validate_program(program)
+        path = state_path(program)
         with self._locked():
-            current = self._read(state_path(program))
+            current = self._read(path)
             if current is None:
                 refuse_case_twin(program, os.listdir(self.root))
             plan = plan_update(
@@ -391,33 +348,14 @@ class FolderStore(Store):
 
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write ``files`` (path → text, ``None`` deletes) under the folder lock (``commit`` is ``None``)."""
-        changes: dict[str, bytes | None] = {}
-        for path, content in files.items():
-            validate_path(path)
-            data = None if content is None else checked_bytes(content, path)
-            if data is not None and len(data) > self.max_bytes:
-                raise BudgetError(
-                    f"{path} is over the budget at {budget_text(len(data), self.max_bytes)}; nothing was written "
-                    "— run `statefile compact` on it first"
-                )
-            changes[path] = data
+        changes = encoded_files(files, self.max_bytes)
         with self._locked():
             self._write_batch(changes)
         return UpdateResult(None, bool(changes), tuple(changes))
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "symbolic link"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    if stat.S_ISFIFO(mode):
-        return "FIFO"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device"
-    return "regular file" if stat.S_ISREG(mode) else "special file"
+    return not_regular(mode) or "regular file"
 
 
 def _program_like(name: str) -> bool:
@@ -426,11 +364,7 @@ def _program_like(name: str) -> bool:
 
 
 def _environment(exc: OSError, what: str) -> EnvironmentFailure | NotFoundError:
-    """The error for an OSError while reading or writing the folder: the machine's problem, said plainly.
-
-    A failed write leaves the state file as it was (archive parts are written first, and an extra one is
-    harmless): see the module docstring.
-    """
+    """The error for an OSError while reading or writing the folder: the machine's problem, said plainly."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return EnvironmentFailure(
             f"{what} failed: the disk is full ({exc.strerror}); free space, then run the command again — the state "

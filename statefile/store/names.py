@@ -1,8 +1,5 @@
-"""Validation of every name that reaches a path or a git command.
-
-Names are checked before they are used, so a hostile or mistyped program, branch or remote name fails with one
-clear line instead of becoming a path traversal, a git option (``--upload-pack=…``) or a malformed ref.  Pure
-functions, no I/O.
+"""Validation of every name that reaches a path or a git command, so a hostile or mistyped name fails with one
+line instead of becoming a path traversal, a git option or a malformed ref.  Pure functions.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from statefile.errors import UsageError
 from statefile.model.archive import part_number
 
 MAX_PROGRAM_LENGTH = 100
-#: The repository-wide shared lessons file (``_shared.md``): stored like a program, never listed as one.
 MAX_BRANCH_LENGTH = 255
 MAX_PATH_LENGTH = 1024
 #: The longest file or folder name a checkout can write: Linux's NAME_MAX (ext4, btrfs, xfs), 255 bytes, which APFS
@@ -30,12 +26,7 @@ _IDENTITY_RE = re.compile(r"\s*([^<>\n\x00]*?)\s*<([^<>\s\x00]+)>\s*")
 
 
 def validate_program(name: str) -> str:
-    """Return ``name`` if it is a safe program name, else raise :class:`UsageError` saying why.
-
-    A program name becomes a file name (``{name}.md``) and a folder (``archive/{name}/``): letters, digits, ``.``,
-    ``_`` and ``-``, starting with a letter or digit, at most 100 characters, no ``..``.  The reserved
-    ``_shared`` (shared lessons) is accepted here but not listed by ``programs()`` (see :func:`is_program_name`).
-    """
+    """Return ``name`` if it is a safe program name, else raise :class:`UsageError` saying why."""
     if name == SHARED_PROGRAM:
         return name
     reason = _program_problem(name)
@@ -55,23 +46,22 @@ def is_program_name(name: str) -> bool:
 def _program_problem(name: object) -> str:
     if not isinstance(name, str) or not name:
         return "it is empty"
-    if len(name) > MAX_PROGRAM_LENGTH:
-        return f"it is {len(name)} characters long"
-    if "/" in name or "\\" in name:
-        return "it contains a path separator"
-    if ".." in name:
-        return "it contains '..'"
-    if name[0] in ".-_":
-        return f"it starts with {name[0]!r}"
-    if not _PROGRAM_RE.fullmatch(name):
-        return "it contains a character other than letters, digits, '.', '_' and '-'"
-    if name.lower().endswith(".md"):
-        return f"give the name without '.md' ({name[:-3]!r})"
-    if name.endswith("."):
-        return "it ends with '.'"
-    if windows_reserved(name):
-        return f"{name.split('.')[0]!r} is a reserved device name on Windows (a checkout there could not hold it)"
-    return ""
+    device = f"{name.split('.')[0]!r} is a reserved device name on Windows (a checkout there could not hold it)"
+    return _first(
+        (len(name) > MAX_PROGRAM_LENGTH, f"it is {len(name)} characters long"),
+        ("/" in name or "\\" in name, "it contains a path separator"),
+        (".." in name, "it contains '..'"),
+        (name[0] in ".-_", f"it starts with {name[0]!r}"),
+        (not _PROGRAM_RE.fullmatch(name), "it contains a character other than letters, digits, '.', '_' and '-'"),
+        (name.lower().endswith(".md"), f"give the name without '.md' ({name[:-3]!r})"),
+        (name.endswith("."), "it ends with '.'"),
+        (windows_reserved(name), device),
+    )
+
+
+def _first(*checks: tuple[bool, str]) -> str:
+    """The reason of the first check that fails (its condition true), "" when none does."""
+    return next((why for bad, why in checks if bad), "")
 
 
 # Names Windows reserves for devices, whatever the extension (CON, CON.md, con.x.md): no file can have them there.
@@ -128,11 +118,7 @@ _SCP_RE = re.compile(r"[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^\s]+")
 
 
 def is_remote_url(text: object) -> bool:
-    """Whether ``text`` is a remote URL statefile accepts in place of a remote's name.
-
-    https, http, ssh, git and file URLs, and scp-like ``user@host:path``.  Never ``helper::address`` (git's
-    ``ext::`` transport runs commands), control characters, spaces, or a leading ``-``.
-    """
+    """Whether ``text`` is a remote URL statefile accepts in place of a remote's name."""
     if not isinstance(text, str) or not text or len(text) > MAX_PATH_LENGTH or "::" in text:
         return False
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
@@ -143,38 +129,30 @@ def is_remote_url(text: object) -> bool:
 def _ref_problem(name: object, *, allow_slash: bool) -> str:
     if not isinstance(name, str) or not name:
         return "it is empty"
-    if len(name) > MAX_BRANCH_LENGTH:
-        return f"it is {len(name)} characters long"
-    if name.startswith("-"):
-        return "it starts with '-'"
     bad = _REF_BAD_CHARS.search(name)
-    if bad:
-        return f"it contains {bad.group(0)!r}"
-    if ".." in name:
-        return "it contains '..'"
-    if "@{" in name:
-        return "it contains '@{'"
-    if name == "@":
-        return "it is '@'"
-    if name.endswith("."):
-        return "it ends with '.'"
-    if not allow_slash and "/" in name:
-        return "it contains '/'"
-    for part in name.split("/"):
-        if not part:
-            return "it has an empty path component ('//' or a leading or trailing '/')"
-        if part.startswith("."):
-            return f"component {part!r} starts with '.'"
-        if part.endswith(".lock"):
-            return f"component {part!r} ends with '.lock'"
-    return ""
+    return _first(
+        (len(name) > MAX_BRANCH_LENGTH, f"it is {len(name)} characters long"),
+        (name.startswith("-"), "it starts with '-'"),
+        (bad is not None, f"it contains {bad.group(0) if bad else ''!r}"),
+        (".." in name, "it contains '..'"),
+        ("@{" in name, "it contains '@{'"),
+        (name == "@", "it is '@'"),
+        (name.endswith("."), "it ends with '.'"),
+        (not allow_slash and "/" in name, "it contains '/'"),
+        *(check for part in name.split("/") for check in _component_checks(part)),
+    )
+
+
+def _component_checks(part: str) -> tuple[tuple[bool, str], ...]:
+    return (
+        (not part, "it has an empty path component ('//' or a leading or trailing '/')"),
+        (part.startswith("."), f"component {part!r} starts with '.'"),
+        (part.endswith(".lock"), f"component {part!r} ends with '.lock'"),
+    )
 
 
 def validate_path(path: str) -> str:
-    """Return ``path`` if it is a safe relative file path inside a store (``archive/perf/0001.md``), else raise.
-
-    Components may not be empty, ``.`` or ``..``, start with ``.`` or ``-``, or hold control characters or ``\\``.
-    """
+    """Return ``path`` if it is a safe relative file path inside a store (``archive/perf/0001.md``), else raise."""
     reason = _path_problem(path)
     if reason:
         raise UsageError(f"invalid file path {path!r}: {reason}; use a relative path like archive/perf/0001.md")
@@ -220,35 +198,20 @@ _SHORT_NAME = re.compile(r"~[0-9]")
 
 
 def _alias_problem(part: str) -> str:
-    """Why a path component could stand for another name on some file system (a ``.git`` alias, above all).
-
-    git's fsck refuses trees holding ``.git`` under any name NTFS or HFS+ would read as ``.git`` (and checks
-    ``.gitmodules`` aliases); a checkout on Windows or macOS would otherwise write into the repository itself.
-    The rules are stricter than fsck's, on purpose: statefile's own files never need these shapes.
-    """
-    if _HFS_IGNORED.search(part):
-        return "contains a character that macOS file systems ignore"
-    if ":" in part:
-        return "contains ':' (a stream name on Windows)"
-    if _SHORT_NAME.search(part):
-        return "looks like a Windows short name ('~' and a digit, as in GIT~1)"
-    if part[-1] in " .":
-        return f"ends with {part[-1]!r}, which Windows drops"
-    if windows_reserved(part):
-        return "is a reserved device name on Windows"
-    return ""
+    """Why a path component could stand for another name on some file system (a ``.git`` alias, above all)."""
+    return _first(
+        (_HFS_IGNORED.search(part) is not None, "contains a character that macOS file systems ignore"),
+        (":" in part, "contains ':' (a stream name on Windows)"),
+        (_SHORT_NAME.search(part) is not None, "looks like a Windows short name ('~' and a digit, as in GIT~1)"),
+        (part[-1] in " .", f"ends with {part[-1]!r}, which Windows drops"),
+        (windows_reserved(part), "is a reserved device name on Windows"),
+    )
 
 
 def case_twins(paths: Iterable[str], existing: Iterable[str] = ()) -> list[tuple[str, str]]:
     """Pairs ``(name, other)`` where a name in ``paths`` (a file, or a folder on its way, shown with a final ``/``)
     is spelled like another one of ``paths`` or of ``existing`` except for case: ``PERF.md`` beside ``perf.md``,
-    ``Archive/`` beside ``archive/``.
-
-    Two files on Linux are one on the case-insensitive file systems of macOS and Windows: a checkout there keeps
-    one of them (or merges the folders), and git then reports changes nobody made.  Pairs among ``existing`` alone
-    are not reported (a write is refused for what it adds, not for what is already there); one pair per path, at
-    the shortest name that collides.
-    """
+    ``Archive/`` beside ``archive/``."""
     present = {name for path in existing for name in _prefixes(path)}
     spelled: dict[str, str] = {}
     for name in sorted(present):

@@ -7,6 +7,7 @@ nothing leaks to the machine.  Where namespaces are not allowed the tests skip, 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,9 +16,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from gitutil import STATEFILE
+from conftest import only_error_line
+from gitutil import STATEFILE, Repos, run_statefile
 
-from statefile.errors import EXIT_ENVIRONMENT
+from statefile.errors import EXIT_ENVIRONMENT, EXIT_USAGE
 
 
 def _namespace() -> list[str] | None:
@@ -85,7 +87,8 @@ rm "$M/fill"
 run freed record perf --status accepted --metric 1
 """)  # fmt: skip
     assert out["init"][0] == 0
-    environment_error(out["full"], "disk is full", "No space left on device", "free space")
+    environment_error(out["full"], "disk is full", "free space")
+    assert "No space left on device" in out["full"][1] or "Out of diskspace" in out["full"][1]  # git's own words
     assert (tmp_path / "results" / "before").read_text() == (tmp_path / "results" / "after").read_text()
     assert (tmp_path / "results" / "fsck.code").read_text().strip() == "0"
     assert out["freed"][0] == 0, out["freed"][1]
@@ -154,3 +157,71 @@ def test_a_read_only_remote_says_why_and_is_not_a_branch_protection_problem(tmp_
     damage += 'mount -o remount,bind,ro "$W/remote.git/objects"'
     out = remote_scenario(tmp_path, "$W", damage, "readonly")
     environment_error(out["readonly"], "remote repository cannot be written", "unable to create temporary object")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["record", "perf", "--status", "accepted", "--autoloop-json", "{input}"],
+        ["prepare", "--autoloop-json", "{input}", "--out", "{out}"],
+        ["apply", "--agent-output", "{input}"],
+    ],
+    ids=["record", "prepare", "apply"],
+)
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_inputs_that_never_end_are_refused_unread(
+    initialized_repos: Repos, tmp_path: Path, args: list[str], kind: str
+) -> None:
+    """Found by the hostile run (issue 15): inputs that never end are refused unread."""
+    source = tmp_path / "input.json"
+    if kind == "fifo":
+        os.mkfifo(source)
+    else:
+        source.symlink_to("/dev/zero")  # would be read until memory runs out
+    filled = [a.format(input=source, out=tmp_path / "out") for a in args]
+    proc = run_statefile(*filled, cwd=initialized_repos.work)
+    assert proc.returncode != 0
+    line = only_error_line(proc)
+    assert str(source) in line and ("FIFO" in line or "character device" in line), line
+
+
+def test_an_output_that_is_a_device_is_written_into_never_replaced(initialized_repos: Repos, tmp_path: Path) -> None:
+    """`export --out` to a link to /dev/null: the data goes to the device; the link (and the device) stay."""
+    link = tmp_path / "sink"
+    link.symlink_to(os.devnull)
+    for args in (["export", "--out", str(link)], ["summary", "--out", str(link)]):
+        proc = run_statefile(*args, cwd=initialized_repos.work)
+        assert proc.returncode == 0, proc.stderr
+        assert link.is_symlink() and os.readlink(link) == os.devnull
+    assert Path(os.devnull).is_char_device()
+
+
+def test_an_output_through_a_link_to_a_file_replaces_the_file_and_keeps_the_link(
+    initialized_repos: Repos, tmp_path: Path
+) -> None:
+    """Found by the hostile run (issue 15): an output through a link to a file replaces the file and keeps the link."""
+    target = tmp_path / "real.json"
+    target.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert run_statefile("export", "--out", str(link), cwd=initialized_repos.work).returncode == 0
+    assert link.is_symlink() and json.loads(target.read_text())["files"]["perf.md"]
+
+
+def test_an_output_fifo_nobody_reads_is_an_error_not_a_hang(initialized_repos: Repos, tmp_path: Path) -> None:
+    """Found by the hostile run (issue 15): an output fifo nobody reads is an error not a hang."""
+    pipe = tmp_path / "summary.pipe"
+    os.mkfifo(pipe)
+    proc = run_statefile("summary", "--out", str(pipe), cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and "FIFO nobody is reading" in only_error_line(proc)
+
+
+def test_an_output_fifo_someone_reads_gets_the_output(initialized_repos: Repos, tmp_path: Path) -> None:
+    """Found by the hostile run (issue 15): an output fifo someone reads gets the output."""
+    pipe = tmp_path / "summary.pipe"
+    os.mkfifo(pipe)
+    reader = subprocess.Popen(["cat", str(pipe)], stdout=subprocess.PIPE, text=True)
+    proc = run_statefile("summary", "--out", str(pipe), cwd=initialized_repos.work)
+    out, _ = reader.communicate(timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "perf" in out

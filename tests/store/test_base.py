@@ -10,9 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gitutil import run_statefile
+from storeutil import LOCAL, git, make_repo, one_error_line
+from synthetic import synthetic_state
 
 from statefile.app.reading import expand_iteration
 from statefile.app.writing import compact_program
+from statefile.errors import EXIT_USAGE
 from statefile.model.archive import (
     CONTINUED,
     CONTINUED_END,
@@ -25,7 +29,6 @@ from statefile.model.archive import (
 )
 from statefile.model.document import parse
 from statefile.model.history import Iteration
-from statefile.model.synthetic import synthetic_state
 from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy
 from statefile.store import FolderStore
@@ -46,6 +49,7 @@ def build(entries: list[str], max_bytes: int, per_chunk: int) -> list[str]:
     return [parts[name] for name in sorted(parts)]
 
 
+@pytest.mark.slow  # scale
 @pytest.mark.parametrize("max_bytes", [1500, 5120, 30720])
 def test_entries_are_never_split_unless_larger_than_a_part(max_bytes: int) -> None:
     sizes = [3, 8, 20, 2, 140, 5, 60, 1, 400, 12] * 4  # some entries far larger than a part
@@ -80,6 +84,7 @@ def test_a_chunk_that_fits_the_newest_part_is_appended_to_it() -> None:
     assert second == [("0001.md", first[0][1] + make_chunk(entry(2, 2), when="t", what="two"))]
 
 
+@pytest.mark.slow  # scale
 @pytest.mark.parametrize("max_bytes", [30720, 5120])
 def test_390_archived_iterations_all_expand_whole(tmp_path: Path, max_bytes: int) -> None:
     text = synthetic_state("perf", 390, seed=11, lessons=2, foreclosed=1)
@@ -136,3 +141,17 @@ def test_a_branch_both_gh_aw_paths_wrote_is_read_in_both_archive_layouts(
         ran = invoke_statefile(capsys, *where, "history", "perf", "--json", cwd=repos.work)
         listed = [n for n in range(1, 6) if f'"iteration": {n}' in ran.out or f'"first": {n}' in ran.out]
         assert ran.code == 0 and listed == [1, 2, 3, 4, 5], ran.out
+
+
+def test_a_program_differing_only_in_case_is_refused(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): a program differing only in case is refused."""
+    repo = make_repo(tmp_path / "repo")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for flags in ([], ["--dir", str(folder)]):
+        assert run_statefile(*flags, "init", "perf", cwd=repo).returncode == 0
+        proc = run_statefile(*flags, "init", "PERF", cwd=repo)
+        assert proc.returncode == EXIT_USAGE and "differs only in case" in one_error_line(proc)
+        assert run_statefile(*flags, "record", "Perf", "--status", "accepted", cwd=repo).returncode == EXIT_USAGE
+    assert git(repo, "ls-tree", "--name-only", LOCAL).split() == ["perf.md"]
+    assert sorted(p.name for p in folder.glob("*.md")) == ["perf.md"]

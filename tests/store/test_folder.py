@@ -10,12 +10,24 @@ import time
 from pathlib import Path
 
 import pytest
-from storeutil import appender, git, make_repo
+from conftest import only_error_line
+from gitutil import run_statefile
+from storeutil import appender, git, make_repo, one_error_line
+from synthetic import synthetic_state
 
-from statefile.errors import BudgetError, NotFoundError, UsageError
+from statefile.errors import (
+    EXIT_CHECK_FAILED,
+    EXIT_ENVIRONMENT,
+    EXIT_INVALID_DATA,
+    EXIT_NOT_FOUND,
+    BudgetError,
+    InvalidDataError,
+    NotFoundError,
+    UsageError,
+)
 from statefile.model.document import StateDocument, parse
 from statefile.store import Change, FolderStore
-from statefile.store.folder import LOCK_NAME
+from statefile.store.folder import LOCK_NAME, STALE_TEMP_SECONDS
 
 
 @pytest.fixture
@@ -155,3 +167,78 @@ def test_an_update_waits_for_the_lock(folder: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()
     assert (folder / "perf.md").read_text().endswith("- w-0\n")
+
+
+def test_a_folder_where_the_lock_file_goes_fails_once(tmp_path: Path) -> None:
+    """Found by the hostile run (issue 15): a folder where the lock file goes fails once."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name in ("perf", "other"):
+        assert run_statefile("--dir", str(folder), "-q", "init", name, cwd=tmp_path).returncode == 0
+    (folder / ".statefile.lock").unlink(missing_ok=True)
+    (folder / ".statefile.lock").mkdir()
+    proc = run_statefile("--dir", str(folder), "compact", "--all", "--aggressive", cwd=tmp_path)
+    assert proc.returncode == EXIT_ENVIRONMENT
+    assert "lock file" in only_error_line(proc)
+
+
+@pytest.mark.parametrize("where", ["perf.md", "archive/perf/0001.md", "_shared.md"])
+def test_a_fifo_in_a_folder_store_is_an_error_not_a_hang(tmp_path: Path, where: str) -> None:
+    """Found by the adversarial run (issue 15): a fifo in a folder store is an error not a hang."""
+    folder = tmp_path / "memory"
+    (folder / "archive" / "perf").mkdir(parents=True)
+    if where != "perf.md":
+        (folder / "perf.md").write_text(synthetic_state("perf", 4, seed=2))
+    os.mkfifo(folder / where)
+    commands = [["show", "perf"], ["record", "perf", "--status", "accepted"], ["render", "perf"], ["search", "x"],
+                ["export"], ["expand", "perf", "999"], ["status", "perf"]]  # fmt: skip
+    # The commands that must open the FIFO: they fail with a clear error; the others simply never touch it.
+    reads_it = {"perf.md": {a[0] for a in commands}, "archive/perf/0001.md": {"search", "export", "expand"},
+                "_shared.md": {"render", "search", "export"}}[where]  # fmt: skip
+    for args in commands:
+        start = time.monotonic()
+        proc = run_statefile("--dir", str(folder), *args, cwd=tmp_path)
+        assert time.monotonic() - start < 15
+        if args[0] not in reads_it and proc.returncode in (0, EXIT_NOT_FOUND):
+            assert "Traceback" not in proc.stderr, (args, proc.stderr)
+            continue
+        assert proc.returncode == EXIT_INVALID_DATA, (args, proc.stderr)
+        assert "is a FIFO, not a regular file" in one_error_line(proc), (args, proc.stderr)
+    assert (folder / where).exists() and not (folder / where).is_file()
+
+
+def test_a_folder_named_like_a_state_file_is_refused_before_it_is_opened(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): a folder named like a state file is refused before it is opened."""
+    (tmp_path / "perf.md").mkdir()
+    with pytest.raises(InvalidDataError, match=r"perf\.md in .* is a folder, not a regular file"):
+        FolderStore(tmp_path).read_text("perf")
+
+
+def test_a_folder_store_reports_what_it_cannot_read(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): a folder store reports what it cannot read."""
+    (tmp_path / "ok.md").write_text(synthetic_state("ok", 3, seed=1))
+    (tmp_path / "dir.md").mkdir()
+    (tmp_path / "link.md").symlink_to(tmp_path / "ok.md")
+    os.mkfifo(tmp_path / "pipe.md")
+    found = FolderStore(tmp_path).unreadable()
+    assert sorted(found) == ["dir", "link", "pipe"]
+    assert "folder" in found["dir"] and "symbolic link" in found["link"] and "FIFO" in found["pipe"]
+    checked = run_statefile("--dir", str(tmp_path), "check", cwd=tmp_path)
+    assert checked.returncode == EXIT_CHECK_FAILED and checked.stdout.count("error:") == 3
+
+
+def test_the_folder_store_removes_temporary_files_a_killed_writer_left(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): the folder store removes temporary files a killed writer left."""
+    store = FolderStore(tmp_path, max_bytes=4000)
+    store.update("perf", appender("- one"), "statefile: one")
+    (tmp_path / "archive" / "perf").mkdir(parents=True)
+    old = [tmp_path / ".perf.md.k3j9x_a1.tmp", tmp_path / "archive" / "perf" / ".0001.md.zz9_q2b7.tmp"]
+    fresh = tmp_path / ".perf.md.n0w_n0w1.tmp"  # could be a live writer's, were there one without the lock
+    unrelated = tmp_path / ".notes.tmp"
+    for path in [*old, fresh, unrelated]:
+        path.write_text("half a write")
+    past = time.time() - STALE_TEMP_SECONDS - 5
+    for path in old:
+        os.utime(path, (past, past))
+    store.update("perf", lambda doc: Change(parse("# Autoloop: perf\n\n- two\n"), archive="- one\n"), "statefile: two")
+    assert not any(p.exists() for p in old) and fresh.exists() and unrelated.exists()

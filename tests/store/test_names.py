@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from storeutil import BRANCH, LOCAL, appender, clone, git, make_remote, make_repo, rev
+from gitutil import run_statefile
+from storeutil import BRANCH, LOCAL, appender, clone, git, make_remote, make_repo, one_error_line, rev
 
-from statefile.errors import GitError, InvalidDataError, NotFoundError, UsageError
+from statefile.errors import EXIT_USAGE, GitError, InvalidDataError, NotFoundError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.redaction import redact
 from statefile.store import FolderStore, GitStore, Store
@@ -285,4 +286,37 @@ def test_no_shell_is_ever_invoked(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_unknown_remote_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="configured remotes: none"):
-        Store.open(make_repo(tmp_path / "repo"), remote="upstream")
+        Store.open(make_repo(tmp_path / "repo"), remote="upstream").fetch()  # said on first use: opening runs no git
+
+
+@pytest.mark.parametrize("name", ["HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "AUTO_MERGE",
+                                  "refs/heads/x", "refs/x"])  # fmt: skip
+def test_branch_names_that_shadow_git_are_refused(tmp_path: Path, name: str) -> None:
+    """Found by the adversarial run (issue 15): branch names that shadow git are refused."""
+    with pytest.raises(UsageError, match="invalid branch name"):
+        validate_branch(name)
+    repo = make_repo(tmp_path / "repo")
+    proc = run_statefile("--branch", name, "init", "perf", cwd=repo) if not name.startswith("refs/heads/") else None
+    if proc is not None:
+        assert proc.returncode == EXIT_USAGE and "branch" in one_error_line(proc)
+    with pytest.raises(UsageError):
+        Store.open(repo, branch=name)
+    assert git(repo, "for-each-ref", "refs/heads").count("\n") == 1  # main only
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stderr == ""
+
+
+def test_long_names_are_not_echoed_in_full(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): long names are not echoed in full."""
+    repo = make_repo(tmp_path / "repo")
+    for flags in (["--branch", "b" * 100_000], ["--remote", "r" * 100_000]):
+        proc = run_statefile(*flags, "list", cwd=repo)
+        assert proc.returncode == EXIT_USAGE and len(one_error_line(proc)) < 600
+
+
+@pytest.mark.parametrize("name", ["con", "NUL", "aux", "com1", "LPT9", "prn", "con.x", "nul.notes"])
+def test_windows_device_names_are_refused_as_programs(tmp_path: Path, name: str) -> None:
+    """Found by the adversarial run (issue 15): windows device names are refused as programs."""
+    with pytest.raises(UsageError, match="reserved device name on Windows"):
+        validate_program(name)
+    proc = run_statefile("--dir", str(tmp_path), "init", name, cwd=tmp_path)
+    assert proc.returncode == EXIT_USAGE and not list(tmp_path.glob("*.md"))

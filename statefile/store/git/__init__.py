@@ -1,23 +1,8 @@
-"""The git store: state files on a branch, spoken to through the ``git`` binary's plumbing commands.
-
-Why plumbing, and no git library: the ``git`` program is the well-kept library here.  It already holds every rule
-statefile must not get wrong — both object formats (SHA-1 and SHA-256), every ref backend (files, packed,
-reftable), ``GIT_DIR`` and linked work trees, ``safe.directory``, what a valid ref name is — and its plumbing
-(``hash-object``, ``mktree``, ``commit-tree``, ``update-ref``, ``for-each-ref``, ``cat-file --batch``) is a
-stable interface made for programs.  GitPython was declared but never imported: its import alone costs 70–80 ms
-on every write (more than a whole local record's git work), and it cannot write SHA-256 repositories; gitdb,
-which we used to write objects, hand-encoded trees and commits with SHA-1 assumed.  So nothing here parses or
-writes git's on-disk formats; every byte git stores is written by git.
-
-The modules, by concern:
-
-- :mod:`.runner` — the one place a git process starts: environment, time limits, one-line redacted errors.
-- :mod:`.repo` — finding the repository, once (``git rev-parse``); the CLI's configuration uses the same answer.
-- :mod:`.objects` — reading objects (one long-lived ``cat-file --batch``, ``ls-tree``) and writing them.
-- :mod:`.refs` — reading refs (``for-each-ref``) and moving them by compare-and-swap (``update-ref``).
-- :mod:`.remote` — fetch and push, remote names and URLs, credentials passed through the environment.
-- :mod:`.retry` — the one retry loop (jittered exponential backoff) and the outcome of an attempt.
-- :mod:`.store` — :class:`GitStore`, the :class:`~statefile.store.base.Store` built from the above.
+"""The git store, spoken to through the ``git`` binary's plumbing: git already holds every rule statefile must not
+get wrong (both object formats, every ref backend, linked work trees, ``safe.directory``, valid ref names), and
+a git library would cost 70-80 ms of import on every write.  Nothing here parses or writes git's on-disk formats
+but the entries of a tree read from ``cat-file``.  Modules: ``runner`` (the one place git starts), ``repo``,
+``objects``, ``refs``, ``remote``, ``retry``, ``branches`` (the pure branch table), ``transaction``, ``store``.
 """
 
 from __future__ import annotations

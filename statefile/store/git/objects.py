@@ -1,18 +1,5 @@
-"""Objects: read through one long-lived ``git cat-file --batch``, listed with ``git ls-tree``, written with plumbing.
-
-Nothing here knows how git encodes an object.  Reading:
-
-- :class:`CatFile` – one ``git cat-file --batch`` per store; :meth:`CatFile.read_many` pipelines requests (a
-  thread writes them while the answers are read), so reading 1000 blobs costs no round trip per blob.  An object
-  larger than the caller's limit is never read: the process is stopped (and restarted on the next read) instead.
-  This is the measured fast path of ``statefile report`` (see benchmarks/RESULTS.md).
-- :class:`Trees` – a tree's entries from ``git ls-tree -z`` (mode, type, id, and with ``-l`` the size), cached
-  by the id of the tree or commit listed: objects never change, so a cached listing is never stale.
-
-Writing, each object by the git command made for it (git checks and hashes it, in whatever object format the
-repository uses, SHA-1 or SHA-256, and writes it to a temporary file renamed into place, so an object is either
-complete or absent): ``git hash-object -w --stdin`` for a blob, ``git mktree`` for a tree, ``git commit-tree`` for
-a commit.
+"""Objects: read through one long-lived ``git cat-file --batch`` (pipelined, trees parsed from it, cached by id),
+written with git's plumbing (blobs and trees by one ``fast-import``, the commit by ``commit-tree``): complete or absent.
 """
 
 from __future__ import annotations
@@ -22,17 +9,19 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import IO, NamedTuple
 
+from statefile.defaults import BOT_EMAIL, BOT_NAME
 from statefile.errors import GitError, InvalidDataError, StatefileError
-from statefile.store.git.runner import NETWORK_TIMEOUT, Git, Result, is_oid, one_line
+from statefile.store.git.runner import Git, Result, is_oid, one_line
 
 MODE_TREE = "040000"
 MODE_FILE = "100644"
 #: Modes of regular files (git writes 100644 and 100755; old trees may hold 100664).
 FILE_MODES = frozenset({"100644", "100755", "100664"})
 _KINDS = {"120000": "symbolic link", "160000": "submodule", MODE_TREE: "folder"}
+_TYPES = {MODE_TREE: "tree", "160000": "commit"}
 
 # Requests small enough to write before reading the answers: far below a pipe buffer, so writing never blocks.
 _SMALL_WRITE = 4096
@@ -41,15 +30,16 @@ _BUFFER = 1 << 16
 # How many listings a store keeps: the trees of the current tip and its archive folders.
 _CACHE = 256
 _LS_TREE = re.compile(rb"(\d{6}) (\w+) ([0-9a-f]+)(?: +(\S+))?\t(.*)", re.S)
-# How git says a tree names an object the repository lacks: ls-tree -r reaching a missing subtree, and mktree
-# given an entry whose object is missing (the runner sets LC_ALL=C, so these stay in English).
-_UNREADABLE = re.compile(r"Could not read ([0-9a-f]{40,64})")
-_UNAVAILABLE = re.compile(r"entry '(.*)' object ([0-9a-f]{40,64}) is unavailable")
+# How fast-import says an object an edit names is missing (the runner sets LC_ALL=C: English), and where it put the
+# crash report it writes into the repository when it dies.
+_NOT_FOUND = re.compile(r"(?:Blob|Tree) not found: M \d+ ([0-9a-f]{40,64}) ")
+_CRASH_REPORT = re.compile(r"dumping crash report to (.+)")
+_SCRATCH_REF = "refs/statefile/scratch"  # the ref fast-import's commit is made on; the import resets it, never sets it
 
 
 def missing_object(where: str, oid: str, branch: str) -> InvalidDataError:
-    """The one error for an object a tree names that is not in the repository, a blob or a tree alike: a damaged
-    repository is invalid data, whichever git command ran into it (``where``: its path on the branch, or "")."""
+    """The one error for an object a tree names that the repository lacks: a damaged repository is invalid data,
+    whichever git command ran into it (``where``: its path on the branch, or "")."""
     what = f"{where} (object {oid})" if where else f"object {oid}"
     return InvalidDataError(
         f"{what} on branch {branch} is missing from the repository; it is damaged — run `git fsck`, or fetch the "
@@ -58,11 +48,10 @@ def missing_object(where: str, oid: str, branch: str) -> InvalidDataError:
 
 
 class ObjectMissing(Exception):
-    """``git mktree`` was given an entry whose object is missing; the caller knows the folder and says where."""
+    """An edit carried over an entry whose object is missing; the caller knows its path and says where."""
 
-    def __init__(self, name: str, oid: str) -> None:
-        super().__init__(f"entry {name!r} object {oid} is unavailable")
-        self.name = name
+    def __init__(self, oid: str) -> None:
+        super().__init__(f"object {oid} is missing")
         self.oid = oid
 
 
@@ -81,12 +70,10 @@ class Entry(NamedTuple):
 
     @property
     def is_file(self) -> bool:
-        """A regular file (not a symbolic link, submodule or folder)."""
         return self.mode in FILE_MODES
 
     @property
     def is_tree(self) -> bool:
-        """A folder."""
         return self.mode == MODE_TREE
 
 
@@ -128,11 +115,7 @@ class CatFile:
         return self.read_many([oid], limit)[0]
 
     def resolve(self, refs: Iterable[str]) -> list[str | None]:
-        """The commit each of ``refs`` (full ref names, validated by the caller) points at, ``None`` if missing.
-
-        Reads resolve the tip this way, in the reader that is already running: no process per read.  (Writes
-        look at refs with ``for-each-ref``, which also says whether a ref is symbolic or checked out.)
-        """
+        """The commit each of ``refs`` (full ref names, validated by the caller) points at, ``None`` if missing."""
         wanted = list(refs)
         for ref in wanted:
             if not ref.startswith("refs/") or any(ch.isspace() for ch in ref):
@@ -140,11 +123,7 @@ class CatFile:
         return [None if item is None or item[0] != "commit" else item[2] for item in self._batch(wanted, None)]
 
     def read_many(self, oids: Iterable[str], limit: int | None = None) -> list[tuple[str, bytes] | None]:
-        """``read`` for many objects, fully pipelined; results in the order asked.
-
-        A thread writes the requests while this one reads the answers, so git never waits for us and we never
-        wait for a round trip (writing everything first could deadlock once both pipes are full).
-        """
+        """``read`` for many objects, fully pipelined; results in the order asked."""
         wanted = list(oids)
         for oid in wanted:
             if not is_oid(oid):  # only ever object ids: a name with a newline would desynchronise the batch
@@ -238,27 +217,51 @@ def parse_listing(data: bytes) -> Listing:
 
 
 class Trees:
-    """Tree listings through ``git ls-tree``, cached by the (immutable) id listed; ``branch`` names the branch in
-    what a damaged tree's error says."""
+    """Tree listings, cached by the (immutable) id listed; ``branch`` names the branch in a damaged tree's error."""
 
-    def __init__(self, git: Git, branch: str) -> None:
+    def __init__(self, git: Git, cat: CatFile, branch: str) -> None:
         self._git = git
+        self._cat = cat
         self._branch = branch
         self._cache: dict[tuple[str, bool], Listing] = {}
 
     def listing(self, treeish: str, *, sizes: bool = False, path: str = "") -> Listing:
-        """The entries of tree (or commit) ``treeish``; with ``sizes``, each blob's size too (``ls-tree -l``).
-
-        ``path`` is where the tree is on the branch ("" for the top folder), for the error when it is missing.
-        """
+        """The entries of tree (or commit) ``treeish``; with ``sizes``, each blob's size too (``ls-tree -l``)."""
         cached = self._cache.get((treeish, sizes)) or (None if sizes else self._cache.get((treeish, True)))
         if cached is not None:
             return cached
-        args = ("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
-        result = self._git.call(*args)
+        if not sizes and (entries := self._read(treeish)) is not None:
+            return self._remember(treeish, entries)
+        result = self._git.call("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
         if not result.ok:
             raise self._damaged(result, treeish, path)
-        return self.remember(treeish, parse_listing(result.stdout), sizes=sizes)
+        return self._remember(treeish, parse_listing(result.stdout), sizes=sizes)
+
+    def _read(self, treeish: str) -> Listing | None:
+        """The tree's entries read in the running ``cat-file`` (no process); ``None`` leaves it to ``ls-tree``,
+        which says what is wrong with a missing or damaged tree."""
+        item = self._cat.read(treeish) if is_oid(treeish) else None
+        if item is not None and item[0] == "commit":
+            tree = _tree_of(item[1])
+            item = self._cat.read(tree) if tree else None
+        if item is None or item[0] != "tree":
+            return None
+        data, size, entries, pos = item[1], len(treeish) // 2, {}, 0
+        while pos < len(data):
+            space = data.find(b" ", pos)
+            nul = data.find(b"\0", space + 1)
+            if space < 0 or nul < 0 or nul + 1 + size > len(data):
+                return None
+            mode = data[pos:space].decode("ascii", "replace").zfill(6)
+            name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+            entries[name] = Entry(mode, _TYPES.get(mode, "blob"), data[nul + 1 : nul + 1 + size].hex())
+            pos = nul + 1 + size
+        return entries
+
+    def root(self, commit: str) -> str:
+        """The id of ``commit``'s top tree, read in the running ``cat-file`` ("" when it cannot be read)."""
+        item = self._cat.read(commit) if is_oid(commit) else None
+        return _tree_of(item[1]) if item is not None and item[0] == "commit" else ""
 
     def _damaged(self, result: Result, treeish: str, path: str) -> StatefileError:
         """The error for a failed ``ls-tree`` of ``treeish``: invalid data when it is missing or not a tree."""
@@ -270,44 +273,37 @@ class Trees:
         if not kind.ok:
             return missing_object(path or "the top folder", treeish, self._branch)
         if found == "commit":  # the commit is there, its top folder is not: name the tree, not the commit
-            header = self._git.call("cat-file", "commit", treeish).stdout.split(b"\n", 1)[0]
-            tree = header.removeprefix(b"tree ").decode("ascii", "replace")
-            return missing_object(path or "the top folder", tree if is_oid(tree) else treeish, self._branch)
+            tree = _tree_of(self._git.call("cat-file", "commit", treeish).stdout)
+            return missing_object(path or "the top folder", tree or treeish, self._branch)
         where = f"{path} (object {treeish})" if path else f"object {treeish}"
         if found == "tree":  # there, and a tree, but git cannot read its entries: the object itself is damaged
             said = one_line(result.err, 120)
             return InvalidDataError(f"{where} on branch {self._branch} is a damaged tree ({said}); run `git fsck`")
         return InvalidDataError(f"{where} on branch {self._branch} is a {found}, expected a tree; run `git fsck`")
 
-    def remember(self, treeish: str, entries: Listing, *, sizes: bool = False) -> Listing:
-        """Keep ``entries`` as the listing of ``treeish`` (a tree this process just wrote needs no ls-tree)."""
+    def _remember(self, treeish: str, entries: Listing, *, sizes: bool = False) -> Listing:
         if len(self._cache) > _CACHE:
             self._cache.clear()
         self._cache[(treeish, sizes)] = entries
         return entries
 
-    def everything(self, treeish: str) -> Listing:
-        """Every file below ``treeish`` (``ls-tree -r``): path → entry; folders are not listed, submodules are."""
-        result = self._git.call("ls-tree", "-r", "-z", "--full-tree", treeish)
-        if result.ok:
-            return parse_listing(result.stdout)
-        found = _UNREADABLE.search(result.err)
-        if found is None:
-            # A tree that is there but cannot be read (corrupt, not missing): git does not say which, so walk the
-            # folders one listing at a time; the first that fails raises its own error, with its path.
-            self._walk(treeish, "")
-            raise self._damaged(result, treeish, "")
-        # git names only the missing object: list again with the folders (-t, each printed before its contents)
-        # to say which folder of the branch it is.
-        again = self._git.call("ls-tree", "-r", "-t", "-z", "--full-tree", treeish)
-        folders = [path for path, entry in parse_listing(again.stdout).items() if entry.oid == found[1]]
-        raise missing_object(folders[0] if folders else "a folder", found[1], self._branch)
-
-    def _walk(self, treeish: str, path: str) -> None:
-        """List every folder below ``treeish`` (at ``path``), raising the error of the first that cannot be read."""
+    def everything(self, treeish: str, path: str = "") -> Listing:
+        """Every file below ``treeish`` (``path`` on the branch): path → entry; folders are walked, not listed (a
+        missing or damaged one raises its own error, naming it), submodules are listed."""
+        found: Listing = {}
         for name, entry in self.listing(treeish, path=path).items():
+            where = f"{path}/{name}" if path else name
             if entry.type == "tree":
-                self._walk(entry.oid, f"{path}/{name}" if path else name)
+                found.update(self.everything(entry.oid, where))
+            else:
+                found[where] = entry
+        return found
+
+
+def _tree_of(commit: bytes) -> str:
+    """The tree a commit object's text names ("" when it names none)."""
+    tree = commit.split(b"\n", 1)[0].removeprefix(b"tree ").decode("ascii", "replace")
+    return tree if commit.startswith(b"tree ") and is_oid(tree) else ""
 
 
 class Writer:
@@ -315,64 +311,57 @@ class Writer:
 
     def __init__(self, git: Git) -> None:
         self._git = git
+        self._identity: dict[str, str] = {}  # statefile's default identity, once git was found to have none
 
-    def blobs(self, contents: list[bytes]) -> list[str]:
-        """Write each of ``contents`` as a blob; their ids.  ``--no-filters``: the bytes are stored as given.
+    def tree(self, base: str | None, edits: list[bytes]) -> str:
+        """Apply ``edits`` (fast-import's ``M``/``D`` commands, one per item) to ``base``'s tree in one ``git
+        fast-import``: the new top tree's id.  git checks that every object an ``M`` names exists; the commit
+        fast-import needs around the edits sets no ref (``reset``) and is garbage for ``git gc``."""
+        head = f"commit {_SCRATCH_REF}\ncommitter statefile <statefile> 0 +0000\ndata 0\n"
+        stream = (head + (f"from {base}\n" if base else "")).encode("ascii") + b"".join(e + b"\n" for e in edits)
+        # core.ignoreCase would make fast-import take one of two names differing only in case for the other.
+        args = ("-c", "core.ignoreCase=false", "fast-import", "--quiet", "--done", "--cat-blob-fd=1")
+        result = self._git.call(*args, input=stream + f'ls ""\nreset {_SCRATCH_REF}\ndone\n'.encode("ascii"))
+        if not result.ok:
+            if (crash := _CRASH_REPORT.search(result.err)) is not None:  # fast-import's report of its own death
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(self._git.cwd, crash[1].strip()))
+            if (missing := _NOT_FOUND.search(result.err)) is not None:
+                raise ObjectMissing(missing[1])
+            raise self._git.failure(result, "check the repository and retry")
+        fields = result.stdout.split()  # "040000 tree <id>\t"
+        return self._oid(fields[2] if len(fields) == 3 else result.stdout, "fast-import")
 
-        One ``git hash-object -w --stdin`` per blob, all started before the first is waited for, so a write of a
-        state file and its archive parts costs about one process's time, not one per file.
-        """
-        args = ("hash-object", "-w", "--no-filters", "--stdin")
-        procs = [self._git.popen(*args, stderr=True) for _ in contents]
-        results: list[Result] = []
-        try:
-            for proc, data in zip(procs, contents, strict=True):
-                out, err = proc.communicate(data)
-                results.append(Result(args, proc.returncode, out, err))
-        finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-        for result in results:
-            if not result.ok:
-                raise self._git.failure(result, "check the repository and retry")
-        return [self._oid(result.stdout, "hash-object") for result in results]
+    def fsck(self, tree: str, old: str | None) -> str:
+        """What git's fsck (``--strict``) says is wrong with the objects below ``tree`` that ``old`` (a tree)
+        lacks, "" when nothing is."""
+        revs = f"{tree}\n" + (f"^{old}\n" if old else "")
+        pack = self._git.run("pack-objects", "--stdout", "-q", "--revs", input=revs.encode("ascii"))
+        import tempfile  # ~10 ms to import: only imports need it
 
-    def trees(self) -> TreeWriter:
-        """A writer of several trees through one ``git mktree --batch`` (use it as a context manager)."""
-        return TreeWriter(self._git)
-
-    def fsck(self, oids: Iterable[str]) -> str:
-        """What git's fsck (``--strict``) says is wrong with objects ``oids``, "" when nothing is.
-
-        The objects go into a pack that ``git index-pack --strict`` checks, object by object, with the same code
-        as ``git fsck --strict`` and a remote's ``receive.fsckObjects`` — without looking at the rest of the
-        repository.  Written to a temporary folder, never into the repository.
-        """
-        import tempfile  # ~10 ms to import; only an import of foreign files needs it
-
-        listing = "".join(f"{oid}\n" for oid in dict.fromkeys(oids)).encode("ascii")
-        pack = self._git.run("pack-objects", "--stdout", "-q", input=listing)
-        with tempfile.TemporaryDirectory(prefix="statefile-fsck-") as folder:
+        with tempfile.TemporaryDirectory(prefix="statefile-") as folder:  # outside the repository
             path = os.path.join(folder, "check.pack")
             with open(path, "wb") as handle:
                 handle.write(pack)
-            result = self._git.call("index-pack", "--strict", "-o", os.path.join(folder, "check.idx"), path)
+            result = self._git.call("index-pack", "--strict", "-o", path[:-4] + "idx", path)
         return "" if result.ok else one_line(result.err, 300)
 
-    def commit(self, tree: str, parent: str | None, message: str, env: Mapping[str, str]) -> str:
-        """Write a commit of ``tree`` on ``parent`` with ``message``; ``env`` holds the identity variables.
-
-        ``user.useConfigOnly`` makes git refuse to guess an identity from the host name: the caller then retries
-        with statefile's default identity (see :meth:`GitStore._identity_env`).
-        """
+    def commit(self, tree: str, parent: str | None, message: str, author: tuple[str, str] | None) -> str:
+        """Write a commit of ``tree`` on ``parent``: by ``author`` (name, email) when given, else git's identity.
+        ``user.useConfigOnly`` makes git refuse to guess one from the host name: where git has none, statefile's
+        default fills what the environment lacks (and is kept for this writer's later commits)."""
         args = ["-c", "user.useConfigOnly=true", "-c", "i18n.commitEncoding=UTF-8", "commit-tree", "--no-gpg-sign",
                 tree, *(["-p", parent] if parent else [])]  # fmt: skip
-        result = self._git.call(*args, input=message.encode("utf-8"), env=env)
+        given = {} if author is None else {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1]}
+        result = self._git.call(*args, input=message.encode("utf-8"), env=self._identity or given)
+        if not result.ok and any(sign in result.err for sign in _IDENTITY_MISSING):
+            env = os.environ
+            name, email = author or (env.get("GIT_AUTHOR_NAME") or BOT_NAME, env.get("GIT_AUTHOR_EMAIL") or BOT_EMAIL)
+            self._identity = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+                              "GIT_COMMITTER_NAME": env.get("GIT_COMMITTER_NAME") or name,
+                              "GIT_COMMITTER_EMAIL": env.get("GIT_COMMITTER_EMAIL") or email}  # fmt: skip
+            result = self._git.call(*args, input=message.encode("utf-8"), env=self._identity)
         if not result.ok:
-            if _identity_missing(result.err):
-                raise IdentityMissing(result.err)
             raise self._git.failure(result, "check the repository and retry")
         return self._oid(result.stdout, "commit-tree")
 
@@ -384,79 +373,5 @@ class Writer:
         return oid
 
 
-class TreeWriter:
-    """Writes trees, children before parents, through one interactive ``git mktree -z --batch``."""
-
-    def __init__(self, git: Git) -> None:
-        self._git = git
-        self._proc: subprocess.Popen[bytes] | None = None
-        self.written: list[str] = []  # every tree id written, in order
-
-    def __enter__(self) -> TreeWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def write(self, entries: Mapping[str, Entry]) -> str:
-        """Write a tree of ``entries`` (git sorts them and checks each object exists); its id.
-
-        :class:`ObjectMissing` when an entry's object is not in the repository.
-        """
-        if self._proc is None:
-            self._proc = self._git.popen("mktree", "-z", "--batch", stderr=True)
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        lines = b"".join(f"{e.mode} {e.type} {e.oid}\t".encode() + name.encode("utf-8", "surrogateescape") + b"\0"
-                         for name, e in entries.items())  # fmt: skip
-        try:
-            # An empty record ends the tree; an empty tree is one more (mktree skips a tree with no entries).
-            self._proc.stdin.write(lines + b"\0" if lines else b"\0")
-            self._proc.stdin.flush()
-            answer = self._proc.stdout.readline()
-        except OSError:
-            answer = b""
-        if not answer:
-            raise self._failed()
-        oid = Writer._oid(answer, "mktree")
-        self.written.append(oid)
-        return oid
-
-    def _failed(self) -> StatefileError | ObjectMissing:
-        proc, self._proc = self._proc, None
-        assert proc is not None
-        # communicate() closes stdin itself (a pipe git already closed is fine) and reads what git said; closing
-        # stdin first would make it flush a closed file (a ValueError, not git's message).
-        try:
-            _, err = proc.communicate(timeout=NETWORK_TIMEOUT)
-        except (OSError, ValueError, subprocess.TimeoutExpired):
-            proc.kill()
-            err = proc.stderr.read() if proc.stderr is not None else b""
-            proc.wait()
-        text = err.decode("utf-8", "surrogateescape")
-        missing = _UNAVAILABLE.search(text)
-        if missing is not None:
-            return ObjectMissing(missing[1], missing[2])
-        return self._git.failure(Result(("mktree",), proc.returncode or 1, b"", err), "check the repository and retry")
-
-    def close(self) -> None:
-        """End the ``git mktree`` process."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        with contextlib.suppress(OSError):
-            proc.communicate(timeout=NETWORK_TIMEOUT)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-class IdentityMissing(Exception):
-    """git has no configured identity (and was told not to guess one)."""
-
-
 _IDENTITY_MISSING = ("auto-detection is disabled", "Author identity unknown", "Committer identity unknown",
                      "empty ident name", "unable to auto-detect")  # fmt: skip
-
-
-def _identity_missing(stderr: str) -> bool:
-    return any(sign in stderr for sign in _IDENTITY_MISSING)

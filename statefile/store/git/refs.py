@@ -1,9 +1,5 @@
-"""Refs: read with ``git for-each-ref``, moved only by compare-and-swap with ``git update-ref REF NEW OLD``.
-
-One ``for-each-ref`` answers everything a write needs to know about the branch before it starts: where the local
-branch points, whether it is a symbolic ref (a write must never follow one onto another branch), the work tree it
-is checked out in (``%(worktreepath)``: moving it would desynchronise that checkout), and where each
-remote-tracking copy of it points.  Nothing here reads git's files.
+"""Refs: read with one ``git for-each-ref`` (where the branch points, whether it is symbolic, the work tree it is
+checked out in, where each remote-tracking copy points), moved only by ``git update-ref REF NEW OLD``.
 """
 
 from __future__ import annotations
@@ -46,12 +42,7 @@ def clash_error(ref: str, existing: str, *, where: str = "", fix: str = "") -> U
 
 
 def lock_busy(stderr: str) -> bool:
-    """Whether a ref update failed because a lock is held, or a concurrent update moved the ref first.
-
-    "Unable to create '…/x.lock': File exists." — another git process holds the lock (or a killed one left it);
-    "cannot lock ref '…': is at X but expected Y" — a concurrent fetch in the same clone moved the ref first.
-    "cannot lock ref '…': '…' exists; cannot create '…'" is not a lock at all: see :func:`ref_clash`.
-    """
+    """Whether a ref update failed because a lock is held, or a concurrent update moved the ref first."""
     if ref_clash(stderr) is not None:
         return False
     return any(sign in stderr for sign in ("File exists", "Unable to create", "cannot lock ref", "but expected"))
@@ -72,12 +63,7 @@ class RefState(NamedTuple):
 
 
 class Refs:
-    """The refs of one branch in one repository: ``refs/heads/<branch>`` and its remote-tracking copies.
-
-    ``tracking`` lists the remote-tracking refs to look at, most preferred first; an entry may be a pattern
-    (``refs/remotes/*/<branch>``, ``*`` standing for one remote name), whose matches are ordered by ``prefer``
-    (remote names first in that list, then by name).
-    """
+    """The refs of one branch in one repository: ``refs/heads/<branch>`` and its remote-tracking copies."""
 
     def __init__(self, git: Git, repo: Repository, branch: str, tracking: list[str], prefer: tuple[str, ...] = ()):
         self._git = git
@@ -124,11 +110,7 @@ class Refs:
         return False
 
     def in_the_way(self) -> str:
-        """A ref of this repository that keeps ``refs/heads/<branch>`` from being created, else "".
-
-        git keeps refs as paths: ``refs/heads/memory/autoloop`` cannot exist beside ``refs/heads/memory`` or
-        ``refs/heads/memory/autoloop/sub``.  One ``for-each-ref`` of the branch's first name part lists both kinds.
-        """
+        """A ref of this repository that keeps ``refs/heads/<branch>`` from being created, else ""."""
         top = "refs/heads/" + self.branch.partition("/")[0]
         out = self._git.run("for-each-ref", "--format=%(refname)", top)
         for name in out.decode("utf-8", "surrogateescape").split("\n"):
@@ -164,12 +146,7 @@ class Refs:
                              "as memory/autoloop")  # fmt: skip
 
     def cas(self, ref: str, new: str, old: str | None, why: str) -> tuple[Outcome, Result]:
-        """Move ``ref`` to ``new`` only if it still points at ``old`` (``None``: only if it does not exist).
-
-        ``--no-deref``: if ``ref`` became a symbolic ref meanwhile, it is replaced, never followed.  Returns
-        :attr:`Outcome.DONE`, :attr:`Outcome.MOVED` (someone else moved it) or :attr:`Outcome.LOCKED` (a lock
-        is held); any other failure raises.
-        """
+        """Move ``ref`` to ``new`` only if it still points at ``old`` (``None``: only if it does not exist)."""
         result = self._git.call("update-ref", "--no-deref", "-m", f"statefile: {why}", ref, new, old or "")
         if result.ok:
             return Outcome.DONE, result
@@ -181,6 +158,14 @@ class Refs:
         if lock_busy(result.err):
             return Outcome.LOCKED, result
         raise self._git.failure(result, f"could not move {ref}")
+
+    def move_both(self, tracking: str, local: str, new: str, old: str | None, why: str) -> bool:
+        """Point ``tracking`` at ``new`` and move ``local`` from ``old`` (``None``: create it) to ``new``, in one
+        transaction; whether it was applied (else neither moved)."""
+        zero = "0" * len(new)
+        script = f"update {tracking} {new}\nupdate {local} {new} {old or zero}\n".encode("ascii")
+        args = ("update-ref", "--no-deref", "-m", f"statefile: {why}", "--stdin")
+        return self._git.call(*args, input=script).ok
 
     def set(self, ref: str, new: str, why: str) -> None:
         """Point ``ref`` at ``new`` whatever it points at now (for remote-tracking refs only)."""
@@ -198,11 +183,7 @@ class Refs:
         return result.returncode == 0
 
     def refuse_symref(self, state: RefState) -> None:
-        """InvalidDataError when the branch is a symbolic ref: statefile never writes through one.
-
-        A branch that does not seem to exist is asked about too: a dangling symbolic ref is invisible to
-        ``for-each-ref``, and creating the branch through it would create its target.
-        """
+        """InvalidDataError when the branch is a symbolic ref: statefile never writes through one."""
         target = state.symref or (self.is_symbolic(self.local_ref) if state.local is None else "")
         if target:
             raise InvalidDataError(

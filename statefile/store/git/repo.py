@@ -1,10 +1,5 @@
-"""Finding the repository: once, by asking git, so every part of statefile agrees on where it is.
-
-:func:`discover` runs one ``git rev-parse`` from the given folder.  Git applies its own rules: it walks up to the
-enclosing repository, honours ``GIT_DIR`` (and ``GIT_WORK_TREE``, ``GIT_COMMON_DIR``, ``GIT_CEILING_DIRECTORIES``),
-follows ``.git`` files of linked work trees and submodules, and checks ``safe.directory``.  The configuration
-(``.statefile.toml`` at the top of the work tree) and the store both use the answer, so ``--repo sub`` and
-``cd sub`` mean the same repository.
+"""Finding the repository once, by asking git (``git rev-parse``: ``GIT_DIR``, linked work trees,
+``safe.directory``), so the configuration and the store agree on where it is.
 """
 
 from __future__ import annotations
@@ -82,7 +77,7 @@ def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository
             raise NotFoundError(
                 f"{path}: not inside a git repository; run `git init` there, or use a folder store (--dir)"
             )
-        raise GitError(redact(f"git rev-parse failed in {path}: {one_line(redact(err))}; check the repository"))
+        raise GitError(f"git rev-parse failed in {path}: {one_line(redact(err))}; check the repository")
     git_dir, common_dir = Path(lines[0]), Path(lines[1])
     if lines[2] == "true":
         work_tree = None
@@ -94,11 +89,7 @@ def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository
 
 
 def init_bare(path: str | os.PathLike[str], exe: str | None = None) -> Repository:
-    """Create an empty bare repository at ``path`` and return it (a scratch place for a store with a URL remote).
-
-    A job with no checkout (a gh-aw safe-output job) still needs a repository to fetch the branch into and write
-    objects in before it pushes; this is that repository.
-    """
+    """Create an empty bare repository at ``path`` and return it (a scratch place for a store with a URL remote)."""
     exe = exe or git_executable()
     env = {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"}
     proc = subprocess.run(
@@ -110,5 +101,5 @@ def init_bare(path: str | os.PathLike[str], exe: str | None = None) -> Repositor
     )
     if proc.returncode:
         err = proc.stderr.decode("utf-8", "replace")
-        raise GitError(redact(f"git init failed in {path}: {one_line(redact(err))}; check the folder is writable"))
+        raise GitError(f"git init failed in {path}: {one_line(redact(err))}; check the folder is writable")
     return discover(path, exe)

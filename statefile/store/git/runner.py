@@ -1,10 +1,6 @@
-"""The one place statefile starts git: the environment, time limits, and failures turned into one-line errors.
-
-Every git process the store runs goes through :class:`Git`.  It pins the repository (``GIT_DIR``), keeps git's
-messages in English (the store reads a few of them), never lets git wait for a password, and turns a failure
-into a :class:`~statefile.errors.GitError` (or, for a full disk or an unwritable repository,
-:class:`~statefile.errors.EnvironmentFailure`) whose message is one line, keeps what git (or the remote's hook)
-said, and carries no credential.
+"""The one place statefile starts git: the environment (``GIT_DIR`` pinned, English messages, never a password
+prompt), time limits, and failures turned into one-line errors.  git's output is redacted where it enters and
+again where an error leaves, so no message carries a credential.
 """
 
 from __future__ import annotations
@@ -18,24 +14,15 @@ from typing import NamedTuple
 from statefile.errors import EnvironmentFailure, GitError, StatefileError
 from statefile.redaction import redact
 
-#: How long one git command may run: a fetch or push over a slow network, never forever.
-NETWORK_TIMEOUT = 300.0
-#: Longest message kept from git's output (a hook can print pages).
-MESSAGE_LIMIT = 400
-
-# Variables that would make git touch a work tree or an index: the store never does.
-_WORK_TREE_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
-# What a full disk or an unwritable repository looks like in git's messages (LC_ALL=C keeps them in English).
-_NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large")
-# The last two are a remote's receive-pack saying it could not write its object store (it gives no errno then).
-_READ_ONLY = (
-    "read-only file system",
-    "permission denied",
-    "insufficient permission",
-    "operation not permitted",
-    "unable to create temporary object directory",
-    "unable to migrate objects to permanent storage",
-)
+NETWORK_TIMEOUT = 300.0  # how long one git command may run: a fetch or push over a slow network, never forever
+MESSAGE_LIMIT = 400  # the longest message kept from git's output (a hook can print pages)
+_WORK_TREE_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")  # the store never touches a work tree or index
+# A full disk or an unwritable repository in git's messages (LC_ALL=C keeps them in English); the last two are a
+# remote's receive-pack saying it could not write its object store (it gives no errno then).
+_NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large", "out of diskspace")
+_READ_ONLY = ("read-only file system", "permission denied", "insufficient permission", "operation not permitted",
+              "unable to create temporary object directory",
+              "unable to migrate objects to permanent storage")  # fmt: skip
 
 
 class Result(NamedTuple):
@@ -48,29 +35,25 @@ class Result(NamedTuple):
 
     @property
     def ok(self) -> bool:
-        """Whether git exited 0."""
         return self.returncode == 0
 
     @property
     def err(self) -> str:
-        """stderr as text."""
         return self.stderr.decode("utf-8", "replace")
 
 
 # A line of GIT_TRACE / GIT_TRACE_PACKET / GIT_TRACE_CURL output: "12:34:56.789012 git.c:460  trace: …",
 # "12:34:56.789012 http.c:756  == Info: …", "packet: fetch< …".
 _TRACE = re.compile(r"\d\d:\d\d:\d\d\.\d+ \S+:\d+ +|(?:packet|trace): ")
-# The paragraph git prints under a lock failure: it says nothing the message does not, in five lines.
+# The paragraph git prints under a lock failure, and where fast-import put the crash report statefile removes: they
+# say nothing the message does not.
 _BOILERPLATE = ("hint:", "Another git process seems", "an editor opened by", "are terminated then try",
-                "may have crashed in this", "remove the file manually")  # fmt: skip
+                "may have crashed in this", "remove the file manually",
+                "fast-import: dumping crash report")  # fmt: skip
 
 
 def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """``text`` as one line (lines joined by `` | ``, git's hints and boilerplate dropped), cut at ``limit``.
-
-    Trace lines (``GIT_TRACE=1`` and friends in the caller's environment) are dropped too: they would fill the
-    message and cut off git's actual error.
-    """
+    """``text`` as one line (lines joined by `` | ``, git's hints and boilerplate dropped), cut at ``limit``."""
     parts = [part.strip() for part in text.splitlines()]
     line = " | ".join(part for part in parts if part and not part.startswith(_BOILERPLATE) and not _TRACE.match(part))
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -87,6 +70,22 @@ def environment_problem(text: str) -> str:
     return ""
 
 
+def environment_failure(problem: str, what: str, detail: str, *, remote: bool = False) -> EnvironmentFailure:
+    """The error for a full disk or an unwritable repository (``problem``), here or on the remote: nothing is wrong
+    with the data, and retrying will not help until the machine is fixed."""
+    there = " there" if remote else ""
+    if problem == "full":
+        where = "the remote's disk" if remote else "the disk"
+        fix = "free space on the remote" if remote else "free space"
+    else:
+        where = "the remote repository" if remote else "the repository"
+        fix = "fix its permissions (or its read-only or full disk)" if remote else "make it writable for this user"
+    said = "is full" if problem == "full" else "cannot be written"
+    return EnvironmentFailure(
+        f"{what} failed: {where} {said} ({detail}); {fix}, then run the command again — nothing was changed{there}"
+    )
+
+
 def subcommand(args: Iterable[str]) -> str:
     """The git subcommand in ``args`` (skipping ``-c key=value`` options), for messages."""
     rest = list(args)
@@ -96,11 +95,7 @@ def subcommand(args: Iterable[str]) -> str:
 
 
 class Git:
-    """Runs git for one repository with one environment; see the module docstring.
-
-    ``secrets`` are strings (tokens, header values) that must never appear in a message, whatever their shape;
-    :func:`statefile.redaction.redact` removes the shapes it knows on top of that.
-    """
+    """Runs git for one repository with one environment; see the module docstring."""
 
     def __init__(self, exe: str, cwd: str, env: Mapping[str, str], *, secrets: Iterable[str] = ()) -> None:
         self.exe = exe
@@ -110,11 +105,7 @@ class Git:
 
     @staticmethod
     def environment(git_dir: str, extra_config: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
-        """The environment every git command of a store runs with (``os.environ`` plus what the store needs).
-
-        ``extra_config`` entries are passed as ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` (after any the caller
-        already set): configuration for these commands only, never written to a file, never on a command line.
-        """
+        """The environment every git command of a store runs with (``os.environ`` plus what the store needs)."""
         env = {k: v for k, v in os.environ.items() if k not in _WORK_TREE_ENV}
         env.update(
             GIT_DIR=git_dir,
@@ -169,14 +160,13 @@ class Git:
             ) from None
         except OSError as exc:
             raise GitError(f"cannot run git ({exc.strerror}); install git and put it on PATH") from None
-        return Result(tuple(args), proc.returncode, proc.stdout, self._redacted(proc.stderr))
+        # Redacted where git's words enter, before anything cuts them short (half a password matches no pattern);
+        # a failed command's stdout too: only messages are made of it.
+        out = proc.stdout if proc.returncode == 0 else self._redacted(proc.stdout)
+        return Result(tuple(args), proc.returncode, out, self._redacted(proc.stderr))
 
-    def _redacted(self, stderr: bytes) -> bytes:
-        """git's stderr with credentials removed before anything reads it: a message cut to its first few hundred
-        characters later must not cut a URL's password in half, where no pattern would recognise it any more."""
-        if not stderr:
-            return stderr
-        return self.redact(stderr.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    def _redacted(self, data: bytes) -> bytes:
+        return self.redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape") if data else data
 
     def run(self, *args: str, input: bytes | None = None, hint: str = "check the repository and retry") -> bytes:
         """Run ``git args…``; its stdout, or the error :meth:`failure` makes of a non-zero exit."""
@@ -186,26 +176,14 @@ class Git:
         return result.stdout
 
     def failure(self, result: Result, hint: str, what: str = "") -> StatefileError:
-        """The one-line error for a failed command: git's own message kept, credentials removed.
-
-        A full disk or an unwritable repository is an :class:`EnvironmentFailure` (its own exit code): nothing is
-        wrong with the data, and retrying will not help until the machine is fixed.
-        """
-        # Redacted before it is cut short: a password cut in half is no longer recognisable as one.
+        """The one-line error for a failed command: git's own message kept, credentials removed."""
+        # Redacted again where the error leaves: a Result need not come from call().
         detail = one_line(self.redact(result.err or result.stdout.decode("utf-8", "replace")))
         what = what or f"git {subcommand(result.args)}"
         problem = environment_problem(detail)
-        if problem == "full":
-            return EnvironmentFailure(self.redact(
-                f"{what} failed: the disk is full ({detail}); free space, then run the command again — nothing "
-                "was changed"
-            ))  # fmt: skip
-        if problem == "read-only":
-            return EnvironmentFailure(self.redact(
-                f"{what} failed: the repository cannot be written ({detail}); make it writable for this user, then "
-                "run the command again — nothing was changed"
-            ))  # fmt: skip
-        return GitError(self.redact(f"{what} failed (exit {result.returncode}): {detail}; {hint}"))
+        if problem:
+            return environment_failure(problem, what, detail)
+        return GitError(f"{what} failed (exit {result.returncode}): {detail}; {hint}")
 
     def popen(self, *args: str, bufsize: int = -1, stderr: bool = False) -> subprocess.Popen[bytes]:
         """Start ``git args…`` with pipes for stdin and stdout (and stderr, else it is discarded)."""

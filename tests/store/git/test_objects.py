@@ -12,10 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitutil import run_statefile
-from storeutil import BRANCH, LOCAL, fsck_clean, git, rev
+from conftest import only_error_line
+from gitutil import Repos, run_statefile
+from gitutil import git as repo_git
+from storeutil import BRANCH, LOCAL, blob, fsck_clean, git, make_repo, rev
 
-from statefile.errors import EXIT_GIT, InvalidDataError
+from statefile.errors import EXIT_GIT, EXIT_INVALID_DATA, InvalidDataError
 from statefile.store import GitStore, Repository, discover
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -129,3 +131,33 @@ def test_an_object_format_statefile_does_not_know_is_refused(tmp_path: Path) -> 
     assert isinstance(unknown, Repository)
     with pytest.raises(InvalidDataError, match=r"'sha3-512' format, which statefile does not know"):
         GitStore(unknown)
+
+
+def test_a_write_over_a_missing_object_is_invalid_data_not_exit_70(initialized_repos: Repos) -> None:
+    # The branch's tree names a blob the repository does not have (a damaged or partial clone): the same error, with
+    # its path, as every read of a missing object (it was git's "mktree failed", exit 6).
+    """Found by the hostile run (issue 15): a write over a missing object is invalid data not exit 70."""
+    listing = f"100644 blob {'2' * 40}\tperf.md\n"
+    made = subprocess.run(
+        ["git", "mktree", "--missing"], cwd=initialized_repos.work, input=listing, capture_output=True, text=True
+    )
+    commit = repo_git("commit-tree", made.stdout.strip(), "-m", "damaged", cwd=initialized_repos.work).strip()
+    repo_git("update-ref", "refs/heads/memory/autoloop", commit, cwd=initialized_repos.work)
+    proc = run_statefile("init", "newprog", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert "perf.md (object 2222" in only_error_line(proc) and "missing from the repository" in proc.stderr
+    assert repo_git("rev-parse", "refs/heads/memory/autoloop", cwd=initialized_repos.work).strip() == commit
+
+
+def test_a_write_keeps_names_differing_only_in_case_apart_under_core_ignorecase(tmp_path: Path) -> None:
+    """Found with the fast-import writer: under ``core.ignoreCase`` (macOS and Windows clones) fast-import took
+    ``a.md`` for ``A.md``, writing one twin's text into the other."""
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "config", "core.ignoreCase", "true")
+    upper, lower = blob(repo, b"upper\n"), blob(repo, b"lower\n")
+    tree = git(repo, "mktree", input=f"100644 blob {upper}\tA.md\n100644 blob {lower}\ta.md\n".encode()).strip()
+    git(repo, "update-ref", LOCAL, git(repo, "commit-tree", tree, "-m", "twins").strip())
+    with GitStore(repo) as store:
+        store.write_files({"a.md": "new\n"}, "statefile: write a.md")
+    assert git(repo, "show", f"{LOCAL}:A.md") == "upper\n" and git(repo, "show", f"{LOCAL}:a.md") == "new\n"
+    fsck_clean(repo)

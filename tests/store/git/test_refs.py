@@ -12,23 +12,27 @@ import time
 from pathlib import Path
 
 import pytest
-from gitutil import STATEFILE
-from storeutil import BRANCH, LOCAL, TRACKING, appender, clone, git, make_remote, make_repo, rev
+from gitutil import run_statefile
+from storeutil import BRANCH, LOCAL, TRACKING, appender, clone, git, make_remote, make_repo, one_error_line, rev
 
-from statefile.errors import EXIT_GIT, EXIT_NOT_FOUND, EXIT_USAGE, GitError
-from statefile.store import Store
-from statefile.store.git import store as git_store
+from statefile.errors import (
+    EXIT_GIT,
+    EXIT_INVALID_DATA,
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    GitError,
+    InvalidDataError,
+    UsageError,
+)
+from statefile.store import GitStore, Store
+from statefile.store.git import transaction
+from statefile.store.git.refs import Refs
 from statefile.store.git.retry import Backoff
 
 
 def sf(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """The statefile command, killed (and the test failed) if it runs longer than ``timeout`` seconds."""
-    return subprocess.run([STATEFILE, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
-    return proc.stderr
+    """The statefile command, in-process; the test fails if it runs longer than ``timeout`` seconds."""
+    return run_statefile(*args, cwd=cwd, timeout=timeout)
 
 
 def hook(bare: Path, name: str, body: str) -> None:
@@ -77,7 +81,7 @@ def test_a_push_that_cannot_be_verified_says_so_and_never_that_it_failed(
     store.update("perf", appender("- one"), "statefile: one")
     before = rev(work, LOCAL)
     # The check is bounded by time: a shorter bound keeps this test short (the remote stays away throughout).
-    monkeypatch.setattr(git_store, "_VERIFY_BACKOFF", Backoff(tries=20, first=0.05, cap=0.2, budget=1.0), raising=False)
+    monkeypatch.setattr(transaction, "_VERIFY_BACKOFF", Backoff(tries=20, first=0.05, cap=0.2, budget=1.0))
     vanish_after_receiving(remote, None)
     with pytest.raises(GitError) as info:
         store.update("perf", appender("- two"), "statefile: two")
@@ -160,3 +164,49 @@ def test_a_stale_remote_tracking_ref_in_the_way_of_the_fetch_is_named_not_taken_
     assert sf("--remote", "origin", "--branch", f"{BRANCH}/sub", "init", "perf", cwd=pusher).returncode == 0
     proc = sf("--remote", "origin", "--branch", f"{BRANCH}/sub", "list", cwd=work, timeout=10)
     assert_refused_as_a_clash(proc, TRACKING, "git fetch --prune origin")
+
+
+def test_a_branch_that_is_a_symbolic_ref_is_never_written_through(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): a branch that is a symbolic ref is never written through."""
+    repo = make_repo(tmp_path / "repo")
+    main = rev(repo, "refs/heads/main")
+    git(repo, "symbolic-ref", LOCAL, "refs/heads/main")
+    proc = run_statefile("record", "perf", "--status", "accepted", cwd=repo)
+    assert proc.returncode == EXIT_INVALID_DATA and "symbolic ref to refs/heads/main" in one_error_line(proc)
+    assert rev(repo, "refs/heads/main") == main and git(repo, "status", "--porcelain") == ""
+    # Through a remote too, and when the ref it names does not exist (creating the branch would create that).
+    remote = make_remote(tmp_path)
+    work = clone(remote, tmp_path / "work")
+    git(work, "symbolic-ref", LOCAL, "refs/heads/elsewhere")
+    for store in (Store.open(work), Store.open(work, remote="origin")):
+        with pytest.raises(InvalidDataError, match="symbolic ref to refs/heads/elsewhere"):
+            store.update("perf", appender("- x"), "statefile: x")
+    assert rev(work, "refs/heads/elsewhere") is None and rev(remote, LOCAL) is None
+
+
+def test_reads_through_a_local_symbolic_ref_are_refused_as_writes_are(tmp_path: Path) -> None:
+    """cat-file follows a symbolic ref silently: list showed main's code.py as a program, show read it."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("project\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "readme")
+    git(repo, "symbolic-ref", LOCAL, "refs/heads/main")
+    refused = run_statefile("record", "perf", "--status", "accepted", cwd=repo)
+    assert refused.returncode == EXIT_INVALID_DATA and "symbolic ref to refs/heads/main" in one_error_line(refused)
+    for args in (["list"], ["check"], ["show", "README"], ["export"], ["search", "project"], ["log", "README"]):
+        proc = run_statefile(*args, cwd=repo)
+        assert (proc.returncode, proc.stderr) == (EXIT_INVALID_DATA, refused.stderr), (args, proc.stderr)
+    # The store itself, not only the command line: the first read asks, as every write does.
+    with GitStore(repo) as store, pytest.raises(InvalidDataError, match="symbolic ref to refs/heads/main"):
+        store.programs()
+    assert git(repo, "symbolic-ref", LOCAL).strip() == "refs/heads/main"
+
+
+def test_git_judges_a_branch_name_before_the_branch_is_created(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): git judges a branch name before the branch is created."""
+    repo = make_repo(tmp_path / "repo")
+    store = Store.open(repo, branch="memory/ok")
+    # As if the pure rules had let a bad name by: git's own check-ref-format still stands in the way.
+    with pytest.raises(UsageError, match="git refuses it"):
+        Refs(store._git, store.repository, "bad..name", []).check_name()
+    Refs(store._git, store.repository, "memory/ok", []).check_name()

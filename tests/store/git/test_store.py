@@ -2,27 +2,47 @@
 
 from __future__ import annotations
 
+import json
 import os
+import random
+import signal
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from gitutil import make_repos, run_statefile
 from storeutil import (
     BRANCH,
     LOCAL,
     TRACKING,
+    WORKER,
     appender,
+    blob,
     clone,
     commit_count,
     files_at,
     fsck_clean,
     git,
+    lines_of,
     make_remote,
     make_repo,
+    one_error_line,
     rev,
+    spawn,
 )
+from synthetic import synthetic_state
 
-from statefile.errors import BudgetError, ConflictError, GitError, NotFoundError, UsageError
+from statefile.errors import (
+    EXIT_CHECK_FAILED,
+    EXIT_INVALID_DATA,
+    BudgetError,
+    ConflictError,
+    GitError,
+    NotFoundError,
+    UsageError,
+)
 from statefile.model.document import StateDocument, parse
 from statefile.store import BOT_EMAIL, BOT_NAME, Change, GitStore, Store
 
@@ -269,7 +289,7 @@ def test_missing_repository_and_remote_are_clear_errors(tmp_path: Path) -> None:
         Store.open(tmp_path)
     repo = make_repo(tmp_path / "repo")
     with pytest.raises(NotFoundError, match="remote 'origin' is not configured"):
-        Store.open(repo, remote="origin")
+        Store.open(repo, remote="origin").fetch()  # said on first use: opening runs no git
 
 
 # -- authors -----------------------------------------------------------------------------------------------------
@@ -454,3 +474,207 @@ def test_a_remote_given_by_a_relative_path_works(tmp_path: Path, remote: Path) -
     git(work, "remote", "add", "origin", os.path.relpath(remote, work))
     commit = Store.open(work, remote="origin").update("perf", appender("- one"), "statefile: one").commit
     assert rev(remote, LOCAL) == commit
+
+
+def test_a_corrupt_archive_tree_is_named_by_its_path(tmp_path: Path) -> None:
+    """A tree that is there but unreadable: check said "is a tree, expected a tree", search and export blamed the
+    top folder as missing."""
+    repos = make_repos(tmp_path)
+    work = repos.work
+    assert run_statefile("-q", "init", "perf", cwd=work).returncode == 0
+    hashed = subprocess.run(["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"], cwd=work,
+                            input=b"100644 perf\0abc", capture_output=True, check=True)  # fmt: skip
+    bad = hashed.stdout.decode().strip()
+    blob = git(work, "rev-parse", "memory/autoloop:perf.md").strip()
+    listing = f"100644 blob {blob}\tperf.md\n040000 tree {bad}\tarchive\n"
+    made = subprocess.run(["git", "mktree"], cwd=work, input=listing, capture_output=True, text=True, check=True)
+    commit = git(work, "commit-tree", made.stdout.strip(), "-p", "memory/autoloop", "-m", "damaged").strip()
+    git(work, "update-ref", "refs/heads/memory/autoloop", commit)
+    checked = run_statefile("check", cwd=work)
+    assert checked.returncode == 1 and "damaged tree" in checked.stdout and "expected a tree" not in checked.stdout
+    for args in (["search", "x"], ["export"], ["expand", "perf", "1"]):
+        proc = run_statefile(*args, cwd=work)
+        assert proc.returncode == 7 and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert f"archive (object {bad})" in proc.stderr and "damaged tree" in proc.stderr, (args, proc.stderr)
+    assert git(work, "rev-parse", "refs/heads/memory/autoloop").strip() == commit
+
+
+def point_branch(repo: Path, lines: list[str]) -> str:
+    """Point the memory branch at a commit whose root tree is ``lines`` (``mktree --missing`` input)."""
+    tree = git(repo, "mktree", "--missing", input="".join(f"{line}\n" for line in lines).encode()).strip()
+    commit = git(repo, "commit-tree", tree, "-m", "crafted").strip()
+    git(repo, "update-ref", LOCAL, commit)
+    return commit
+
+
+def test_entries_that_cannot_be_read_are_errors_for_every_command_that_goes_over_all(tmp_path: Path) -> None:
+    """Found by the adversarial run (issue 15): entries that cannot be read are errors for every command that goes over
+    all."""
+    repo = make_repo(tmp_path / "repo")
+    head = rev(repo, "HEAD")
+    missing = "1" * 40
+    point_branch(
+        repo,
+        [
+            f"100644 blob {blob(repo, synthetic_state('ok', 3, seed=1).encode())}\tok.md",
+            f"100644 blob {missing}\tgone.md",  # ls-tree -l shows its size as BAD
+            f"120000 blob {blob(repo, b'/etc/passwd')}\tlinked.md",
+            f"160000 commit {head}\tsub.md",
+            f"040000 tree {git(repo, 'mktree', input=b'').strip()}\tfolder.md",
+        ],
+    )
+    reasons = {"gone": "missing from the repository", "linked": "symbolic link", "sub": "submodule",
+               "folder": "folder"}  # fmt: skip
+    with GitStore(repo) as store:
+        assert store.programs() == {"ok": len(synthetic_state("ok", 3, seed=1).encode())}
+        found = store.unreadable()
+        assert sorted(found) == sorted(reasons) and all(reasons[n] in found[n] for n in reasons)
+    checked = run_statefile("--json", "check", cwd=repo)
+    assert checked.returncode == EXIT_CHECK_FAILED
+    outcomes = {o["name"]: o for o in json.loads(checked.stdout)}
+    assert outcomes["ok"]["ok"] and all(not outcomes[n]["ok"] for n in reasons)
+    listed = run_statefile("--json", "list", cwd=repo)
+    assert listed.returncode == 0
+    statuses = {r["program"]: r["status"] for r in json.loads(listed.stdout)}
+    assert sorted(statuses) == sorted([*reasons, "ok"]) and statuses["ok"] != "unreadable"
+    assert all(statuses[name] == "unreadable" for name in reasons)
+    compacted = run_statefile("compact", "--all", cwd=repo)
+    assert compacted.returncode == EXIT_INVALID_DATA
+    assert all(f"error: {name}:" in compacted.stderr for name in reasons)
+    reported = run_statefile("report", "--all", cwd=repo)
+    assert reported.returncode == 0 and set(json.loads(reported.stdout)["statefile"]["programs"]) >= set(reasons)
+    for args in (["status"], ["show", "gone"], ["expand", "gone", "1"]):
+        proc = run_statefile(*args, cwd=repo)
+        assert proc.returncode in (0, EXIT_INVALID_DATA), (args, proc.stderr)
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+@pytest.mark.parametrize("missing", ["archive", "archive/perf"])
+def test_a_missing_archive_tree_is_invalid_data_naming_its_path(tmp_path: Path, missing: str) -> None:
+    """Missing blobs were exit 7 naming the path; missing trees were exit 6 "git mktree failed" or "git ls-tree
+    failed" (record, search, export), or a message without the path (history)."""
+    repo = make_repo(tmp_path / "repo")
+    assert run_statefile("-q", "init", "perf", cwd=repo).returncode == 0
+    state = git(repo, "rev-parse", f"{LOCAL}:perf.md").strip()
+    gone = "1" * 40
+    if missing == "archive":
+        archive = gone
+    else:
+        archive = git(repo, "mktree", "--missing", input=f"040000 tree {gone}\tperf\n".encode()).strip()
+    commit = point_branch(repo, [f"100644 blob {state}\tperf.md", f"040000 tree {archive}\tarchive"])
+    commands = [["search", "x"], ["export"], ["history", "perf"]]
+    if missing == "archive":  # the write carries the archive folder over by its id, which git checks
+        commands.append(["record", "perf", "--status", "accepted"])
+    for args in commands:
+        proc = run_statefile(*args, cwd=repo)
+        assert proc.returncode == EXIT_INVALID_DATA, (args, proc.stderr)
+        line = one_error_line(proc)
+        assert f"{missing} (object {gone}) on branch {BRANCH} is missing from the repository" in line, (args, line)
+    assert rev(repo, LOCAL) == commit
+
+
+def test_a_missing_blob_a_write_carries_over_is_invalid_data_naming_its_path(tmp_path: Path) -> None:
+    """git mktree refuses a tree naming a missing object: that was exit 6 "git mktree failed"."""
+    repo = make_repo(tmp_path / "repo")
+    assert run_statefile("-q", "init", "perf", cwd=repo).returncode == 0
+    state = git(repo, "rev-parse", f"{LOCAL}:perf.md").strip()
+    commit = point_branch(repo, [f"100644 blob {state}\tperf.md", f"100644 blob {'2' * 40}\t_shared.md"])
+    proc = run_statefile("record", "perf", "--status", "accepted", cwd=repo)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert f"_shared.md (object {'2' * 40}) on branch {BRANCH} is missing" in one_error_line(proc)
+    assert rev(repo, LOCAL) == commit
+
+
+# A writer that never stops (until killed): alternates plain updates and compactions with archive text.
+LOOPER = """
+import sys
+from statefile.model.document import StateDocument, parse
+from statefile.store import Store, Change
+
+store = Store.open(sys.argv[1], remote=None if sys.argv[2] == "-" else sys.argv[2], max_bytes=4000)
+i = 0
+while True:
+    i += 1
+    def fn(doc, i=i):
+        text = doc.render() if doc is not None else "# Autoloop: perf\\n\\n"
+        lines = text.splitlines(keepends=True)
+        if len(lines) > 40:  # fold the oldest half into the archive, in the same commit
+            head, old, rest = lines[:2], lines[2:22], lines[22:]
+            kept = parse("".join(head + rest) + f"- line {i}\\n")
+            return Change(kept, archive="".join(old), archive_label=f"fold {i}")
+        return parse(text + f"- line {i}\\n")
+    store.update("perf", fn, f"statefile: step {i}")
+"""
+
+
+def _assert_sound(repo: Path) -> None:
+    """The branch points at a complete commit and its state file parses; archives are whole chunks."""
+    fsck_clean(repo)
+    store = Store.open(repo)
+    try:
+        text = store.read_text("perf")
+        if text is None:
+            return
+        doc = parse(text)
+        assert doc.render() == text and text.startswith("# Autoloop: perf\n\n")
+        assert all(line.startswith("- line ") for line in text.splitlines()[2:])
+        for part in store.archive_parts("perf"):
+            assert store.read_archive("perf", part).startswith("# Archive: perf")
+    finally:
+        store.close()
+
+
+def recovered(round_: int) -> Callable[[StateDocument | None], StateDocument]:
+    def fn(doc: StateDocument | None) -> StateDocument:
+        return parse((doc.render() if doc else "# Autoloop: perf\n\n") + f"- line recovered {round_}\n")
+
+    return fn
+
+
+@pytest.mark.slow
+def test_processes_sharing_one_repository_serialize_through_the_ref(tmp_path: Path) -> None:
+    """Real processes writing one branch at once, nothing mocked: processes sharing one repository serialize through the
+    ref."""
+    repo = make_repo(tmp_path / "repo")
+    procs = [spawn(WORKER, str(repo), "-", f"p{n}", "15", "200") for n in range(4)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    text = Store.open(repo).read_text("perf") or ""
+    assert sorted(lines_of(text)) == sorted(f"- p{n}-{i}" for n in range(4) for i in range(15))
+    assert commit_count(repo, LOCAL) == 60
+    fsck_clean(repo)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_remote", [False, True], ids=["local", "remote"])
+def test_a_writer_killed_at_random_moments_never_breaks_the_branch(tmp_path: Path, with_remote: bool) -> None:
+    """Real processes writing one branch at once, nothing mocked: a writer killed at random moments never breaks the
+    branch."""
+    remote = make_remote(tmp_path)
+    repo = clone(remote, tmp_path / "work")
+    rng = random.Random(1234)
+    for round_ in range(8):
+        proc = spawn(LOOPER, str(repo), "origin" if with_remote else "-")
+        time.sleep(rng.uniform(0.4, 1.2))
+        os.killpg(proc.pid, signal.SIGKILL)  # the writer and every git it runs, as when a CI job is cancelled
+        proc.communicate()
+        # A git killed while holding a ref lock leaves the .lock file (plain git does too): that blocks writers,
+        # which then say so, but it is not damage.  Clear them as an operator would.
+        for git_dir in (repo / ".git", remote):
+            for lock in [*(git_dir / "refs").rglob("*.lock"), *git_dir.glob("packed-refs.lock")]:
+                lock.unlink()
+        _assert_sound(repo)
+        if with_remote:
+            fsck_clean(remote)
+        # The branch is usable straight away: the next writer picks up wherever the killed one stopped.
+        store = Store.open(repo, remote="origin" if with_remote else None)
+        store.update("perf", recovered(round_), "statefile: after a kill")
+        store.close()
+        _assert_sound(repo)
+    assert rev(repo, LOCAL) is not None
+    if with_remote:
+        assert commit_count(remote, LOCAL) > 10
+        assert rev(remote, LOCAL) == rev(repo, LOCAL)
+    else:
+        assert commit_count(repo, LOCAL) > 20

@@ -1,0 +1,139 @@
+"""Where the memory branch stands against its remote-tracking copy, and what reads and writes do about it.
+
+One pure table: from the branch state (the local ref, the remote-tracking ref, their relation, and whether the
+command goes through a remote) to the commit reads must pin, what a read says, and what a write refuses.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+from statefile.errors import ConflictError, NotFoundError, StatefileError
+from statefile.numbers import plural
+
+
+class Relation(enum.Enum):
+    """The local branch against its remote-tracking copy."""
+
+    MISSING = "missing"  # neither exists
+    NO_LOCAL = "no local branch"
+    NO_TRACKING = "no remote-tracking copy"
+    SAME = "same"
+    AHEAD = "ahead"
+    BEHIND = "behind"
+    DIVERGED = "diverged"
+
+
+class BranchState(NamedTuple):
+    """The local branch against its remote-tracking copy (the remote's, as of the last fetch)."""
+
+    local: str | None  # refs/heads/<branch>'s commit
+    tracking_ref: str  # the remote-tracking ref compared with, or ""
+    tracking: str | None  # its commit (with a remote: None when the remote has no such branch)
+    ahead: int  # commits the local branch has that the tracking copy lacks
+    behind: int  # and the other way round
+    tracking_name: str  # how messages name the tracking copy: origin/memory/autoloop
+    branch: str = ""
+    remote: str | None = None  # the remote the command goes through (--remote), else None
+
+    @property
+    def exists(self) -> bool:
+        """Whether there is anything to read: the local branch or a remote-tracking copy of it."""
+        return self.local is not None or self.tracking is not None
+
+    @property
+    def diverged(self) -> bool:
+        """Both sides have commits the other lacks."""
+        return self.relation is Relation.DIVERGED
+
+    @property
+    def relation(self) -> Relation:
+        """How the two refs relate."""
+        if self.local is None:
+            return Relation.MISSING if self.tracking is None else Relation.NO_LOCAL
+        if self.tracking is None:
+            return Relation.NO_TRACKING
+        if self.ahead and self.behind:
+            return Relation.DIVERGED
+        return Relation.AHEAD if self.ahead else Relation.BEHIND if self.behind else Relation.SAME
+
+
+class Verdict(NamedTuple):
+    """What the table says: the commit reads must see (``None``: the store's own tip), a note for people, and
+    the error a write must stop with (``None``: go ahead)."""
+
+    pin: str | None = None
+    note: str = ""
+    refusal: StatefileError | None = None
+
+
+def decide(state: BranchState, *, create: bool = False) -> Verdict:
+    """The table, for a branch that exists somewhere (:attr:`BranchState.exists`)."""
+    relation, branch, tracked = state.relation, state.branch, state.tracking_name
+    remote = state.remote or tracked.partition("/")[0]
+    through = f"pass --remote {remote} to write through {remote}"
+    if relation is Relation.DIVERGED:
+        # --remote asks for the remote's memory: reads see it and say the local branch forked; writes stop.
+        fork = diverged(state)
+        if state.remote is None:
+            note = f"read the local branch; {fork} — pass --remote {remote} to read {remote}'s"
+        else:
+            note = f"read {tracked}; {fork} — {sync_advice(remote, branch)}"
+        refusal = ConflictError(f"{fork}; nothing was written — {sync_advice(remote, branch)}")
+        return Verdict(state.tracking if state.remote else None, note, refusal)
+    if state.remote is None:
+        if relation is Relation.NO_LOCAL:
+            return Verdict(
+                note=f"read {tracked} as last fetched (there is no local branch); pass --remote {remote} for "
+                f"{remote}'s current tip",
+                refusal=NotFoundError(
+                    f"there is no local branch {branch}, only {tracked} as last fetched; nothing was written — "
+                    f"{through} (or `git branch {branch} {tracked}` to write locally)"
+                ),
+            )
+        if relation is Relation.BEHIND:
+            return Verdict(
+                note=f"read the local branch {branch}; {tracked} has {plural(state.behind, 'newer commit')} — "
+                f"pass --remote {remote}",
+                refusal=ConflictError(
+                    f"the local branch {branch} is {plural(state.behind, 'commit')} behind {tracked}; nothing was "
+                    f"written — {through} (or `git fetch {remote} {branch}:{branch}` to bring the local branch up "
+                    "to date)"
+                ),
+            )
+        if relation is Relation.AHEAD:
+            commits = plural(state.ahead, "commit")
+            return Verdict(note=f"read the local branch {branch}, which has {commits} not on {tracked}")
+        return Verdict()
+    sync = f"`statefile --remote {remote} sync`"
+    if relation is Relation.NO_TRACKING:
+        commits = plural(state.ahead, "commit")
+        missing = None if create else NotFoundError(
+            f"{remote} has no branch {branch}; nothing was written — {sync} publishes the local one ({commits}), or "
+            "pass --create"
+        )  # fmt: skip
+        return Verdict(note=f"{remote} has no branch {branch}: read the local one ({commits}) — {sync} publishes it",
+                       refusal=missing)  # fmt: skip
+    if relation is Relation.AHEAD:
+        return Verdict(
+            note=f"read the local branch {branch}: {plural(state.ahead, 'commit')} not yet on {remote} — {sync} "
+            "pushes them"
+        )
+    return Verdict()
+
+
+def diverged(state: BranchState) -> str:
+    """How messages say that the local branch and its remote-tracking copy have forked."""
+    return (
+        f"the local branch {state.branch} and {state.tracking_name} have diverged "
+        f"({plural(state.ahead, 'local-only commit')}, {plural(state.behind, 'commit')} only on the remote)"
+    )
+
+
+def sync_advice(remote: str, branch: str) -> str:
+    """What to run to reconcile a forked branch."""
+    return (
+        f"`statefile --remote {remote} sync` replays the local-only commits onto {remote}'s tip (nothing is lost), "
+        f"or keep them aside with `git branch -m {branch} {branch}-local` and run the command again"
+    )
