@@ -1,7 +1,7 @@
 """Repositories for the benchmarks: a bare remote whose memory branch holds P realistic programs, built fast.
 
 The branch is written with ``git fast-import`` (one process, no work tree), so 1000 programs take about a second.
-Program files come from :func:`statefile.model.synthetic.synthetic_state` (the upstream template, 10–49 iterations, some
+Program files come from tests/synthetic.py (the upstream template, 10–49 iterations, some
 with agent-written range lines: 5–25 KB each, like a real fleet under a 30 KB budget).  After the first commit
 the branch gets ``history`` more commits, each appending an iteration to one program, so fetches and clones move a
 realistic history rather than a single snapshot.
@@ -10,12 +10,14 @@ realistic history rather than a single snapshot.
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from _timing import sh
 
-from statefile.model.synthetic import synthetic_state
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py, shared with the tests
+from synthetic import synthetic_state
 
 BRANCH = "memory/autoloop"
 

@@ -1,8 +1,4 @@
-"""Defaults every layer agrees on (the base layer: nothing from the package but how numbers are written).
-
-They live here, not in :mod:`statefile.app.config`, so the store and the integrations can use them without
-importing the layer above them.
-"""
+"""Defaults every layer agrees on, here (not in :mod:`statefile.app.config`) so lower layers can use them."""
 
 from __future__ import annotations
 
@@ -56,12 +52,8 @@ _SIZE_DECIMALS = 12
 
 
 def parse_size(raw: object) -> int:
-    """A byte count: an int, or text like ``30720``, ``30KB``, ``1.5 MiB`` (K/M/G are 1024-based, as gh-aw's).
-
-    The one size parser: configuration files, environment variables and every ``--max-bytes`` flag use it, so a
-    size accepted in one place is accepted in all.  Parsed exactly (integers, never a float: 309 nines would be
-    infinity), rounded down to whole bytes, from 1 byte to :data:`MAX_SIZE`.  Raises ValueError with what is wrong.
-    """
+    """A byte count from an int or text like ``30720``, ``30KB``, ``1.5 MiB`` (1024-based, as gh-aw's): the one size
+    parser, exact (never a float), rounded down, 1 byte to :data:`MAX_SIZE`; ValueError says what is wrong."""
     if isinstance(raw, bool):
         raise ValueError("must be a number of bytes such as 30720 or '30KB'")
     if isinstance(raw, int):

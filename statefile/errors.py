@@ -1,8 +1,5 @@
-"""One exception root, and the exit code each kind of failure maps to.
-
-Every error statefile raises on purpose derives from :class:`StatefileError`; the CLI turns it into one line on
-stderr and the exit code below, never a traceback.  The codes are documented in docs/exit-codes.md.
-"""
+"""One exception root (:class:`StatefileError`: one line on stderr, never a traceback) and the exit code each kind
+of failure maps to (docs/exit-codes.md)."""
 
 from __future__ import annotations
 
@@ -64,16 +61,12 @@ class InvalidDataError(StatefileError):
 
 
 class EnvironmentFailure(StatefileError):
-    """The machine refused a write or read: a full disk, a read-only or unwritable repository or folder.
-
-    Nothing is wrong with the data or the arguments; free space or fix permissions, then run the command again.
-    """
+    """The machine refused a write or read (a full disk, a read-only folder); the data and arguments are fine."""
 
     exit_code = EXIT_ENVIRONMENT
 
 
 class InterruptedWrite(StatefileError):
-    """Ctrl-C arrived after a write may have reached the memory: the message says whether it landed and how to
-    look, so that nobody runs the command again and records the same thing twice."""
+    """Ctrl-C after a write may have landed: the message says whether and how to look (not to record it twice)."""
 
     exit_code = EXIT_INTERRUPTED

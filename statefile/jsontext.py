@@ -1,11 +1,6 @@
-"""JSON that other programs wrote (the scheduler's autoloop.json, gh-aw's agent output, an export), read strictly.
-
-Python's ``json`` accepts ``NaN`` and ``Infinity``, turns ``1e999`` into an infinite float, converts integers of
-thousands of digits (or fails past 4,300 with a ValueError that is not a JSONDecodeError) and recurses once per
-bracket.  None of that belongs in the files statefile reads, and each used to surface as an internal error or as
-an impossible number deep inside a command.  :func:`parse_json` refuses all of it with one :class:`JsonError`
-whose text is one line, for the caller to put in front of its own advice.
-"""
+"""JSON that other programs wrote (autoloop.json, gh-aw's agent output, an export), read strictly: no ``NaN`` or
+``Infinity``, no number of thousands of digits or beyond the float range, no nesting past the recursion limit;
+:func:`parse_json` refuses each with one :class:`JsonError` of one line."""
 
 from __future__ import annotations
 
@@ -18,10 +13,7 @@ MAX_DIGITS = 40
 
 
 class JsonError(ValueError):
-    """Why a text is not the strict JSON statefile reads, in one line (no file name: the caller adds that).
-
-    ``too_deep``: the text may well be JSON, but nested deeper than Python's parser goes.
-    """
+    """Why a text is not the strict JSON statefile reads, in one line; ``too_deep``: nested past Python's parser."""
 
     def __init__(self, message: str, *, too_deep: bool = False) -> None:
         super().__init__(message)
@@ -31,14 +23,9 @@ class JsonError(ValueError):
 def parse_json(
     text: str, *, max_digits: int = MAX_DIGITS, nan_as_null: bool = False, big_numbers_as_text: bool = False
 ) -> Any:
-    """``text`` parsed as standard JSON: no NaN or Infinity, no number past ``max_digits`` digits or out of the
-    float range, no nesting deeper than Python's recursion allows.  Raises :class:`JsonError`.
-
-    ``nan_as_null`` reads ``NaN`` and ``Infinity`` as ``null`` instead: Python's ``json.dumps`` writes them, so a
-    file another Python program wrote (the scheduler's autoloop.json) may hold one where a number is unknown.
-    ``big_numbers_as_text`` keeps a number past those limits as its literal text (a ``str``) instead of refusing
-    the whole text: in an agent's output, one absurd number is that item's problem, for the item's own checks.
-    """
+    """``text`` parsed as strict JSON, or :class:`JsonError`.  ``nan_as_null`` reads ``NaN``/``Infinity`` as
+    ``null`` (Python's ``json.dumps`` writes them); ``big_numbers_as_text`` keeps a number past the limits as its
+    literal text, for the item that holds it to refuse."""
 
     def number(literal: str) -> bool:
         digits = sum(ch.isdigit() for ch in literal)

@@ -1,27 +1,15 @@
-"""How statefile writes numbers for people: the one place every human (non-JSON) output takes them from.
+"""How statefile writes numbers for people: the one place every human (non-JSON) output takes them from (issue 22).
 
-One style everywhere (issue 22):
-
-- sizes and counts always with thousands separators: ``3,840 bytes``, ``3,840 of 30,720 bytes``, ``1,024 tokens``;
-- a share of a budget always with one decimal, rounded half up: ``5.1%``, ``47.7%``, ``258.5%``, ``100.0%``.  One
-  decimal because that is what ``--json`` carries (``percent_of_budget``, from :func:`percent` too), so text and
-  JSON never disagree; and because a whole percent hides what matters at the edge (``100%`` for a file 0.4 % over
-  its budget, ``258%`` for 258.5 %).  The rounding never crosses a line that means something: a file under its
-  budget never shows ``100.0%`` (99.95 % is ``99.9%``), a file over it never shows ``100.0%`` either (``100.1%``),
-  and a non-empty file never shows ``0.0%``;
-- a size against its budget reads ``3,840 of 30,720 bytes (12.5%)`` (:func:`budget_text`), in every command and in
-  the commit messages statefile writes.
-
-Numbers that name something rather than measure it stay as typed, because they are typed back: iteration and
-line numbers (``statefile expand perf 1234``), issue numbers, metric values as the agent reported them, settings
-(``max-bytes 30720``) and ``key=value`` echoes of a JSON file.
+Sizes and counts with thousands separators (``3,840 of 30,720 bytes``); a share of a budget with one decimal,
+rounded half up, as ``--json`` carries it (``5.1%``, ``258.5%``), never crossing a line that means something (under
+budget is never ``100.0%``, a non-empty file never ``0.0%``).  Numbers typed back (iteration numbers, settings,
+metric values as reported) stay as typed.
 """
 
 from __future__ import annotations
 
 HUGE_DIGITS = 30
-"""Past this many digits a number is shown as "a number of more than 30 digits" (past 4,300 digits Python refuses
-to turn an int into text at all, a ValueError of its own)."""
+"""Past this many digits a number is "a number of more than 30 digits" (Python refuses past 4,300)."""
 
 
 def number_text(number: int) -> str:
@@ -31,10 +19,7 @@ def number_text(number: int) -> str:
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:
-    """``count`` and ``noun`` agreeing in number: ``1 iteration``, ``2 iterations``, ``1,024 bytes``, ``0 parts``.
-
-    ``many`` is the plural when it is not ``noun + "s"`` (``plural(2, "entry", "entries")``).
-    """
+    """``count`` and ``noun`` agreeing in number: ``1 iteration``, ``1,024 bytes``; ``many`` is an irregular plural."""
     return f"{number_text(count)} {noun if count == 1 else (many or noun + 's')}"
 
 
@@ -44,12 +29,8 @@ def size_text(size: int) -> str:
 
 
 def percent(part: int, whole: int) -> float | None:
-    """``part`` as a percentage of ``whole`` with one decimal (``None`` when ``whole`` is not positive).
-
-    Rounded half up on the exact fraction (no float error: 2,585 of 1,000 is 258.5, never 258.4), except that the
-    result never lands on a line ``part`` is not on: below ``whole`` it stays at most 99.9, above it at least 100.1,
-    and a positive ``part`` is at least 0.1.  What ``--json`` reports as ``percent_of_budget``.
-    """
+    """``part`` as a percentage of ``whole`` with one decimal, rounded half up exactly, never on a line ``part`` is
+    not on (below ``whole`` at most 99.9, above at least 100.1, positive at least 0.1); ``None`` without a whole."""
     if whole <= 0:
         return None
     tenths = (2000 * part + whole) // (2 * whole)  # round(1000 * part / whole), halves up, in integers

@@ -1,9 +1,5 @@
-"""Credentials never reach output: every message and setting statefile prints goes through :func:`redact`.
-
-Tokens travel in remote URLs (``https://user:token@host``, ``?access_token=…``), in HTTP headers, and in
-environment variables; git echoes the first two in its errors, and ``statefile config`` shows settings that came
-from the environment.  Redaction errs towards hiding: a password with a ``/`` in it is still a password.
-"""
+"""Credentials never reach output: every message and setting statefile prints goes through :func:`redact`, which
+errs towards hiding (tokens travel in remote URLs, headers and environment variables)."""
 
 from __future__ import annotations
 

@@ -17,32 +17,12 @@ import statefile
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _type_checking_exports() -> dict[str, str]:
-    """``name -> module`` from the ``if TYPE_CHECKING:`` block of ``statefile/__init__.py``."""
+def test_every_exported_name_resolves() -> None:
+    """One list (``__all__``): each name is there, and nothing else public is re-exported."""
+    assert all(hasattr(statefile, name) for name in statefile.__all__)
     tree = ast.parse((ROOT / "statefile" / "__init__.py").read_text(encoding="utf-8"))
-    found: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            for stmt in node.body:
-                assert isinstance(stmt, ast.ImportFrom) and stmt.module
-                for alias in stmt.names:
-                    # "from m import X as X" is what marks an explicit re-export for mypy --strict.
-                    assert alias.asname == alias.name, f"{alias.name} is imported without 'as {alias.name}'"
-                    found[alias.name] = stmt.module
-    return found
-
-
-def test_exports_agree_everywhere() -> None:
-    seen = _type_checking_exports()
-    assert seen == statefile._EXPORTS
-    assert set(statefile.__all__) == {*seen, "__version__"}
-    assert sorted(dir(statefile)) == sorted(statefile.__all__)
-
-
-@pytest.mark.parametrize("name", sorted(statefile._EXPORTS))
-def test_every_name_resolves_to_its_module(name: str) -> None:
-    value = getattr(statefile, name)
-    assert value is getattr(importlib.import_module(statefile._EXPORTS[name]), name)
+    imported = {alias.name for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported - {"annotations"} == set(statefile.__all__) - {"__version__"}
 
 
 def test_unknown_names_are_attribute_errors() -> None:
@@ -91,6 +71,7 @@ USER_CODE = """
 """
 
 
+@pytest.mark.slow  # mypy over user code
 @pytest.mark.skipif(shutil.which("mypy") is None and importlib.util.find_spec("mypy") is None, reason="needs mypy")
 def test_user_code_type_checks_strictly_with_no_any(tmp_path: Path) -> None:
     """mypy --strict on code using the API: no unexported names, and no expression of type Any."""

@@ -12,6 +12,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from statefile.cli.run import shown
 from statefile.redaction import redact, redact_value
 
 
@@ -96,3 +97,29 @@ def test_config_never_prints_a_remote_credential(tmp_path: Path, as_json: bool) 
         if as_json:
             remote = next(row for row in json.loads(proc.stdout) if row["key"] == "remote")
             assert "***" in remote["value"]
+
+
+def test_secrets_in_any_case_are_redacted() -> None:
+    """Found by the cold review of issue 15: secrets in any case are redacted."""
+    assert redact("password=hunter2 Api_Key=k1 github_token=t2") == "password=*** Api_Key=*** github_token=***"
+    # A loop's ordinary notes are left alone: the name must end in the secret's word.
+    notes = "max_tokens=8192 tokenizer=bpe num_tokens=3 token_budget=900 llm -o max_tokens=400"
+    assert redact(notes) == notes
+    assert shown("a\x1b[2Jb\u2066c") == "a\\x1b[2Jb\\u2066c"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("tok:ScpSecret3w@127.0.0.1:o/r.git", "ScpSecret3w"),
+        ("invalid remote name 'me:pa/ss@host.example.com:o/r.git'", "pa/ss"),
+    ],
+)
+def test_a_password_in_gits_scp_form_is_hidden(text: str, secret: str) -> None:
+    """Found by the hostile run (issue 15): a password in gits scp form is hidden."""
+    assert secret not in redact(text) and "***" in redact(text)
+
+
+def test_the_scp_form_without_a_password_is_left_alone() -> None:
+    """Found by the hostile run (issue 15): the scp form without a password is left alone."""
+    assert redact("git@github.com:o/r.git") == "git@github.com:o/r.git"

@@ -18,8 +18,7 @@ from statefile.model.spans import Span, highest, inside, merge, missing, of_numb
 from statefile.model.text import clip
 from statefile.numbers import number_text
 
-if TYPE_CHECKING:
-    # Type-only: the document calls find_anomalies for its ``warnings``; at run time only it imports this module.
+if TYPE_CHECKING:  # the document imports this module for its ``warnings``
     from statefile.model.document import StateDocument
 
 
@@ -50,8 +49,7 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     if state_section is None:
         yield Anomaly("missing-machine-state", "no Machine State section: the scheduler treats this as a new program")
     else:
-        # The scheduler finds its table by the bytes "## ⚙️ Machine State" (re.search): a heading we recognise by
-        # its name ("## 2. ⚙️ Machine State", "## [1] ⚙️ Machine State") is still one it cannot see.
+        # The scheduler finds its table by the exact bytes: "## 2. ⚙️ Machine State" is one it cannot see.
         if state_section.title is not None and SECTION_KINDS["machine_state"][0] not in state_section.lines[0]:
             yield Anomaly(
                 "machine-state-heading",
@@ -61,8 +59,7 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
         if not doc.machine_state or len(doc.machine_state) <= 1:
             yield Anomaly("empty-machine-state", "the Machine State section has no table rows")
     yield from machine_state_problems(doc)
-    counts = Counter(s.kind for s in doc.sections if s.kind in SECTION_KINDS)
-    for kind, count in counts.items():
+    for kind, count in Counter(s.kind for s in doc.sections if s.kind in SECTION_KINDS).items():
         if count > 1:
             yield Anomaly("duplicate-section", f"section '{SECTION_KINDS[kind][0][3:]}' appears {count} times")
     unclosed = doc.unclosed_block
@@ -77,9 +74,6 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     yield from _history_anomalies(doc)
 
 
-# -- what record refuses to go on from: the one rule, for record (an error) and check (which fails on it) --------
-
-
 def plausible(value: Decimal) -> bool:
     """A finite number whose magnitude a measurement could have (0, or within 1e±308)."""
     return value.is_finite() and (value == 0 or -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT)
@@ -90,24 +84,16 @@ NUMBER_ROWS = {"best_metric": "Best Metric", "target_metric": "Target Metric"}
 
 
 def number_row_problem(state: Mapping[str, Any], key: str) -> str:
-    """Why the row ``key`` (a :data:`NUMBER_ROWS` key) holds a number no measurement could be; "" when it does not.
-
-    A cell that says it holds none ("—", "n/a", "— (CI failed)") is no number, not a problem; other text (``lots``)
-    and a number beyond 1e±308 (``1e999999999``) are typos that the rules cannot compare with.
-    """
+    """Why the row ``key`` (a :data:`NUMBER_ROWS` key) holds text (``lots``) or a number (``1e999999999``) the
+    rules cannot compare with; "" when it holds a plausible number or says it holds none (``—``, ``n/a``)."""
     number = leading_number(state.get(key))
     if number is None and not says_no_number(state.get(key)):
-        # "lots": the rules would take it for no best at all and write over the real one.
-        return (
-            f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, not a number "
-            "(write the number, or — for none)"
-        )
-    if number is None or plausible(number):
+        what = "not a number (write the number, or — for none)"
+    elif number is not None and not plausible(number):
+        what = f"not a plausible number (beyond 1e±{MAX_EXPONENT})"
+    else:
         return ""
-    return (
-        f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, not a plausible number "
-        f"(beyond 1e±{MAX_EXPONENT})"
-    )
+    return f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, {what}"
 
 
 #: The counting rows: scheduler key → row label.  The scheduler reads text there as 0, which loses the count.
@@ -115,10 +101,8 @@ COUNT_ROWS = {"iteration_count": "Iteration Count", "consecutive_errors": "Conse
 
 
 def count_row_problems(doc: StateDocument) -> list[str]:
-    """Why a :data:`COUNT_ROWS` row holds no whole number (``Iteration Count | abc``), one sentence per row.
-
-    Read from the cells as written: the scheduler's view has already turned such text into 0.
-    """
+    """Why a :data:`COUNT_ROWS` row holds no whole number (``Iteration Count | abc``), read from the cells as
+    written (the scheduler's view already made it 0), one sentence per row."""
     section = doc.section("machine_state")
     if section is None:
         return []
@@ -132,9 +116,8 @@ def count_row_problems(doc: StateDocument) -> list[str]:
 
 
 def next_iteration_problem(count: int, highest: int) -> str:
-    """Why no iteration can be numbered after the Iteration Count ``count`` and the history's ``highest``; "" when
-    one can.  The next number is one past both, and beyond :data:`~statefile.defaults.MAX_ITERATION` it would read
-    back as no iteration at all."""
+    """Why the next iteration (one past ``count`` and the history's ``highest``) would be beyond
+    :data:`~statefile.defaults.MAX_ITERATION`; "" when it would not."""
     number = max(count, highest) + 1
     if number <= MAX_ITERATION:
         return ""
@@ -175,15 +158,18 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
             )
     iterations = [e for e in doc.history if isinstance(e, Iteration)]
     ranges = [e for e in doc.history if isinstance(e, IterationRange)]
-    # Detailed entries are bounded by their headings' length; ranges are not, so they stay intervals throughout.
     seen = Counter(n for e in iterations for n in e.covers)
     dupes = sorted(n for n, c in seen.items() if c > 1)
     if dupes:
-        yield Anomaly("duplicate-iteration", f"iteration numbers appear more than once: {_numbers(of_numbers(dupes))}")
+        yield Anomaly(
+            "duplicate-iteration", f"iteration numbers appear more than once: {spans_text(of_numbers(dupes))}"
+        )
     in_ranges = merge(s for r in ranges for s in r.spans)
     overlap = [n for n in seen if inside(in_ranges, n)]
     if overlap:
-        yield Anomaly("range-overlaps-entry", f"detailed entries fall inside a range: {_numbers(of_numbers(overlap))}")
+        yield Anomaly(
+            "range-overlaps-entry", f"detailed entries fall inside a range: {spans_text(of_numbers(overlap))}"
+        )
     ordered = sorted(ranges, key=lambda r: r.first)
     for a, b in pairwise(ordered):
         if b.first <= a.last:
@@ -194,51 +180,34 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     if gaps:
         yield Anomaly(
             "history-gap",
-            f"no entry or range covers iterations {_numbers(gaps)} (a known gap: add "
+            f"no entry or range covers iterations {spans_text(gaps)} (a known gap: add "
             f"'<!-- statefile: gap {_ack_example(gaps)} acknowledged -->' under the history heading)",
         )
     count = doc.machine_state.get("iteration_count")
     if isinstance(count, int) and covered and count != top:
         yield Anomaly(
-            "iteration-count-mismatch",
-            f"Iteration Count is {count} but the history goes up to iteration {top}",
+            "iteration-count-mismatch", f"Iteration Count is {count} but the history goes up to iteration {top}"
         )
 
 
 def acknowledged_gaps(doc: StateDocument) -> list[Span]:
     """The iteration numbers a maintainer acknowledged as missing (``<!-- statefile: gap 12–40 acknowledged -->``)."""
-    spans = []
-    for match in GAP_ACKNOWLEDGED.finditer(doc.render()):
-        first = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) else first
-        spans.append((min(first, last), max(first, last)))
-    return merge(spans)
+    found = [(int(m.group(1)), int(m.group(2) or m.group(1))) for m in GAP_ACKNOWLEDGED.finditer(doc.render())]
+    return merge((min(pair), max(pair)) for pair in found)
 
 
 def history_gaps(doc: StateDocument, covered: list[Span] | None = None) -> tuple[list[Span], list[Span]]:
-    """The history's holes below its highest iteration: ``(not acknowledged, acknowledged)``.
-
-    A hole an agent left years ago cannot be filled (no entry says what those iterations did), so without a way to
-    accept it every ``check`` warns forever and real warnings drown.  The acknowledgement is an HTML comment in the
-    file itself, not a setting: it travels with the file to every store (a branch, repo-memory's folder, a copy),
-    sits beside the history it is about, and says which numbers, so a new hole still warns.
-    """
+    """The history's holes below its highest iteration: ``(not acknowledged, acknowledged)``; a hole that cannot
+    be filled is acknowledged by a comment in the file, which travels with it and names its numbers."""
     if covered is None:
         covered = merge(s for e in doc.history if isinstance(e, (Iteration, IterationRange)) for s in e.spans)
     top = highest(covered)
-    gaps = missing(covered, top)
-    if not gaps:
+    if not missing(covered, top):
         return [], []
-    acknowledged = acknowledged_gaps(doc)
-    open_gaps = missing(covered + acknowledged, top)
+    open_gaps = missing(covered + acknowledged_gaps(doc), top)
     return open_gaps, missing(covered + open_gaps, top)
 
 
 def _ack_example(gaps: list[Span]) -> str:
     first, last = gaps[0]
     return str(first) if first == last else f"{first}–{last}"
-
-
-def _numbers(spans: list[Span]) -> str:
-    """Compact '1–3, 7, 9–12' rendering of merged spans (the first 10)."""
-    return spans_text(spans, limit=10)

@@ -1,39 +1,21 @@
-"""Iteration History entries: read every shape agents have written, and write the upstream one.
-
-Pure functions on text.  An entry is everything from its heading (or ``- Iter N:`` bullet) to the next one, kept
-verbatim in ``raw`` so compaction can archive it byte for byte.  Where entries start is the document's business
-(:meth:`statefile.model.document.StateDocument.entries_of`); the words are read with
-:mod:`statefile.model.patterns`.
-"""
+"""Iteration History entries: read every shape agents have written (``raw`` keeps the entry's text verbatim, from
+its heading or ``- Iter N:`` bullet to the next one), and write the upstream one."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from statefile.defaults import MAX_ITERATION
-from statefile.model.patterns import (
-    JOINED_HEAD,
-    METRIC_BAND,
-    ONE_RANGE_HEAD,
-    PAIR_HEAD,
-    PARTIAL,
-    RANGE_HEAD,
-    RUN_LINK,
-    SINGLE_HEAD,
-    STATUS_GLYPHS,
-    WHEN,
-    entry_title,
-    leading_status,
-    status_of,
-)
+from statefile.model import patterns as pat
+from statefile.model.patterns import STATUS_GLYPHS, entry_title, leading_status, status_of
 from statefile.model.spans import Span, of_numbers
 from statefile.model.text import line_body, one_line
 
 _FIELD_SPLIT = re.compile(r"\s*[|·;]\s*(?=\*\*[^*\n]{1,40}\*\*\s*:)")
 _FIELD = re.compile(r"\*\*([^*\n]{1,40}?)\*\*\s*:?\s*(.*)")
-# A hidden comment inside a field line (statefile's item marker, which older versions wrote as the last " · " part
-# of a bullet-form entry) is no part of any field's value.
+# A hidden comment (the item marker older versions wrote as a bullet's last " · " part) is no field's value.
 _HIDDEN = re.compile(r"\s*[|·;]?\s*<!--.*?-->")
 _PREV_BEST = re.compile(r"previous best[^:]*:\s*([^,)]+)", re.I)
 _DELTA = re.compile(r"delta:\s*([+\-−]?\s*[\d.]+)", re.I)
@@ -100,28 +82,17 @@ class IterationRange:
 
 @dataclass(frozen=True)
 class OpaqueEntry:
-    """A heading in the history that is neither an iteration nor a range: kept as it is.
-
-    ``implausible`` is set when the heading reads as an entry but names a number no history reaches (above
-    :data:`~statefile.defaults.MAX_ITERATION`: a typo, or a date typed as a range); the entry is then kept as text
-    and counted for nothing, and the anomalies say so.
-    """
+    """A heading in the history that is neither an iteration nor a range, kept as it is; ``implausible`` is the
+    number above :data:`~statefile.defaults.MAX_ITERATION` an entry-shaped heading names (counted for nothing)."""
 
     raw: str
     heading: str
     implausible: int | None = None
 
     kind = "opaque"
-
-    @property
-    def covers(self) -> tuple[int, ...]:
-        """Opaque entries cover no iteration numbers."""
-        return ()
-
-    @property
-    def spans(self) -> list[Span]:
-        """Opaque entries cover no iteration numbers."""
-        return []
+    #: Opaque entries cover no iteration numbers.
+    covers: ClassVar[tuple[int, ...]] = ()
+    spans: ClassVar[list[Span]] = []
 
 
 Entry = Iteration | IterationRange | OpaqueEntry
@@ -129,49 +100,35 @@ Entry = Iteration | IterationRange | OpaqueEntry
 
 def parse_entry(raw: str) -> Entry:
     """Read one entry's text (its first line is the heading or bullet)."""
-    first, _, _rest = raw.partition("\n")
-    title = entry_title(first).replace("**", "")
-    rng = RANGE_HEAD.match(title)
-    one = None if rng else ONE_RANGE_HEAD.match(title)
-    if rng or one:
-        match = rng or one
-        assert match is not None
+    first = raw.partition("\n")[0]
+    heading, title = line_body(first), entry_title(first).replace("**", "")
+    match = pat.RANGE_HEAD.match(title) or pat.ONE_RANGE_HEAD.match(title)
+    if match:
         a = int(match.group(1))
-        b = int(rng.group(2)) if rng else a
+        b = int(match.group(2)) if match.re.groups > 1 else a  # "Iters 57 — …": one iteration
         if max(a, b) > MAX_ITERATION:
-            return OpaqueEntry(raw=raw, heading=line_body(first), implausible=max(a, b))
-        rest_of_title = title[match.end() :]
-        band = METRIC_BAND.search(rest_of_title)
-        summary = re.sub(r"^[\s:—–\-|]+", "", rest_of_title).strip()
-        return IterationRange(
-            first=min(a, b),
-            last=max(a, b),
-            raw=raw,
-            heading=line_body(first),
-            metric_from=band.group(1) if band else None,
-            metric_to=band.group(2) if band else None,
-            summary=summary,
-            status=status_of(rest_of_title),
-        )
-    pair = PAIR_HEAD.match(title)
-    single = SINGLE_HEAD.match(title)
+            return OpaqueEntry(raw=raw, heading=heading, implausible=max(a, b))
+        rest = title[match.end() :]
+        band = pat.METRIC_BAND.search(rest)
+        summary = re.sub(r"^[\s:—–\-|]+", "", rest).strip()
+        low, high = band.group(1) if band else None, band.group(2) if band else None
+        return IterationRange(min(a, b), max(a, b), raw, heading, low, high, summary, status_of(rest))
+    pair = pat.PAIR_HEAD.match(title)
+    single = pat.SINGLE_HEAD.match(title)
     if not single and not pair:
-        return OpaqueEntry(raw=raw, heading=line_body(first))
+        return OpaqueEntry(raw=raw, heading=heading)
     found = {int(pair.group(1)), int(pair.group(2))} if pair else {int(single.group(1))} if single else set()
     # "Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": one heading for several iterations.
-    found.update(int(n) for n in JOINED_HEAD.findall(title))
+    found.update(int(n) for n in pat.JOINED_HEAD.findall(title))
     if max(found) > MAX_ITERATION:
-        return OpaqueEntry(raw=raw, heading=line_body(first), implausible=max(found))
-    numbers = tuple(sorted(found)) if len(found) > 1 else ()
-    number = max(found)
-    return _parse_iteration(raw, line_body(first), title, number, numbers)
+        return OpaqueEntry(raw=raw, heading=heading, implausible=max(found))
+    return _parse_iteration(raw, heading, title, max(found), tuple(sorted(found)) if len(found) > 1 else ())
 
 
 def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: tuple[int, ...]) -> Iteration:
     fields: dict[str, str] = {}
     lines = raw.splitlines()
-    if lines and lines[0].lstrip()[:1] in "-*+" and "**" in lines[0]:
-        # A bullet-form entry may carry its fields on its own line: "- Iter 2 — date: **Status**: ✅ Accepted · …".
+    if lines and lines[0].lstrip()[:1] in "-*+" and "**" in lines[0]:  # "- Iter 2 — date: **Status**: ✅ · …"
         lines[0] = "- " + lines[0][lines[0].index("**") :]
     else:
         lines = lines[1:]
@@ -184,62 +141,33 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
             if match:
                 label = match.group(1).strip().rstrip(":").strip().lower()
                 fields.setdefault(label, match.group(2).strip())
-    when = WHEN.search(title)
-    run = RUN_LINK.search(title)
+    when = pat.WHEN.search(title)
+    run = pat.RUN_LINK.search(title)
     status_text = fields.get("status")
     status = status_of(status_text) if status_text else status_of(title) or _body_status(raw)
-    if status is None and status_text:
-        # "• frobbed": an unusual status word after a glyph is still the status.
+    if status is None and status_text:  # "• frobbed": an unusual word after a glyph is still the status
         word = re.match(r"^\W*([A-Za-z][\w-]*)", status_text)
         status = word.group(1).lower() if word else None
-    metric_text = fields.get("metric")
-    metric = prev = delta = None
-    if metric_text:
-        m = re.match(r"\s*([^\s(|]+)", metric_text)
-        metric = m.group(1) if m else None
-        p = _PREV_BEST.search(metric_text)
-        prev = p.group(1).strip() if p else None
-        d = _DELTA.search(metric_text)
-        delta = d.group(1).replace(" ", "") if d else None
-    else:
-        d = _DELTA.search(raw)
-        delta = d.group(1).replace(" ", "") if d else None
+    metric_text = fields.get("metric") or ""
+    m = re.match(r"\s*([^\s(|]+)", metric_text)
+    p = _PREV_BEST.search(metric_text)
+    d = _DELTA.search(metric_text or raw)
     return Iteration(
-        number=number,
-        numbers=numbers,
-        raw=raw,
-        heading=heading,
-        when=when.group(0) if when else None,
-        run_url=run.group(1) if run else None,
-        status=status,
-        metric=metric,
-        previous_best=prev,
-        delta=delta,
-        change=fields.get("change"),
-        commit=(fields.get("commit") or "").strip("` ") or None,
-        notes=fields.get("notes"),
-        partial=bool(PARTIAL.search(title)),
-        fields=fields,
-    )
+        number, raw, heading, numbers, when=when.group(0) if when else None, run_url=run.group(1) if run else None,
+        status=status, metric=m.group(1) if m else None, previous_best=p.group(1).strip() if p else None,
+        delta=d.group(1).replace(" ", "") if d else None, change=fields.get("change"),
+        commit=(fields.get("commit") or "").strip("` ") or None, notes=fields.get("notes"),
+        partial=bool(pat.PARTIAL.search(title)), fields=fields,
+    )  # fmt: skip
 
 
 def _body_status(raw: str) -> str | None:
-    """The status of an entry without a ``**Status**:`` field, from a body line that starts with one.
+    """Without a ``**Status**:`` field: the status one of the first three body lines starts with (``✅ +1 → 530``)."""
+    body = [line for line in raw.splitlines()[1:] if line.strip()][:3]
+    return next((status for line in body if (status := leading_status(line)) is not None), None)
 
-    Agents wrote bodies such as ``✅ +1 → 530: added x`` or ``- ⏳ pending CI · island 2``: the first few lines are
-    looked at, and only a line that *starts* with a status counts (a status named in prose is not the entry's).
-    """
-    seen = 0
-    for line in raw.splitlines()[1:]:
-        if not line.strip():
-            continue
-        status = leading_status(line)
-        if status is not None:
-            return status
-        seen += 1
-        if seen == 3:
-            break
-    return None
+
+_LABELS = {"accepted": "Accepted", "rejected": "Rejected", "error": "Error", "ci-fix-exhausted": "CI fix exhausted"}
 
 
 def render_iteration(
@@ -259,35 +187,20 @@ def render_iteration(
     trailer: str | None = None,
     newline: str = "\n",
 ) -> str:
-    """Write an entry in the upstream template's shape, ending in a blank line: ``### Iteration N — date UTC —
-    [Run](url)`` and its ``- **Status**:``, ``Change``, ``Metric``, ``Commit``, ``CI fix attempts``, ``Notes``
-    bullets.
-
-    ``pr`` (a ``[#12](url)`` link or ``#12``) adds the PR line the upstream prompt asks accepted entries to carry;
-    ``trailer`` is a last line kept out of sight (an HTML comment such as statefile's item marker).
-    """
+    """An entry in the upstream template's shape, ending in a blank line: ``### Iteration N — date UTC — [Run](url)``
+    and its field bullets; ``pr`` adds the PR line, ``trailer`` a last hidden line (statefile's item marker)."""
     heading = f"### Iteration {number} — {one_line(when)} UTC"
     if run_url:
         heading += f" — [Run]({one_line(run_url)})"
     word = status.lower()
-    glyph = STATUS_GLYPHS.get(word, "•")
-    # The three upstream words are written as the template does ("✅ Accepted"); any other word is kept as typed
-    # ("⏳ pending-ci") so it reads back as the same word.
-    label = {
-        "accepted": "Accepted",
-        "rejected": "Rejected",
-        "error": "Error",
-        "ci-fix-exhausted": "CI fix exhausted",
-    }.get(word, word)
-    lines = [heading, "", f"- **Status**: {glyph} {label}"]
+    # The upstream words as the template writes them ("✅ Accepted"); any other as typed, to read back the same.
+    label = _LABELS.get(word, word)
+    lines = [heading, "", f"- **Status**: {STATUS_GLYPHS.get(word, '•')} {label}"]
     if change:
         lines.append(f"- **Change**: {one_line(change)}")
     if metric is not None:
-        extra = []
-        if previous_best is not None:
-            extra.append(f"previous best: {previous_best}")
-        if delta is not None:
-            extra.append(f"delta: {delta}")
+        parts = (("previous best", previous_best), ("delta", delta))
+        extra = [f"{name}: {value}" for name, value in parts if value is not None]
         lines.append(f"- **Metric**: {one_line(metric)}" + (f" ({', '.join(extra)})" if extra else ""))
     if commit:
         lines.append(f"- **Commit**: {one_line(commit)}")

@@ -1,9 +1,5 @@
-"""Bullet-list sections (Lessons Learned, Foreclosed Avenues, Future Directions): items and targeted edits.
-
-An item is a top-level bullet (``-``, ``*`` or ``+``) as the block scanner reads it (:func:`statefile.model.blocks.
-outline`): its first line, its wrapped and indented lines, and what an indented paragraph or code block under it
-holds.  Everything else in the section (the intro sentence, comments, rules, numbered lists) is kept where it is.
-"""
+"""Bullet-list sections (Lessons Learned, Foreclosed Avenues, Future Directions): their top-level bullets, as
+:func:`statefile.model.blocks.outline` reads them, and appending to them (the rest of the section stays)."""
 
 from __future__ import annotations
 
@@ -24,7 +20,7 @@ class Item:
 
     @property
     def is_placeholder(self) -> bool:
-        """Whether this is a template placeholder such as ``- *(none yet)*`` (see patterns.is_placeholder)."""
+        """Whether this is a template placeholder such as ``- *(none yet)*``."""
         return is_placeholder(self.text)
 
 
@@ -37,14 +33,9 @@ def items(lines: Sequence[str]) -> list[Item]:
     ]
 
 
-def add_item(lines: list[str], text: str, newline: str) -> list[str]:
-    """Append ``- text`` after the section's last bullet, replacing a ``*(none yet)*`` placeholder."""
-    return add_items(lines, [text], newline)
-
-
-def add_items(lines: list[str], texts: Sequence[str], newline: str) -> list[str]:
-    """Append one ``- text`` bullet per text after the section's last bullet, replacing a ``*(none yet)*``
-    placeholder.  The section is scanned once, so adding N bullets costs one scan, not N."""
+def with_items(lines: list[str], texts: Sequence[str], newline: str) -> list[str]:
+    """The lines with one ``- text`` bullet per text after the last bullet, replacing a ``*(none yet)*`` placeholder
+    (one scan of the section, however many texts)."""
     new = [f"- {' '.join(text.split())}{newline}" for text in texts]
     if not new:
         return list(lines)
@@ -55,16 +46,8 @@ def add_items(lines: list[str], texts: Sequence[str], newline: str) -> list[str]
         item = placeholders[0]
         out[item.start : item.end] = new
         return out
-    if found:
-        last = found[-1]
-        tail = out[last.end - 1]
-        if not tail.endswith(("\n", "\r")):
-            out[last.end - 1] = tail + newline
-        out[last.end : last.end] = new
-        return out
-    # No list yet: after the intro, before the trailing blank lines / rule that separate sections.
-    end = content_end(out)
-    if end >= 1 and not out[end - 1].endswith(("\n", "\r")):
-        out[end - 1] += newline
-    out[end:end] = [newline, *new]
+    at = found[-1].end if found else content_end(out)  # after the last bullet, else a blank line after the content
+    if at >= 1 and not out[at - 1].endswith(("\n", "\r")):
+        out[at - 1] += newline
+    out[at:at] = new if found else [newline, *new]
     return out

@@ -1,10 +1,5 @@
-"""The domain patterns of the state-file format, in one place: what counts as an entry heading, a range line, a
-placeholder, a status, a number, a metric direction, a known section's name.
-
-Markdown structure (headings, fences, list items, rules) comes from :mod:`statefile.model.blocks`; this module
-only reads the *words* inside those blocks.  Every module that needs one of these readings imports it from here,
-so two commands can never disagree about what a line says.  Pure functions on strings.
-"""
+"""The words of the state-file format, in one place: entry headings, range lines, placeholders, statuses, numbers,
+metric direction, section names.  Markdown structure comes from :mod:`statefile.model.blocks`."""
 
 from __future__ import annotations
 
@@ -12,34 +7,24 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
-# -- entry headings ----------------------------------------------------------------------------------------------
-
 _ITER = r"Iter(?:ation)?s?\.?"
-# Where an iteration number ends: not in more digits, an exponent or a decimal part ("Iteration 1e308" and
-# "Iteration 1.5" are no iteration 1; read as one, the real iteration 1 was archived as its duplicate).
+# Where an iteration number ends: "Iteration 1e308" and "Iteration 1.5" are no iteration 1.
 _END = r"(?!\d|[eE][-+]?\d|\.\d)"
 _ARROW = r"(?:→|->|–>|=>)"
-# "Iters 50–100", "Iterations 53–165", "Iter 84-93", "Iters 1–426:" — a range.
-# An em dash with spaces is the field separator of a detailed heading ("Iteration 5 — 2026-01-02"), so it only
-# counts as a range dash when tight; a second "number" that is the start of a date never makes a range.
+# "Iters 50–100", "Iter 84-93": a range; a spaced em dash separates fields ("Iteration 5 — 2026-01-02") instead.
 RANGE_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)(?:\s*(?:–|-{{1,2}}|to)\s*|—)#?(\d+){_END}(?!-)", re.I)
-# "Iters 57 — …": a range line of one iteration (statefile writes it so, never "57–57").  The plural matters: "Iter
-# 57" and "Iteration 57" are detailed entries.
+# "Iters 57 — …": a range line of one iteration (the plural matters: "Iter 57" is a detailed entry).
 ONE_RANGE_HEAD = re.compile(rf"^\s*Iters\s+#?(\d+){_END}(?![&,/+]|[–-]\s*#?\d)(?!\s*(?:&|and\b|,|/|\+))", re.I)
 # "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
 PAIR_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+){_END}", re.I)
 SINGLE_HEAD = re.compile(rf"^\s*Iter(?:ation)?\.?\s+#?(\d+){_END}", re.I)
 # "Iteration 1.5", "Iteration 1e308": a heading of an entry's shape whose number is no whole number (see _END).
 FRACTIONAL_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+(?:\.\d+|[eE][-+]?\d+))", re.I)
-# "### Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": more iterations joined by " · ".
-# A joined part has an entry's own shape — its number, a dash, then a status glyph or a date — so a summary that
-# merely mentions an iteration ("✅ reverted · Iteration 7 approach restored") never claims that iteration.
+# "Iteration 126 — ✅ x · Iteration 125 — ✅ y": more iterations joined by " · ", each with a dash and a glyph or date.
 JOINED_HEAD = re.compile(
     rf"\s·\s+Iter(?:ation)?\.?\s+#?(\d+){_END}\s*[—–-]{{1,2}}\s*(?=[✅❌⚠⏳]|\d{{4}}-\d{{2}}-\d{{2}})", re.I
 )
-# A bullet that is an entry of its own: "- Iter 1: ❌ CI failed", "- **Iteration 192**: …", "- Iters 168-170: …".
-# The number(s) must be followed by a label's end (":", a dash, "·", "|", or the end of the line), so prose such as
-# "- Iteration 190 and 189 both had wrong branch" is never an entry.
+# "- Iter 1: ❌ CI failed", "- **Iteration 192**: …": the numbers end a label ("- Iteration 190 and 189 …" is prose).
 BULLET_ENTRY = re.compile(
     rf"^[-*+][ \t]+(?:\*\*)?{_ITER}\s+#?\d+(?:\s*(?:–|-{{1,2}}|—|to|&|and|,|/|\+)\s*#?\d+)?"
     r"(?:\s*\([^()\n]{0,80}\))?(?:\*\*)?\s*(?::|—|–|-{1,2}\s|·|\||$)",
@@ -57,8 +42,7 @@ METRIC_BAND = re.compile(
 ENTRY_PREFIX = re.compile(
     rf"^\**{_ITER}\s+#?\d+(?:\s*(?:&|and|,|/|\+|–|-{{1,2}}|to)\s*#?\d+)?\**\s*(?:\(partial\))?", re.I
 )
-# A maintainer's acknowledgement of a known hole in the history, anywhere in the file (best right under the
-# history heading, where compaction never folds it away): "<!-- statefile: gap 12–40 acknowledged -->", "gap 7".
+# A maintainer's acknowledgement of a hole in the history: "<!-- statefile: gap 12–40 acknowledged -->".
 GAP_ACKNOWLEDGED = re.compile(
     r"<!--\s*statefile:\s*gaps?\s+#?(\d{1,9})(?:\s*(?:–|—|-|\.\.|to)\s*#?(\d{1,9}))?\s+acknowledged\b[^>]*?-->", re.I
 )
@@ -81,11 +65,7 @@ def is_entry_heading(title: str) -> bool:
 
 
 def is_bullet_entry(line: str) -> bool:
-    """Whether a list item's first line is an entry of its own, as in ``- Iter 1: ❌ CI failed``.
-
-    Only the *shape* of the line; whether the bullet is an entry also depends on where it is (a bullet inside
-    another entry's body is that entry's text: see :meth:`statefile.model.document.StateDocument.entries_of`).
-    """
+    """Whether a list item's first line has an entry's shape (``- Iter 1: ❌ CI failed``); where it is decides too."""
     return bool(BULLET_ENTRY.match(line.split("\n", 1)[0].rstrip("\r")))
 
 
@@ -96,8 +76,6 @@ def heading_words(heading: str) -> str:
     return re.sub(r"^[\s—–|:·-]+|[\s—–|:·-]+$", "", title).strip()
 
 
-# -- range lines statefile writes ---------------------------------------------------------------------------------
-
 # The canonical range line (statefile.policy.ranges.render_band): "### Iters 11–40 — ✅ 17 ❌ 9 (metrics 1→2): …".
 RANGE_LINE = re.compile(r"^#{3}\s+Iters (\d+)(?:–(\d+))? — (.*)$")
 _BUCKET = r"(?:✅|❌|⚠️|other)"
@@ -106,30 +84,19 @@ _RANGE_COUNTS = rf"{_BUCKET} \d+(?: {_BUCKET} \d+)*(?: \(\+\d+ uncounted\))?"
 RANGE_LINE_HEAD = re.compile(
     rf"^(?P<counts>{_RANGE_COUNTS})?\s?(?:\(metrics (?P<from>\S+?)→(?P<to>\S+?)\))?(?:: (?P<summary>.*))?$"
 )
-# Its " · " fields: where the archive is (always last), counts, dates and metric (the earlier shape's fields).
-# The archive field names the parts where the store really keeps them: ``archive/perf/`` (a branch),
-# ``archive/perf.*.md`` or ``_archive.perf.*.md`` (gh-aw's repo-memory, where file-glob decides the paths).
+# Its " · " fields: where the archive is (last: archive/perf/, archive/perf.*.md, _archive.perf.*.md), counts, dates.
 RANGE_ARCHIVE_FIELD = re.compile(r"^(?:archive/|_archive\.)\S*$")
 RANGE_COUNTS_FIELD = re.compile(rf"^{_RANGE_COUNTS}$")
 RANGE_COUNT_ITEM = re.compile(r"(✅|❌|⚠️|other) (\d+)")
 RANGE_DATES_FIELD = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:…(\d{4}-\d{2}-\d{2}))?$")
 RANGE_METRIC_FIELD = re.compile(r"^metric (\S+?)→(\S+)$")
-# What history.parse_entry would take for a metric band (the arrows of METRIC_BAND between two numbers): a range
-# line's summary must not offer one when the line has none.
+# What history.parse_entry would read as a metric band: a range line's summary must not offer one.
 ARROW_BAND = re.compile(rf"(\d%?\s*){_ARROW}(\s*~?-?\d)")
 
 
-# -- statuses ----------------------------------------------------------------------------------------------------
-
 #: The glyph written in front of each status word (the scheduler's Recent Statuses use the words).
-STATUS_GLYPHS: dict[str, str] = {
-    "accepted": "✅",
-    "rejected": "❌",
-    "error": "⚠️",
-    "ci-fix-exhausted": "⚠️",
-    "pending": "⏳",
-    "pending-ci": "⏳",
-}
+STATUS_GLYPHS: dict[str, str] = {"accepted": "✅", "rejected": "❌", "error": "⚠️", "ci-fix-exhausted": "⚠️",
+                                  "pending": "⏳", "pending-ci": "⏳"}  # fmt: skip
 _GLYPH_WORD = {"✅": "accepted", "❌": "rejected", "⚠": "error", "⏳": "pending"}
 # Status words agents write, in any case, with spaces or hyphens: "CI fix exhausted", "Pending CI", "Local Only".
 _STATUS_WORD = (
@@ -145,12 +112,8 @@ def _word(text: str) -> str:
 
 
 def status_of(text: str) -> str | None:
-    """The status a piece of text states first, as a word (``None`` when it states none).
-
-    A glyph followed by a status word is that word (``⏳ Pending CI`` → ``pending-ci``, ``⚠️ CI fix exhausted`` →
-    ``ci-fix-exhausted``, ``⚠️ Local Only`` → ``local-only``); a glyph alone is its word (``✅`` → ``accepted``);
-    what comes later does not change it (``✅ Accepted (reconciled from pending-ci)`` → ``accepted``).
-    """
+    """The status a text states first, as a word: a glyph and a word are the word (``⏳ Pending CI`` →
+    ``pending-ci``), a glyph alone its own (``✅`` → ``accepted``); ``None`` when it states none."""
     match = _STATUS_TOKEN.search(text)
     if match is None:
         return None
@@ -162,10 +125,7 @@ def status_of(text: str) -> str | None:
 
 
 def leading_status(line: str) -> str | None:
-    """The status of a line that *starts* with one (``✅ +1 → 530: …``, ``- ⏳ pending CI · …``), else ``None``.
-
-    For entry bodies without a ``**Status**:`` field: a status named later in a prose line is not the entry's.
-    """
+    """The status of a line that *starts* with one (``✅ +1 → 530: …``, ``- ⏳ pending CI · …``), else ``None``."""
     return status_of(line) if _LEADING_STATUS.match(line) else None
 
 
@@ -177,34 +137,34 @@ def statuses_in_cell(cell: str) -> list[str]:
     return [_GLYPH_WORD[ch] for ch in glyphs]
 
 
-# -- placeholders ------------------------------------------------------------------------------------------------
-
-# The template's "nothing here yet" lines: "- *(none yet)*", "*(none)*", "*(No iterations yet.)*",
-# "_(no lessons yet)_", with or without the bullet and the emphasis.
+# The template's "nothing here yet" lines: "- *(none yet)*", "*(No iterations yet.)*", "_(no lessons yet)_".
 _PLACEHOLDER = re.compile(
     r"^(?:[-*+][ \t]+)?([*_]{0,2})\(\s*(?:none(?:\s+yet)?|no\s+[^()\n]*?\s*yet)\s*\.?\s*\)\1\s*$", re.I
 )
 
 
 def is_placeholder(text: str) -> bool:
-    """Whether ``text`` (a bullet or a line) is a template placeholder such as ``- *(none yet)*``.
-
-    One definition for every module: a placeholder is never a lesson, never counted, never shown, and the first
-    real bullet or entry replaces it.
-    """
+    """Whether ``text`` is a template placeholder such as ``- *(none yet)*`` (never counted, shown or kept)."""
     return bool(_PLACEHOLDER.match(text.strip()))
 
-
-# -- pins and expiry -----------------------------------------------------------------------------------------------
 
 #: What marks a lesson pinned, and what gives it an expiry date.
 PIN_PATTERN = r"📌|<!--\s*pin(?:ned)?\s*-->"
 EXPIRES_PATTERN = r"\(expires (\d{4})-(\d{2})-(\d{2})\)"
+#: A pin mark and the spaces after it (never the line ending).
+PIN_MARK = re.compile(rf"(?:{PIN_PATTERN})[ \t]*", re.I)
+_EXPIRES_MARK = re.compile(rf"\s*{EXPIRES_PATTERN}", re.I)
+_ORIGIN = re.compile(r"\s*\(from [^()]*\)\s*$")
 
-# -- who wrote a bullet ----------------------------------------------------------------------------------------------
 
-# A bullet an agent reported through gh-aw's tool (statefile apply) starts with whose it is and which iteration it
-# came from, so neither a maintainer nor the next agent takes it for a maintainer's word.
+def lesson_key(text: str) -> str:
+    """What makes two lessons the same: their words, without bullet, pin, expiry, ``(from …)``, case or spacing."""
+    body = re.sub(r"^[-*+]\s+", "", " ".join(text.split()))
+    body = _ORIGIN.sub("", _EXPIRES_MARK.sub("", PIN_MARK.sub("", body)))
+    return " ".join(body.casefold().split())
+
+
+# A bullet an agent reported (statefile apply) says so: "*(agent, iteration 42)* text".
 _AGENT_BULLET = re.compile(r"^\s*(?:[-*+]\s+)?\*\(agent, iteration ([0-9]+)\)\*")
 _AGENT_MARK = re.compile(r"\*\(agent, iteration [0-9]+\)\*")
 
@@ -224,10 +184,7 @@ def without_agent_mark(text: str) -> str:
     return _AGENT_MARK.sub(" ", text)
 
 
-# -- numbers -----------------------------------------------------------------------------------------------------
-
-# A number at the start of a cell: "606", "0.00000649", "1,234.5", "~55%", "606 (canonical)".  "— (CI failed)"
-# starts with a dash that is not a sign, so it reads as no number.
+# A number at the start of a cell: "606", "1,234.5", "~55%", "606 (canonical)"; "— (CI failed)" is none.
 _LEADING_NUMBER = re.compile(
     r"^[\s`*_~≈]*([+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+\-]?\d+)?|[+\-−]?\.\d+)(?![\d,])"
 )
@@ -251,8 +208,7 @@ def leading_number(cell: object) -> Decimal | None:
     return _decimal(match.group(1)) if match else None
 
 
-# What a number cell says when it holds no number on purpose: "none", "n/a", "— (CI failed)", "TBD".  Any other
-# text there ("lots") is a number someone mistyped, which the record rules cannot compare with.
+# A number cell that holds no number on purpose: "none", "n/a", "— (CI failed)", "TBD" (not "lots": a typo).
 _NO_NUMBER = re.compile(r"^[\s`*_]*(?:[—–-]+(?=[\s(]|$)|(?:none|null|nil|n/?a|tbd|unknown|pending)\b)", re.I)
 
 
@@ -275,8 +231,6 @@ def first_number(text: str | None) -> Decimal | None:
     return _decimal(found) if found is not None else None
 
 
-# -- metric direction --------------------------------------------------------------------------------------------
-
 _LOWER = (
     r"lower|less|fewer|smaller|min|minimum|minimi[sz]e[sd]?|minimi[sz]ing|decrease[sd]?|decreasing|reduce[sd]?|down"
 )
@@ -285,12 +239,8 @@ _DIRECTION = re.compile(rf"\b(?:({_LOWER})|({_HIGHER}))\b", re.I)
 
 
 def metric_direction(value: object) -> str:
-    """``"lower"`` or ``"higher"`` from a Metric Direction text: the first direction word it uses decides.
-
-    ``lower``, ``minimize``, ``decrease``, ``less is better``, ``lower is better`` … read as ``"lower"``;
-    ``higher``, ``maximize`` … and anything without a direction word (the upstream default) as ``"higher"``.
-    The one reading for the record rules, compaction's metric bands, range lines and views.
-    """
+    """``"lower"`` or ``"higher"`` from a Metric Direction text: its first direction word (``minimize``, ``less is
+    better``) decides; without one, the upstream default ``"higher"``."""
     if not isinstance(value, str):
         return "higher"
     match = _DIRECTION.search(value)
@@ -302,32 +252,20 @@ def state_direction(state: dict[str, object]) -> str:
     return metric_direction(state.get("metric_direction"))
 
 
-# -- section names -----------------------------------------------------------------------------------------------
-
 _BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|<[^>]*>")
 _ROMAN = frozenset({"i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"})
 _FILLER = frozenset({"section", "part", "the", "our", "my"})
 
 
 def heading_key(title: str) -> str:
-    """A heading's words for identity: emoji, symbols, punctuation, case and spacing do not matter.
-
-    ``"⚙️ Machine State"``, ``"Machine State"`` and ``"\\ufffd\\ufffd Machine State"`` all give ``"machine state"``.
-    """
-    kept = []
-    for ch in unicodedata.normalize("NFKC", title).lower():
-        kept.append(ch if (ch.isalnum() and ch.isascii()) or ch.isalpha() else " ")
-    return " ".join("".join(kept).split())
+    """A heading's words for identity, without emoji, symbols, punctuation, case or spacing (``"machine state"``)."""
+    text = unicodedata.normalize("NFKC", title).lower()
+    return " ".join("".join(ch if (ch.isalnum() and ch.isascii()) or ch.isalpha() else " " for ch in text).split())
 
 
 def section_name(title: str) -> str:
-    """A section heading reduced to the words that name it, decorations removed.
-
-    Decorations are what agents put around a known name: emoji and other symbols, markdown emphasis, bracketed or
-    parenthesized tags anywhere (``[WIP]``, ``(pruned)``), and in front of the name numbers (``3.``, ``2)``,
-    ``IV.``, ``#4``), single letters (``A.``) and filler words (``Section``, ``Part``, ``The``).  What remains
-    starts with the name: ``"[v2] 3. 📚 Lessons Learned (pruned)"`` → ``"lessons learned"``.
-    """
+    """A section heading reduced to the words that name it: ``"[v2] 3. 📚 Lessons Learned (pruned)"`` →
+    ``"lessons learned"`` (symbols, bracketed tags, leading numbers, letters and filler words removed)."""
     words = heading_key(_BRACKETED.sub(" ", title)).split()
     while len(words) > 1 and (
         words[0].isdigit() or words[0] in _ROMAN or words[0] in _FILLER or (len(words[0]) == 1 and words[0].isalpha())

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from statefile.model.patterns import is_entry_heading, section_name
 from statefile.model.text import utf8_size
 
-# Known sections: kind → (canonical heading, names).  A heading is of a kind when, once decorations are removed
-# (patterns.section_name: emoji, symbols, bracketed tags, leading numbers and filler words), what remains starts
-# with one of its names as whole words.  Names are matched longest first across all kinds, so "iteration history"
-# wins over a shorter name another kind might share.
+# Known sections: kind → (canonical heading, names); a heading is of a kind when its section_name starts with one
+# of the names as whole words, the longest name across all kinds first.
 SECTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "machine_state": ("## ⚙️ Machine State", ("machine state", "scheduler state")),
     "program_info": ("## 📋 Program Info", ("program info", "program information", "program details")),
@@ -50,8 +48,7 @@ def section_kind(title: str | None, level: int) -> str:
         return "preamble"
     if level == 1:
         return "title"
-    if is_entry_heading(title):
-        # "## Iterations 1–12 — condensed" is an entry written one level up, not a second history section.
+    if is_entry_heading(title):  # "## Iterations 1–12 — condensed": an entry written one level up
         return "other"
     key = section_name(title)
     for name, kind in _NAMES:

@@ -1,10 +1,5 @@
-"""Sets of iteration numbers kept as intervals, never as one element per number.
-
-A range line stands for every iteration from its first to its last number, and nothing but the heading bounds
-those numbers: one typo (``### Iters 2–1000000000000``) would make a materialised set the size of the memory of
-the machine.  So whatever asks "which numbers are covered, which are missing, which did that entry stand for"
-works on sorted, merged, inclusive ``(first, last)`` spans, at a cost that grows with the number of entries only.
-"""
+"""Sets of iteration numbers as sorted, merged, inclusive ``(first, last)`` spans, never one element per number:
+one typo in a range line (``### Iters 2–1000000000000``) would otherwise fill the machine's memory."""
 
 from __future__ import annotations
 
@@ -67,11 +62,7 @@ def inside(merged: Sequence[Span], number: int) -> bool:
 def holds(outer: Iterable[Span], inner: Iterable[Span]) -> bool:
     """Whether every number of ``inner`` is in ``outer``."""
     merged = merge(outer)
-    for first, last in merge(inner):
-        at = bisect_right(merged, (first, math.inf)) - 1
-        if at < 0 or merged[at][1] < last:
-            return False
-    return True
+    return merge([*merged, *inner]) == merged  # merging keeps the set of numbers: equal iff nothing was added
 
 
 def spans_text(spans: Iterable[Span], *, mark: str = "", limit: int = 10) -> str:

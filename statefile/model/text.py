@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-# Markdown (and markdown-it) treats \r\n, \r and \n as line ends; nothing else.  str.splitlines() would also split
-# on \x0b, \x1c, \u2028 …, which would make our line numbers disagree with markdown-it's token maps.
+# Markdown's line ends only (str.splitlines() also splits on \x0b, \u2028 …, unlike markdown-it's token maps).
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _NEWLINE_RE = re.compile(r"\r\n|\r|\n")
 
@@ -26,10 +25,7 @@ def line_ending(line: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) collapsed to one space, ends stripped.
-
-    Fields of a state file are single lines: a newline typed into a value would start a heading or a bullet.
-    """
+    """``text`` with every run of whitespace collapsed to one space (a newline in a field would start a bullet)."""
     return " ".join(text.split())
 
 
@@ -43,8 +39,7 @@ def encode(text: str) -> bytes:
     """UTF-8 bytes of ``text``; lone surrogates from undecodable input (surrogateescape) become their bytes again."""
     try:
         return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        # A surrogate that did not come from surrogateescape (e.g. "\ud800" typed into a str): keep it visible.
+    except UnicodeEncodeError:  # a surrogate that did not come from surrogateescape ("\ud800"): keep it visible
         return text.encode("utf-8", "surrogatepass")
 
 

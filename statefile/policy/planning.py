@@ -1,25 +1,23 @@
 """The Iteration History as compaction sees it: disjoint parts covering every iteration number exactly once.
 
-:func:`resolve_history` reads a document's entries once and resolves agents' overlaps: overlapping range lines
-merge into one band; a detailed entry whose number a band covers joins that band (widening it if the entry
-reaches past it); of several entries sharing a number, the one covering all of them stays and the others are
-"dropped" (archived), or, when none does, they all fold into one band.  :func:`plan_sequence` then lays out one
-candidate output (kept entries and groups, newest first) for given limits, and :func:`join_entries` joins the
-texts back into the section.  Pure functions; :mod:`statefile.policy.compaction` renders and archives.
+:func:`resolve_history` resolves agents' overlaps (overlapping ranges merge; an entry a band covers joins it; of
+entries sharing a number the complete one stays, else they fold into one band); :func:`plan_sequence` lays out one
+candidate for given limits; :func:`join_entries` joins the texts back into the section.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from statefile.model.blocks import RULE, content_end, outline
 from statefile.model.document import StateDocument
-from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry
+from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 from statefile.model.text import split_lines
 from statefile.policy import ranges
+from statefile.policy.pruning import connected
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class Detail:
     pos: int
     entry: Iteration
     high: int
-    low: int  # stored, not derived: planning reads it for every entry several times per compaction
+    low: int
 
 
 @dataclass
@@ -61,6 +59,15 @@ class Group:
     def last(self) -> int:
         return max([b.last for b in self.bases] + [d.high for d in self.folded])
 
+    @property
+    def range_lines(self) -> list[tuple[int, IterationRange]]:
+        return [pair for b in self.bases for pair in b.ranges]
+
+    @property
+    def details(self) -> list[Detail]:
+        """Entries resolved into its bands, then those folded."""
+        return [d for b in self.bases for d in b.entries] + self.folded
+
 
 @dataclass(frozen=True)
 class History:
@@ -71,20 +78,19 @@ class History:
     bands: tuple[BaseBand, ...]
     free: tuple[Detail, ...]  # detailed entries not inside a band, newest (highest number) first
     dropped: tuple[tuple[Detail, int], ...]  # duplicate entries and the position of the one that stays
-    opaque: tuple[tuple[int, OpaqueEntry], ...]
-    anchor: dict[int, int]  # opaque position -> position of the entry above it (-1: top)
+    anchor: dict[int, int]  # opaque entry's position -> position of the entry above it (-1: top), in file order
 
 
-def resolve_history(doc: StateDocument, lines: Sequence[str]) -> History | None:
+def resolve_history(doc: StateDocument) -> History | None:
+    """The history as disjoint parts (see the module docstring), or ``None`` without entries."""
+    located = doc.located_history
+    if not located:
+        return None
     entries = doc.history
-    if not entries:
-        return None
-    region = _entries_region(doc, entries)
-    if region is None:
-        return None
+    region = located[0].start, located[-1].end  # entries run to the end of the section that holds them
     raws = [e.raw for e in entries]
-    body, tail = split_tail(raws[-1])
-    raws[-1] = body
+    original = "".join(raws)
+    raws[-1], tail = split_tail(raws[-1])
     details = [
         Detail(pos, e, max(e.covers), min(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)
     ]
@@ -95,7 +101,6 @@ def resolve_history(doc: StateDocument, lines: Sequence[str]) -> History | None:
     bands.extend(forced)
     bands, free = _absorb(bands, free)
     free.sort(key=lambda d: (-d.high, d.pos))
-    opaque = [(pos, e) for pos, e in enumerate(entries) if isinstance(e, OpaqueEntry)]
     anchor: dict[int, int] = {}
     previous = -1
     for pos, e in enumerate(entries):
@@ -103,35 +108,7 @@ def resolve_history(doc: StateDocument, lines: Sequence[str]) -> History | None:
             anchor[pos] = previous
         else:
             previous = pos
-    return History(
-        region=region,
-        raws=tuple(raws),
-        tail=tail,
-        original="".join(lines[region[0] : region[1]]),
-        bands=tuple(bands),
-        free=tuple(free),
-        dropped=tuple(dropped),
-        opaque=tuple(opaque),
-        anchor=anchor,
-    )
-
-
-def _entries_region(doc: StateDocument, entries: Sequence[Entry]) -> tuple[int, int] | None:
-    """Absolute line span of the history entries (they run to the end of the section that holds them)."""
-    joined = "".join(e.raw for e in entries)
-    # Line count as split_lines counts: \r\n, \r and \n each end a line; a last line may lack an ending.
-    count = joined.count("\n") + joined.count("\r") - joined.count("\r\n") + (not joined.endswith(("\n", "\r")))
-    history = doc.section("history")
-    candidates = (
-        [history]
-        if history is not None
-        else [s for s in doc.sections if s.kind not in ("title", "preamble", "machine_state")]
-    )
-    for section in candidates:
-        if len(section.lines) > count and section.text.endswith(joined):
-            end = section.start + len(section.lines)
-            return end - count, end
-    return None
+    return History(region, tuple(raws), tail, original, tuple(bands), tuple(free), tuple(dropped), anchor)
 
 
 def split_tail(raw: str) -> tuple[str, str]:
@@ -145,28 +122,21 @@ def _resolve_duplicates(
     details: list[Detail],
 ) -> tuple[list[tuple[Detail, int]], list[BaseBand], list[Detail]]:
     """Entries sharing iteration numbers: keep the complete one, or fold them all into one band."""
-    parent = list(range(len(details)))
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
+    def links() -> Iterator[tuple[int, int]]:
+        owner: dict[int, int] = {}
+        for index, detail in enumerate(details):
+            for n in detail.entry.covers:
+                if n in owner:
+                    yield index, owner[n]
+                else:
+                    owner[n] = index
 
-    owner: dict[int, int] = {}
-    for index, detail in enumerate(details):
-        for n in detail.entry.covers:
-            if n in owner:
-                parent[find(index)] = find(owner[n])
-            else:
-                owner[n] = index
-    groups: dict[int, list[Detail]] = defaultdict(list)
-    for index, detail in enumerate(details):
-        groups[find(index)].append(detail)
+    groups = [[details[i] for i in group] for group in connected(len(details), links())]
     dropped: list[tuple[Detail, int]] = []
     forced: list[BaseBand] = []
     free: list[Detail] = []
-    for group in groups.values():
+    for group in groups:
         if len(group) == 1:
             free.append(group[0])
             continue
@@ -222,14 +192,9 @@ def _absorb(bands: list[BaseBand], free: list[Detail]) -> tuple[list[BaseBand], 
 
 
 def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) -> list[Detail | Group]:
-    """The output history, newest first: kept entries and groups (each becomes one range line).
-
-    The newest ``keep`` free entries stay; runs of the others between bands become new groups, a long run cut
-    into bands that double in span going back (:func:`_chunks`); a new run joins the range line statefile wrote
-    just older than it while that covers fewer than ``band_span`` numbers; then, while there are more than
-    ``max_ranges`` groups, adjacent pairs merge so that spans keep widening going back: the pair covering the
-    fewest numbers among those whose merged band is no broader than the group older than it.  Groups never merge
-    across a kept entry.
+    """The output history, newest first: the newest ``keep`` free entries, and groups (one range line each) of the
+    others, cut by :func:`_chunks`; a new run joins a young range line statefile wrote just older than it, then
+    adjacent groups merge down to ``max_ranges`` so that spans keep widening going back (never across a kept entry).
     """
     kept = {d.pos for d in history.free[:keep]}
     items: list[tuple[int, Detail | BaseBand]] = [(b.last, b) for b in history.bands]
@@ -247,31 +212,14 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
         sequence.append(item if isinstance(item, Detail) else Group(bases=[item]))
     if run:
         sequence.extend(_chunks(run, band_span))
-    # Young bands grow: a run of newly folded entries joins the range line statefile wrote just older than it
-    # while that line covers fewer than band_span numbers.  (Two groups of one run are never re-joined here: the
-    # run was cut on purpose.)
     index = 0
     while index < len(sequence) - 1:
-        newer, older = sequence[index], sequence[index + 1]
-        if (
-            isinstance(newer, Group)
-            and isinstance(older, Group)
-            and newer.folded
-            and not newer.bases
-            and older.bases
-            and _young(older, band_span)
-        ):
-            sequence[index] = Group(older.bases, older.folded + newer.folded)
-            del sequence[index + 1]
-            continue
+        joined = _joined(sequence[index], sequence[index + 1], band_span)
+        if joined is not None:
+            sequence[index : index + 2] = [joined]
         index += 1
-    # Too many ranges: merge an adjacent pair, so that older history sits in broader bands.  A pair may merge
-    # when the merged band is no broader than the group just older than it (or nothing older is left to
-    # compare with); of those, the pair covering the fewest numbers (ties: the older pair).  With spans that
-    # widen going back this keeps them widening (it works like a binary counter: the newest band stays narrow
-    # and the oldest grows only when everything newer is as broad); messy agents' spans converge to it.
-    # Never across a kept entry, which must stay untouched.  Each group's bounds are computed once: a group's
-    # first and last walk all its members.
+    # Merge the pair covering the fewest numbers whose band is no broader than the group older than it (a binary
+    # counter: the newest band stays narrow); each group's bounds computed once.
     bounds = [(s.first, s.last) if isinstance(s, Group) else (s.low, s.high) for s in sequence]
     groups = sum(isinstance(s, Group) for s in sequence)
     while groups > max_ranges:
@@ -297,14 +245,7 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
 
 
 def _chunks(run: list[Detail], band_span: int) -> list[Group]:
-    """A run of entries to fold (newest first) as groups whose spans double going back: ``band_span`` numbers,
-    then twice that, and so on; the oldest group takes the rest, which is at least as broad as the one before.
-
-    So the first fold of a long history gives several bands, older ones broader, rather than one band for
-    everything; a run shorter than two bands (the usual one new entry per iteration) stays one group.  A cut
-    falls only where the numbers above it and below it do not interleave (entries like ``Iteration 12 & 20``),
-    so the groups never overlap.
-    """
+    """A run to fold (newest first) as groups whose spans double going back from ``band_span``, never interleaved."""
     low = min(d.low for d in run)
     groups: list[Group] = []
     size = band_span
@@ -325,27 +266,26 @@ def _chunks(run: list[Detail], band_span: int) -> list[Group]:
     return groups
 
 
-def _young(group: Group, band_span: int) -> bool:
-    if group.last - group.first + 1 >= band_span:
-        return False
-    return all(ranges.parse_canonical(entry.heading) is not None for b in group.bases for _, entry in b.ranges)
+def _joined(newer: Detail | Group, older: Detail | Group, band_span: int) -> Group | None:
+    """``older`` with the new run ``newer`` folded in when it is a young range line statefile wrote, else ``None``."""
+    if not (isinstance(newer, Group) and isinstance(older, Group) and newer.folded and not newer.bases and older.bases):
+        return None
+    if older.last - older.first + 1 >= band_span:
+        return None
+    ours = all(ranges.parse_canonical(entry.heading) is not None for _, entry in older.range_lines)
+    return Group(older.bases, older.folded + newer.folded) if ours else None
 
 
 def ends_blank(text: str) -> bool:
     """Whether ``text`` ends with a blank line (or is only whitespace).  Looks at the last bytes only."""
-    tail = text[-4:]
-    if tail.endswith("\r\n"):
-        tail = tail[:-2]
-    elif tail.endswith(("\n", "\r")):
-        tail = tail[:-1]
-    else:
-        return text.isspace() or not text
-    return tail.endswith(("\n", "\r")) or text.isspace()
+    return not text.strip() or _BLANK_END.search(text[-4:]) is not None
+
+
+_BLANK_END = re.compile(r"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)\Z")  # two line ends, "\r\n" never split
 
 
 def join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:
-    """Entries in order, then the section's tail.  Kept entries bring their own spacing; a new range line (or the
-    entry that used to be last) gets a blank line after it when something follows."""
+    """Entries in order, then the section's tail; a ``spaced`` text gets a blank line after it when one follows."""
     out = ""
     for index, (text, spaced) in enumerate(texts):
         out += text

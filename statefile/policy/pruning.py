@@ -1,26 +1,17 @@
-"""Decide which Lessons Learned and Foreclosed Avenues bullets leave the file, and why.
+"""Which Lessons Learned and Foreclosed Avenues bullets leave the file, and why (compaction applies it).
 
-Pure decisions over bullet texts; :mod:`statefile.policy.compaction` applies them and archives what leaves.
-
-- Pinned bullets (a 📌, or an HTML comment such as ``<!-- pin -->``) are never removed or rewritten.
-- Bullets marked important (``IMPORTANT`` or ``CRITICAL`` in capitals, or ``**Important**``) go last: a limit
-  removes every unmarked bullet, oldest first, before the oldest marked one.
-- A lesson with ``(expires YYYY-MM-DD)`` whose date is before ``today`` expires.
-- Exact and near-duplicate bullets (word-set Jaccard similarity at or above a threshold) collapse to the newest
-  wording; when a pinned bullet is among them, the pinned ones stay and the unpinned go.
-- Beyond a count limit the oldest unpinned bullets go.
-- Foreclosed avenues consolidate: similar bullets collapse into the newest, marked ``*(+N similar in archive)*``.
-
-"Oldest" needs the list's order.  statefile appends new bullets at the end, but some agents prepend; when the
-iteration numbers bullets mention mostly go down the list, the list is read as newest first.
+Pinned bullets (📌, ``<!-- pin -->``) never leave; expired lessons do; near-duplicates (word-set Jaccard similarity)
+collapse to the newest wording (avenues into one marked ``*(+N similar in archive)*``); beyond a count limit the
+oldest go, agents' bullets first and those marked ``IMPORTANT``/``CRITICAL`` last.  "Oldest" reads the list newest
+first when the iteration numbers its bullets mention mostly go down.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from itertools import pairwise
@@ -80,13 +71,9 @@ def newest_last(texts: Sequence[str]) -> bool:
     return downs <= ups
 
 
-def similar_groups(sets: Sequence[frozenset[str]], threshold: float) -> list[list[int]]:
-    """Groups (of 2 or more indexes) of sets linked by Jaccard similarity >= ``threshold``, transitively.
-
-    Candidate pairs come from a prefix filter (two sets that similar must share one of their rarest
-    ``|s| - ceil(t·|s|) + 1`` tokens), so unrelated bullets are never compared and cost stays near linear.
-    """
-    parent = list(range(len(sets)))
+def connected(count: int, links: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Indexes ``0…count-1`` grouped by ``links`` (transitively), each group ascending, ordered by first member."""
+    parent = list(range(count))
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -94,94 +81,66 @@ def similar_groups(sets: Sequence[frozenset[str]], threshold: float) -> list[lis
             i = parent[i]
         return i
 
-    frequency: dict[str, int] = defaultdict(int)
-    for s in sets:
-        for token in s:
-            frequency[token] += 1
-    index: dict[str, list[int]] = defaultdict(list)
-    for i, s in enumerate(sets):
-        if not s:
-            continue
-        ordered = sorted(s, key=lambda t: (frequency[t], t))
-        prefix = len(s) - math.ceil(threshold * len(s)) + 1
-        seen: set[int] = set()
-        for token in ordered[: max(prefix, 1)]:
-            for j in index[token]:
-                if j in seen:
-                    continue
-                seen.add(j)
-                other = sets[j]
-                if len(s & other) >= threshold * len(s | other):
-                    parent[find(i)] = find(j)
-            index[token].append(i)
+    for a, b in links:
+        parent[find(a)] = find(b)
     groups: dict[int, list[int]] = defaultdict(list)
-    for i in range(len(sets)):
+    for i in range(count):
         groups[find(i)].append(i)
-    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+    return list(groups.values())
 
 
-def plan_lessons(
+def similar_groups(sets: Sequence[frozenset[str]], threshold: float) -> list[list[int]]:
+    """Groups (of 2 or more indexes) of sets linked by Jaccard similarity >= ``threshold``, transitively; a prefix
+    filter (similar sets share one of their rarest ``|s| - ceil(t·|s|) + 1`` tokens) keeps the cost near linear."""
+    frequency = Counter(token for s in sets for token in s)
+
+    def links() -> Iterator[tuple[int, int]]:
+        index: dict[str, list[int]] = defaultdict(list)
+        for i, s in enumerate(sets):
+            prefix = len(s) - math.ceil(threshold * len(s)) + 1
+            seen: set[int] = set()
+            for token in sorted(s, key=lambda t: (frequency[t], t))[: max(prefix, 1)]:
+                for j in index[token]:
+                    if j not in seen and len(s & sets[j]) >= threshold * len(s | sets[j]):
+                        yield i, j
+                    seen.add(j)
+                index[token].append(i)
+
+    return [group for group in connected(len(sets), links()) if len(group) > 1]
+
+
+def plan_list(
     texts: Sequence[str],
+    noun: str,
     *,
-    limit: int | None,
+    collapse: bool,
     similarity: float,
-    today: date | None,
-    order_newest_last: bool,
-    collapse: bool = True,
+    limit: int | None,
+    newest_last: bool,
+    today: date | None = None,
     why: str = "",
 ) -> ListPlan:
-    """Which lessons leave: expired ones; with ``collapse``, older duplicates; then beyond ``limit`` (``None``: no
-    limit) the oldest unpinned ones, those marked important last."""
+    """Which bullets of a list (``noun`` ``"lesson"`` or ``"avenue"``) leave: expired ones when ``today`` is given;
+    with ``collapse``, older duplicates (avenues consolidate into one marked bullet); then beyond ``limit``
+    (``None``: no limit) the oldest unpinned ones, those marked important last."""
     plan = ListPlan()
-    live = [i for i, t in enumerate(texts) if not patterns.is_placeholder(t)]
-    age = _age_rank(len(texts), order_newest_last)
-    for i in live:
-        when = expiry(texts[i])
-        if today is not None and when is not None and when < today and not is_pinned(texts[i]):
+    for i, text in enumerate(texts):
+        when = expiry(text) if today is not None and not is_pinned(text) else None
+        if when is not None and today is not None and when < today and not patterns.is_placeholder(text):
             plan.remove[i] = f"expired {when.isoformat()}"
-    live = [i for i in live if i not in plan.remove]
+    live = [i for i, text in enumerate(texts) if not patterns.is_placeholder(text) and i not in plan.remove]
+    age = list(range(len(texts))) if newest_last else list(range(len(texts), 0, -1))  # higher is newer
     if collapse:
-        _collapse_duplicates(texts, live, similarity, age, plan, "lesson")
+        _collapse_duplicates(texts, live, similarity, age, plan, noun)
     if limit is not None:
-        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, "lessons", why)
+        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, noun + "s", why)
     return plan
-
-
-def plan_foreclosed(
-    texts: Sequence[str],
-    *,
-    consolidate: bool,
-    similarity: float,
-    limit: int | None,
-    order_newest_last: bool,
-    why: str = "",
-) -> ListPlan:
-    """Which foreclosed avenues consolidate (when ``consolidate``) and which leave beyond ``limit``."""
-    plan = ListPlan()
-    live = [i for i, t in enumerate(texts) if not patterns.is_placeholder(t)]
-    age = _age_rank(len(texts), order_newest_last)
-    if consolidate:
-        _collapse_duplicates(texts, live, similarity, age, plan, "avenue", mark=True)
-    if limit is not None:
-        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, "avenues", why)
-    return plan
-
-
-def _age_rank(count: int, order_newest_last: bool) -> list[int]:
-    # Higher rank = newer.
-    return list(range(count)) if order_newest_last else list(range(count, 0, -1))
 
 
 def _collapse_duplicates(
-    texts: Sequence[str],
-    live: list[int],
-    similarity: float,
-    age: list[int],
-    plan: ListPlan,
-    noun: str,
-    *,
-    mark: bool = False,
+    texts: Sequence[str], live: list[int], similarity: float, age: list[int], plan: ListPlan, noun: str
 ) -> None:
+    mark = noun == "avenue"  # an avenue stands for the ones folded into it, marked so
     groups = similar_groups([tokens(texts[i]) for i in live], similarity)
     for group in groups:
         members = [live[k] for k in group]
@@ -191,8 +150,7 @@ def _collapse_duplicates(
                 if i not in pinned:
                     plan.remove[i] = f"duplicate of a pinned {noun}"
             continue
-        # The newest maintainer bullet of the group stands for it: an agent's report (marked, and always the newest)
-        # never replaces the maintainer's words it resembles; among agent bullets only, the newest.
+        # The newest maintainer bullet stands for the group: an agent's never replaces a maintainer's words.
         keep = max(members, key=lambda i: (not patterns.is_agent_bullet(texts[i]), age[i]))
         folded = 0
         for i in members:
@@ -211,9 +169,8 @@ def _apply_limit(
     if excess <= 0:
         return
 
-    # Agent-reported bullets first (statefile apply marks them: they never push a maintainer's out), then oldest
-    # first, every unmarked bullet before any marked important one.
     def order(i: int) -> tuple[bool, bool, int]:
+        """Agents' bullets first (they never push a maintainer's out), then the oldest, marked important last."""
         return (not patterns.is_agent_bullet(texts[i]), is_important(texts[i]), age[i])
 
     for i in sorted((i for i in live if not is_pinned(texts[i])), key=order):

@@ -1,23 +1,10 @@
 """Repair: fix what ``check`` reports that has only one right answer, archiving every byte it takes out.
 
-``repair(doc, program=…)`` is a pure function.  In order:
-
-1. **Heading drift**: a known section whose heading differs from the template's only in emoji, punctuation, case or
-   spacing (``## Machine State``, ``## \\ufffd\\ufffd Lessons Learned``) gets the exact heading back — the
-   scheduler finds the table only under ``## ⚙️ Machine State``.  A heading with other words is left alone.
-2. **A missing history heading**: entries sitting under another section get ``## 📊 Iteration History`` above them.
-3. **Duplicated sections**: the copy's blocks (bullets, paragraphs, history entries) that the first section lacks
-   move into the first one, then the copy goes to the archive.  A second Machine State table is archived whole:
-   the scheduler reads only the first (when the first has no rows, which table is right is a judgment: left).
-4. **Duplicated entries**: an entry repeated byte for byte, or a ``(partial)`` entry whose iterations a complete
-   entry covers, goes to the archive (the same rule compaction applies).
-5. **Overlapping range lines**: each group of range lines whose iterations overlap becomes one canonical range line
-   (:func:`statefile.policy.ranges.merge_bands`); the originals go to the archive.
-
-Everything else ``check`` reports needs a person or compaction: a gap in the history, an Iteration Count that
-disagrees with it, a detailed entry inside a range (compaction folds it), an unclosed code fence.  Those stay in
-:attr:`RepairResult.remaining`.  A file with an unclosed code fence or HTML block is not edited at all.
-Repairing a repaired document changes nothing.
+``repair(doc, program=…)``, in order: a drifted known heading (``## Machine State``) gets the exact one back; entries
+without a history heading get one; a duplicated section's blocks the first lacks move into it and the copy is
+archived (a second Machine State table whole, unless the first has no rows); a repeated or ``(partial)`` entry a
+complete one covers is archived; overlapping range lines merge into one canonical line.  The rest stays in
+:attr:`RepairResult.remaining`; a file with an unclosed block is not edited; repairing again changes nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +15,7 @@ from dataclasses import dataclass
 from statefile.defaults import RANGE_TEXT_CAP
 from statefile.model import lists as bullets
 from statefile.model.anomalies import REPAIRABLE, Anomaly
-from statefile.model.blocks import RULE, outline
+from statefile.model.blocks import RULE, content_end, outline
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, IterationRange, parse_entry
 from statefile.model.patterns import heading_key, state_direction
@@ -44,21 +31,13 @@ FIXABLE = REPAIRABLE
 _LIST_KINDS = frozenset({"lessons", "foreclosed", "future"})
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(Anomaly):
     """One repair: the ``check`` code it answers and what was done."""
-
-    code: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 @dataclass(frozen=True)
 class RepairResult:
-    """The repaired document, the text taken out of it (verbatim, ``""`` for none), what was fixed and what is
-    left for a person."""
+    """The repaired document, the text taken out (verbatim), what was fixed and what is left for a person."""
 
     document: StateDocument
     archive: str
@@ -101,7 +80,7 @@ def repair(doc: StateDocument, *, program: str | None = None, archive: str | Non
     for step in steps:
         new, removed, done = step(doc)
         if done and not _sound(doc, new, removed=len(doc.sections) - len(new.sections)):
-            continue  # a step that would disturb anything else (an open code block, the table, coverage) is skipped
+            continue  # it would disturb something else (an open block, the table, coverage)
         doc = new
         archived.extend(removed)
         fixes.extend(done)
@@ -113,9 +92,6 @@ def repair(doc: StateDocument, *, program: str | None = None, archive: str | Non
     return RepairResult(doc, archive, tuple(fixes), doc.warnings)
 
 
-# -- 1. heading drift ----------------------------------------------------------------------------------------------
-
-
 def _restore_headings(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
     lines = split_lines(doc.render())
     fixes = []
@@ -124,21 +100,16 @@ def _restore_headings(doc: StateDocument) -> tuple[StateDocument, list[str], lis
         if section.kind not in SECTION_KINDS or section.title is None or section.level != 2:
             continue
         canonical = SECTION_KINDS[section.kind][0]
-        if section.title == canonical[3:]:
-            continue  # the exact heading (however it is spaced or closed): nothing drifted
-        if heading_key(section.title) != heading_key(canonical[3:]):
-            continue  # other words ("## Lessons"): a name someone chose, not drift
+        if section.title == canonical[3:] or heading_key(section.title) != heading_key(canonical[3:]):
+            continue  # exact, or other words ("## Lessons"): a name someone chose
         line = lines[section.start]
         bom = "\ufeff" if line.startswith("\ufeff") else ""
         lines[section.start] = bom + canonical + line_ending(line)
         code = "machine-state-heading" if section.kind == "machine_state" else "heading-drift"
         fixes.append(Fix(code, f"'## {section.title}' is '{canonical}' again"))
-        # The old heading, byte for byte, as text (a "##" line in the archive would read as a chunk heading).
+        # The old heading as text (a "##" line in the archive would read as a chunk heading).
         archived.append(f"- heading restored to {canonical[3:]}, it was: {line_body(line).lstrip(chr(0xFEFF))}\n")
     return (parse("".join(lines)) if fixes else doc), archived, fixes
-
-
-# -- 2. a missing history heading ----------------------------------------------------------------------------------
 
 
 def _history_heading(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
@@ -149,9 +120,6 @@ def _history_heading(doc: StateDocument) -> tuple[StateDocument, list[str], list
     return new, [], [Fix("missing-history-heading", f"'{heading}' added above the first iteration entry")]
 
 
-# -- 3. duplicated sections ----------------------------------------------------------------------------------------
-
-
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -160,12 +128,10 @@ def _blocks(section: Section) -> list[str]:
     """A section's content as blocks: bullets (list sections) or blank-line-separated paragraphs."""
     body = list(section.lines)
     if section.kind in _LIST_KINDS:
-        # Parsed on its own so that a fenced block inside the section is code, never bullets.
         found = [item.text for item in parse("".join(body)).list_items(section.kind) if not item.is_placeholder]
         if found:
             return found
-    # Runs of blocks (as the markdown scanner finds them) not separated by a blank line or a rule: a paragraph with
-    # the bullets right under it is one block, and a code fence with blank lines inside stays whole.
+    # Runs of blocks not separated by a blank line or a rule (a paragraph and its bullets, a whole fence).
     runs: list[tuple[int, int]] = []
     for block in outline("".join(body[1:])):
         if block.kind == RULE:
@@ -175,6 +141,11 @@ def _blocks(section: Section) -> list[str]:
         else:
             runs.append((block.start, block.end))
     return ["".join(body[1 + a : 1 + b]) for a, b in runs]
+
+
+def _missing(first: Section, copy: Section) -> list[str]:
+    have = {_norm(block) for block in _blocks(first)}
+    return [block for block in _blocks(copy) if _norm(block) not in have]
 
 
 def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
@@ -188,8 +159,8 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
         first_index, copy_index = pair
         first, copy = doc.sections[first_index], doc.sections[copy_index]
         name = SECTION_KINDS[copy.kind][0][3:]
-        if copy.kind == "machine_state" and len(doc.machine_state) <= 1:  # as anomalies reads "no rows"
-            skip.add(copy.start)  # which of two tables is right, when the first has no rows, is a judgment
+        if copy.kind == "machine_state" and len(doc.machine_state) <= 1:  # no rows: which table is right is a judgment
+            skip.add(copy.start)
             continue
         if copy.kind == "history":
             new = _merge_history(doc, first_index, copy_index)
@@ -198,8 +169,7 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
             new = _without_section(doc, copy_index)
             moved = "the scheduler reads only the first table"
         else:
-            have = {_norm(block) for block in _blocks(first)}
-            missing = [block for block in _blocks(copy) if _norm(block) not in have]
+            missing = _missing(first, copy)
             new = _append_blocks(
                 _without_section(doc, copy_index), first_index, missing, list_kind=copy.kind in _LIST_KINDS
             )
@@ -208,8 +178,8 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
                 if missing
                 else "the first has all of it"
             )
-        if not _sound(doc, new, removed=1):
-            skip.add(copy.start)  # the merge would change more than the copy (e.g. carry half a code fence): left
+        if not _sound(doc, new, removed=1):  # it would change more than the copy (half a fence): left
+            skip.add(copy.start)
             continue
         archived.append(copy.text)
         fixes.append(Fix("duplicate-section", f"a second '{name}' section archived; {moved}"))
@@ -217,8 +187,7 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
 
 
 def _sound(old: StateDocument, new: StateDocument, *, removed: int) -> bool:
-    """Whether ``new`` is ``old`` with ``removed`` sections fewer and nothing else disturbed: no block left open, the
-    same Machine State, every iteration still covered, the other sections still there."""
+    """Whether ``new`` is ``old`` with ``removed`` sections fewer and no block open, the table and coverage kept."""
     if new.unclosed_block is not None or new.machine_state != old.machine_state:
         return False
     if len(new.sections) != len(old.sections) - removed:
@@ -238,26 +207,17 @@ def _next_duplicate(doc: StateDocument, skip: set[int]) -> tuple[int, int] | Non
 
 
 def _without_section(doc: StateDocument, index: int) -> StateDocument:
-    lines = split_lines(doc.render())
     section = doc.sections[index]
-    del lines[section.start : section.start + len(section.lines)]
-    if section.start > 0 and section.start <= len(lines) and not lines[section.start - 1].endswith(("\n", "\r")):
-        lines[section.start - 1] += doc.newline
-    return parse("".join(lines))
+    return doc.with_lines(section.start, section.start + len(section.lines), [])
 
 
 def _append_blocks(doc: StateDocument, index: int, blocks: Sequence[str], *, list_kind: bool) -> StateDocument:
     """``blocks`` added at the end of section ``index``'s content (before its trailing blank lines and rule)."""
     if not blocks:
         return doc
-    lines = split_lines(doc.render())
     section = doc.sections[index]
-    # Before the section's trailing blank lines and rules (the separator before the next section).
-    content, _ = split_tail("".join(section.lines))
-    end = section.start + max(1, len(split_lines(content)))
+    end = section.start + content_end(section.lines)
     nl = doc.newline
-    if not lines[end - 1].endswith(("\n", "\r")):
-        lines[end - 1] += nl
     added: list[str] = []
     for block in blocks:
         text = block if block.endswith(("\n", "\r")) else block + nl
@@ -265,33 +225,26 @@ def _append_blocks(doc: StateDocument, index: int, blocks: Sequence[str], *, lis
     if list_kind and not bullets.items(list(section.lines)):
         added.insert(0, nl)
     placeholder = [item for item in bullets.items(list(section.lines)) if item.is_placeholder] if list_kind else []
-    lines[end:end] = added
-    if placeholder:
-        # The template's "- *(none yet)*" is not user text: real bullets replace it.
-        item = placeholder[0]
-        del lines[section.start + item.start : section.start + item.end]
-    return parse("".join(lines))
+    doc = doc.with_lines(end, end, added)
+    if placeholder:  # real bullets replace the template's "- *(none yet)*"
+        doc = doc.with_lines(section.start + placeholder[0].start, section.start + placeholder[0].end, [])
+    return doc
 
 
 def _merge_history(doc: StateDocument, first_index: int, copy_index: int) -> StateDocument:
     """The copy's entries that the first history section lacks, moved into it, newest first."""
     copy = doc.sections[copy_index]
-    entries = parse("".join(copy.lines)).history
+    entries = parse(copy.text).history
     have = {_norm(entry.raw) for entry in doc.history}
     moving = [entry.raw for entry in entries if _norm(entry.raw) not in have]
-    intro = "".join(copy.lines)
-    if entries:
-        intro = intro[: intro.index(entries[0].raw)] if entries[0].raw in intro else intro
-    extra = [block for block in _blocks(Section(copy.kind, copy.title, 2, 0, tuple(split_lines(intro))))]
-    have_text = {_norm(block) for block in _blocks(doc.sections[first_index])}
-    extra = [block for block in extra if _norm(block) not in have_text]
+    intro = copy.text.partition(entries[0].raw)[0] if entries else copy.text
+    extra = _missing(doc.sections[first_index], Section(copy.kind, copy.title, 2, 0, tuple(split_lines(intro))))
     doc = _without_section(doc, copy_index)
     if extra:
         doc = _append_blocks_before_entries(doc, extra)
     if not moving:
         return doc
-    if not doc.history:
-        # The first history section has no entries yet: the moved ones become its entries, in their order.
+    if not doc.history:  # the moved entries become the first section's, in their order
         block = join_entries([(raw, True) for raw in moving], "", doc.newline)
         return doc.with_entry(block if block.endswith(("\n\n", "\r\n\r\n")) else block + doc.newline)
     return _rewrite_entries(doc, lambda raws: _merged_in(raws, moving))
@@ -302,16 +255,13 @@ def _append_blocks_before_entries(doc: StateDocument, blocks: Sequence[str]) -> 
     if not doc.history:
         index = next(i for i, s in enumerate(doc.sections) if s.kind == "history")
         return _append_blocks(doc, index, blocks, list_kind=False)
-    text = doc.render()
-    at = _offset(doc, doc.entry_lines[0])
     nl = doc.newline
-    added = "".join((b if b.endswith(("\n", "\r")) else b + nl) + nl for b in blocks)
-    return parse(text[:at] + added + text[at:])
+    added = [line for b in blocks for line in split_lines((b if b.endswith(("\n", "\r")) else b + nl) + nl)]
+    return doc.with_lines(doc.entry_lines[0], doc.entry_lines[0], added)
 
 
 def _merged_in(raws: list[str], moving: list[str]) -> list[str]:
-    """``raws`` (the first section's entries, in their order) with each of ``moving`` placed above the first entry
-    that is older than it; entries without numbers travel with the entry above them."""
+    """``raws`` with each of ``moving`` placed above the first older entry (one without numbers: at the end)."""
     out = list(raws)
     for raw in moving:
         spans = parse_entry(raw).spans
@@ -327,32 +277,16 @@ def _merged_in(raws: list[str], moving: list[str]) -> list[str]:
     return out
 
 
-# -- the history region, rewritten -----------------------------------------------------------------------------------
-
-
-def _offset(doc: StateDocument, line: int) -> int:
-    """Character offset of 0-based ``line`` in the document's text."""
-    return sum(len(part) for part in split_lines(doc.render())[:line])
-
-
 def _rewrite_entries(doc: StateDocument, fn: Callable[[list[str]], list[str]]) -> StateDocument:
-    """The document with its history entries replaced by ``fn(raws)``; each raw is one entry's text, the last one
-    without the section's trailing blank lines and rule, which stay where they are."""
-    entries = doc.history
-    if not entries:
+    """The document with its history entries replaced by ``fn(raws)`` (the last without the section's tail)."""
+    located = doc.located_history
+    if not located:
         return doc
-    text = doc.render()
-    joined = "".join(entry.raw for entry in entries)
-    start = _offset(doc, doc.entry_lines[0])
-    assert text[start : start + len(joined)] == joined
-    raws = [entry.raw for entry in entries]
+    lines = split_lines(doc.render())
+    raws = [entry.raw for entry in doc.history]
     raws[-1], tail = split_tail(raws[-1])
-    new = fn(raws)
-    region = join_entries([(raw, True) for raw in new], tail, doc.newline)
-    return parse(text[:start] + region + text[start + len(joined) :])
-
-
-# -- 4. duplicated entries -----------------------------------------------------------------------------------------
+    region = join_entries([(raw, True) for raw in fn(raws)], tail, doc.newline)
+    return parse("".join(lines[: located[0].start]) + region + "".join(lines[located[-1].end :]))
 
 
 def _drop_duplicate_entries(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
@@ -380,15 +314,7 @@ def _drop_duplicate_entries(doc: StateDocument) -> tuple[StateDocument, list[str
         archived.append(entry.raw)
     if not drop:
         return doc, [], []
-    kept = [raw for index, raw in enumerate(_raws(doc)) if index not in drop]
-    return _rewrite_entries(doc, lambda _raws_: kept), archived, fixes
-
-
-def _raws(doc: StateDocument) -> list[str]:
-    raws = [entry.raw for entry in doc.history]
-    if raws:
-        raws[-1], _ = split_tail(raws[-1])
-    return raws
+    return _rewrite_entries(doc, lambda raws: [r for i, r in enumerate(raws) if i not in drop]), archived, fixes
 
 
 def _label(entry: Entry) -> str:
@@ -396,9 +322,6 @@ def _label(entry: Entry) -> str:
         return f"iterations {entry.first}–{entry.last}"
     covers = list(entry.covers)
     return "iteration " + "+".join(str(n) for n in covers) if covers else "an entry"
-
-
-# -- 5. overlapping range lines ------------------------------------------------------------------------------------
 
 
 def _merge_overlapping_ranges(
@@ -433,7 +356,5 @@ def _merge_overlapping_ranges(
         archived.extend(entry.raw for _, entry in sorted(group))
         spans = ", ".join(f"{e.first}–{e.last}" for _, e in group)
         fixes.append(Fix("overlapping-ranges", f"range lines {spans} merged into one ({band.first}–{band.last})"))
-    raws = _raws(doc)
-    kept = [replace_at.get(index, raw) for index, raw in enumerate(raws) if index not in drop]
-    # A merged line takes the place of the newest range of its group; the order stays newest first.
-    return _rewrite_entries(doc, lambda _raws_: kept), archived, fixes
+    new = _rewrite_entries(doc, lambda raws: [replace_at.get(i, r) for i, r in enumerate(raws) if i not in drop])
+    return new, archived, fixes

@@ -1,52 +1,15 @@
 """The upstream update rules, as one pure function: ``record(doc, request) -> new document``.
 
-The upstream Autoloop prompt tells the agent, in prose, how to update its state file after each run: on accepted,
-reset Consecutive Errors, set Best Metric, count the iteration, stamp Last Run, append the status to Recent Statuses
-(the last 10) and prepend a ✅ entry; on rejected, count and prepend a ❌ entry; on error, count the error too and
-pause at three in a row; on ci-fix-exhausted, pause at once.  :func:`record` applies those rules
-deterministically.  It never mutates its input and touches only three places of the file: rows of the ⚙️ Machine
-State table, the history's insertion point (one new entry), and Lessons Learned (one new bullet, when a lesson is
-given).
-
-Where the upstream prose is silent, these are the decisions (each one also noted where it is made):
-
-- **Best Metric is a ratchet.**  It moves only when an *accepted* metric improves on it in the Metric Direction.
-  An accepted iteration that ties or regresses (a refactor, a change accepted for other reasons) leaves Best Metric
-  as it is; its entry still shows the metric and the signed delta against the best, so nothing is hidden.
-- **Completion** is checked on accepted iterations only, against that iteration's metric: Target Metric reached
-  (``>=`` for higher-is-better, ``<=`` for lower-is-better) sets Completed and a Completed Reason.
-- **Rejected** leaves Consecutive Errors alone (the upstream rules only reset it on accepted).
-- **Other status words** (``pending-ci``, ``local-only``, …) must be asked for (``new_status``; the CLI's
-  ``--new-status``), so a typo is never recorded as a word of its own.  They are neither failures nor confirmed
-  successes: they leave Consecutive Errors alone, so they neither extend nor break an error streak.
-- **Accepted un-pauses**, as the upstream prompt says ("set ``paused`` to false" on accepted): Paused becomes
-  false and Pause Reason is cleared to ``—``.  Nothing is lost silently: ``statefile record`` reports the
-  un-pause with the reason that was cleared (text, ``--json`` and the commit message).
-- **Last Run never goes backwards**: recording with an explicit ``at`` older than the current Last Run keeps the
-  later time, because the scheduler uses Last Run to decide when the program is due again.
-- **The new entry goes on top** of the history, even for an explicit ``iteration`` lower than the newest one: the
-  history reads in recording order.
-- **Metric Direction and Target Metric come from the program definition** (upstream: the scheduler passes the
-  program frontmatter's ``metric_direction``/``target-metric`` as ``selected_metric_direction``/
-  ``selected_target_metric`` in autoloop.json, and the prompt calls the state file's rows copies of them).  When
-  the request carries them they are used for this iteration and written to the rows; a new file starts with them.
-- **ci-fix-exhausted pauses at once** (upstream Step 5b: the no-progress guard, the 5th failed fix and the
-  60-minute cap all set Paused with a reason and end the iteration), with the reason given or
-  :data:`CI_FIX_EXHAUSTED_REASON`; it also counts as an error of the streak.
-- **A pause reason** given with any status but accepted pauses the program now with that reason; for the third
-  consecutive error it replaces the generated reason.  A program already paused for a reason of its own (a CI
-  signature, a maintainer's note) keeps it when more errors arrive.  Accepted un-pauses, so a reason with it is
-  refused.
-- **Accepted entries link the PR** (upstream Step 5c.5): the request's PR, else the Machine State's, as a link
-  when the run URL names the repository.
-- **A legacy Steering Issue row** is copied into an empty Issue row (upstream: "copy its value into the new Issue
-  field on the next iteration"); the legacy row is kept.
-- **Cells are never empty and never hold ``|``**: an empty cell or a ``|`` makes the upstream scheduler's row
-  regex swallow or cut the rows after it; Last Run is always written as ISO-8601 with ``Z`` (a time without a zone
-  crashes the scheduler's due check).
-- **A drifted Machine State heading** (``## Machine State`` without the emoji, or a corrupted emoji) is rewritten
-  to the exact ``## ⚙️ Machine State`` the upstream scheduler looks for (``StateDocument.with_fields`` does it);
-  otherwise the recorded state would be invisible to it.
+The upstream prompt tells the agent in prose how to update its state file after each run; :func:`record` applies
+those rules deterministically, touching only Machine State rows, the history's insertion point (one new entry) and
+the list sections (new bullets).  docs/recording.md states them; where the prose is silent, the decisions are:
+Best Metric is a ratchet (only an accepted improvement moves it); completion is checked on accepted iterations
+only; rejected and new status words (``new_status``) leave Consecutive Errors alone; accepted un-pauses (the
+caller reports the cleared reason); Last Run never goes backwards; the new entry goes on top; Metric Direction and
+Target Metric from the program definition win; ci-fix-exhausted pauses at once and counts as an error; a pause
+reason pauses now and a program paused for a reason of its own keeps it; accepted entries link the PR; a legacy
+Steering Issue row is copied into an empty Issue; cells are never empty and never hold ``|``; a drifted Machine
+State heading is made exact.
 """
 
 from __future__ import annotations
@@ -75,19 +38,14 @@ RECENT_STATUSES_KEPT = 10
 PAUSE_AFTER_ERRORS = 3
 #: Statuses that count as errors.
 ERROR_STATUSES = frozenset({"error", "ci-fix-exhausted"})
-#: Pause Reason written for ci-fix-exhausted when no reason is given.  Upstream's own wordings are
-#: ``ci-fix-exhausted: <signature>`` (5 failed fixes), ``stuck in CI fix loop: <signature>`` (the same failure
-#: twice) and ``ci-timeout`` (the 60-minute cap); this keeps the ``ci-fix-exhausted:`` prefix a PR-health workflow
-#: looks for.
+#: Pause Reason for ci-fix-exhausted without one (the ``ci-fix-exhausted:`` prefix a PR-health workflow looks for).
 CI_FIX_EXHAUSTED_REASON = "ci-fix-exhausted: no failure signature reported"
 DIRECTIONS = ("higher", "lower")
 _ERROR_COUNT_REASON = re.compile(r"^\d+ consecutive errors\b")
 _REPO_FROM_RUN = re.compile(r"^(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/\d+")
 #: The ``source`` of a report an agent made through gh-aw's tool (``statefile apply``).
 AGENT_SOURCE = "agent"
-#: The status words the upstream prompt uses (Recent Statuses: "accepted, rejected, error, or ci-fix-exhausted").
-#: Any other word is refused unless the caller says it means a new word (``new_status``): a typo such as
-#: ``acepted`` would otherwise be recorded as a status of its own, with no streak reset and no best metric.
+#: The status words the upstream prompt uses; any other must be asked for (``new_status``), so a typo is refused.
 UPSTREAM_STATUSES = ("accepted", "rejected", "error", "ci-fix-exhausted")
 
 _STATUS_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
@@ -97,14 +55,11 @@ _CLOCK_SKEW = timedelta(days=1)
 
 @dataclass(frozen=True)
 class RecordRequest:
-    """One iteration's outcome, as ``statefile record`` receives it.
+    """One iteration's outcome, as ``statefile record`` receives it; invalid values raise
+    :class:`~statefile.errors.UsageError`.
 
-    ``status`` is one of the upstream words (:data:`UPSTREAM_STATUSES`: ``accepted``, ``rejected``, ``error``,
-    ``ci-fix-exhausted``), stripped and lower-cased; another lower-case word (``pending-ci``, ``local-only``, …) is
-    accepted only with ``new_status=True``, and a word close to an upstream one is suggested in the error.
-    ``at`` must be timezone-aware (``None``
-    means the ``now`` given to :func:`record`).  ``iteration`` asks for an explicit number; one the history already
-    covers is a :class:`~statefile.errors.ConflictError`.  Invalid values raise :class:`~statefile.errors.UsageError`.
+    ``status`` is one of :data:`UPSTREAM_STATUSES` (or, with ``new_status``, another lower-case word); ``at`` is
+    timezone-aware (``None``: :func:`record`'s ``now``); an explicit ``iteration`` the history covers conflicts.
     """
 
     status: str
@@ -118,27 +73,21 @@ class RecordRequest:
     lesson: str | None = None
     at: datetime | None = None
     iteration: int | None = None
-    #: Pause the program with this reason (any status but accepted; see the module docstring).
     pause_reason: str | None = None
-    #: The program definition's direction and target (autoloop.json's ``selected_metric_direction`` and
-    #: ``selected_target_metric``): used for this iteration and written to the Machine State rows.
+    #: The program definition's (autoloop.json's ``selected_*``): used and written to the rows.
     metric_direction: str | None = None
     target_metric: float | Decimal | None = None
-    #: For a file created by this record: the program's goal and metric name (Program Info).
+    #: For a file created by this record (Program Info).
     goal: str | None = None
     metric_name: str | None = None
-    #: The program issue's number (Machine State ``Issue``).
     issue: int | None = None
-    #: More bullets for the lists the upstream prompt asks the agent to keep current.
     lessons: tuple[str, ...] = ()
     foreclosed: tuple[str, ...] = ()
     future_directions: tuple[str, ...] = ()
-    #: An identity written invisibly into the entry (an HTML comment), so a re-run can see it already landed.
+    #: An identity written invisibly into the entry, so a re-run can see it already landed.
     marker: str | None = None
-    #: Accept a status word the upstream prompt does not use (``statefile record --new-status``).
     new_status: bool = False
-    #: Who reported the new bullets (:data:`AGENT_SOURCE` for an agent's report through gh-aw): each is marked
-    #: with it and the iteration (``*(agent, iteration 42)* …``).  ``None``: a maintainer's own words, unmarked.
+    #: Who reported the new bullets (:data:`AGENT_SOURCE`: each marked ``*(agent, iteration 42)* …``; ``None``: not).
     source: str | None = None
 
     def __post_init__(self) -> None:
@@ -156,22 +105,22 @@ class RecordRequest:
                 "pass --new-status to record it as a new word"
             )
         object.__setattr__(self, "status", status)
-        if self.metric is not None and (isinstance(self.metric, bool) or not math.isfinite(self.metric)):
-            raise UsageError(f"metric {self.metric!r} is not a finite number; pass the measured value")
-        if self.metric is not None and not plausible(_decimal(self.metric)):
-            raise UsageError(f"metric {self.metric!r} is beyond 1e±{MAX_EXPONENT}; pass the measured value")
+        for what, value, advice in (("metric", self.metric, "; pass the measured value"),
+                                    ("target metric", self.target_metric, "")):  # fmt: skip
+            if value is not None and (isinstance(value, bool) or not math.isfinite(value)):
+                raise UsageError(f"{what} {value!r} is not a finite number{advice}")
+            if value is not None and not plausible(_decimal(value)):
+                raise UsageError(f"{what} {value!r} is beyond 1e±{MAX_EXPONENT}{advice}")
         if self.iteration is not None and self.iteration > MAX_ITERATION:
             raise UsageError(f"iteration {self.iteration} is beyond {MAX_ITERATION:,}; pass the iteration's number")
-        for name in ("change", "notes", "commit", "run_url", "lesson", "pause_reason", "goal", "metric_name"):
+        for name in ("change", "notes", "commit", "run_url", "pause_reason", "goal", "metric_name"):
             value = getattr(self, name)
-            if value is not None:
-                # Every field is one line of the file: a newline would start a heading or a new bullet of its own.
+            if value is not None:  # one line of the file: a newline would start a bullet
                 object.__setattr__(self, name, " ".join(str(value).split()) or None)
         for name in ("lessons", "foreclosed", "future_directions"):
             texts = tuple(" ".join(str(v).split()) for v in getattr(self, name))
             object.__setattr__(self, name, tuple(t for t in texts if t))
-        if self.pause_reason is not None:
-            # A cell: "|" would cut the row for the scheduler's regex.
+        if self.pause_reason is not None:  # a cell: "|" would cut the row for the scheduler's regex
             object.__setattr__(self, "pause_reason", self.pause_reason.replace("|", "/"))
             if status == "accepted":
                 raise UsageError("an accepted iteration un-pauses the program; drop the pause reason")
@@ -180,14 +129,10 @@ class RecordRequest:
             if direction not in DIRECTIONS:
                 raise UsageError(f"metric direction {self.metric_direction!r} is not 'higher' or 'lower'")
             object.__setattr__(self, "metric_direction", direction)
-        if self.target_metric is not None and (
-            isinstance(self.target_metric, bool) or not math.isfinite(self.target_metric)
-        ):
-            raise UsageError(f"target metric {self.target_metric!r} is not a finite number")
-        if self.target_metric is not None and not plausible(_decimal(self.target_metric)):
-            raise UsageError(f"target metric {self.target_metric!r} is beyond 1e±{MAX_EXPONENT}")
-        if self.issue is not None and not 1 <= self.issue <= MAX_GITHUB_NUMBER:
-            raise UsageError(f"issue number {_reference(self.issue)}; pass the program issue's number")
+        numbers = (("issue", self.issue, "the program issue's"), ("PR", self.pr, "the pull request's"))
+        for what, number, whose in numbers:
+            if number is not None and not 1 <= number <= MAX_GITHUB_NUMBER:
+                raise UsageError(f"{what} number {_reference(number)}; pass {whose} number")
         if self.marker is not None and ("--" in self.marker or "\n" in self.marker):
             raise UsageError("the item marker may not contain '--' or a newline")
         if self.commit is not None and not re.fullmatch(r"[0-9A-Za-z._/-]{1,64}", self.commit):
@@ -198,8 +143,6 @@ class RecordRequest:
             raise UsageError(f"iteration {self.iteration} is not a positive number; iterations start at 1")
         if self.ci_fix_attempts < 0:
             raise UsageError(f"CI fix attempts {self.ci_fix_attempts} is negative; pass 0 or more")
-        if self.pr is not None and not 1 <= self.pr <= MAX_GITHUB_NUMBER:
-            raise UsageError(f"PR number {_reference(self.pr)}; pass the pull request's number")
         if self.at is not None and self.at.utcoffset() is None:
             raise UsageError("the iteration time has no timezone; pass an aware UTC time such as 2025-01-15T12:00:00Z")
 
@@ -212,23 +155,15 @@ def _reference(number: int) -> str:
 
 
 def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: datetime) -> StateDocument:
-    """Apply the upstream update rules for one iteration and return the new document (``doc`` is not changed).
-
-    ``doc is None`` starts from a fresh file for ``program``.  Raises :class:`~statefile.errors.ConflictError`
-    when ``req.iteration`` is already in the history (as a detailed entry or inside a range).
-    """
+    """The new document after one iteration under the upstream rules (``doc`` ``None``: a fresh file for
+    ``program``); :class:`~statefile.errors.ConflictError` when ``req.iteration`` is already in the history."""
     if now.utcoffset() is None:
         raise UsageError("'now' has no timezone; pass an aware UTC time")
     target_given = _decimal(req.target_metric) if req.target_metric is not None else None
     if doc is None:
-        created: dict[str, Any] = {"metric_direction": req.metric_direction or "higher"}
-        if target_given is not None:
-            created["target_metric"] = format_number(target_given)
-        if req.goal:
-            created["goal"] = req.goal
-        if req.metric_name:
-            created["metric"] = req.metric_name
-        base = parse(new_state_file(program, **created))
+        cell = format_number(target_given) if target_given is not None else None
+        created = {"metric_direction": req.metric_direction or "higher", "target_metric": cell}
+        base = parse(new_state_file(program, goal=req.goal, metric=req.metric_name, **created))
     else:
         base = doc
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
@@ -237,8 +172,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         raise _unreadable_row(program, problem)
     old_count = machine_state.count_field(state, "iteration_count")
     number = _iteration_number(base, req, old_count, program)
-    if req.at is not None and (req.at - now > _CLOCK_SKEW or req.at.year < 1970):
-        # Checked before converting: 9999-12-31T23:59:59-12:00 is a valid time whose UTC is not.
+    if req.at is not None and (req.at - now > _CLOCK_SKEW or req.at.year < 1970):  # before converting to UTC
         raise UsageError(f"--at {req.at.isoformat()} is not a time an iteration ran at (after 1970, not in the future)")
     at = (req.at or now).astimezone(timezone.utc)
     direction = req.metric_direction or state_direction(state)
@@ -259,29 +193,20 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     fields["Recent Statuses"] = statuses
     errors = machine_state.count_field(state, "consecutive_errors")
     if req.status == "accepted":
-        fields["Consecutive Errors"] = 0
-        fields["Paused"] = False
-        fields["Pause Reason"] = None
-        # The ratchet: only an improvement (or the first metric ever) moves Best Metric.
+        fields.update({"Consecutive Errors": 0, "Paused": False, "Pause Reason": None})
         if metric is not None and (previous_best is None or improves(metric, previous_best, direction)):
             fields["Best Metric"] = format_number(metric)
         target = target_given if target_given is not None else _table_number(state, "target_metric", program)
-        # A program already Completed keeps the reason it was completed for (the first time the target was hit).
-        if (
-            metric is not None
-            and target is not None
-            and reaches(metric, target, direction)
-            and not state.get("completed")
-        ):
-            fields["Completed"] = True
+        done = state.get("completed")
+        if metric is not None and target is not None and not done and reaches(metric, target, direction):
             reached = f"target metric {format_number(target)} reached"
-            fields["Completed Reason"] = f"{reached} at iteration {number} (metric {format_number(metric)})"
+            reason = f"{reached} at iteration {number} (metric {format_number(metric)})"
+            fields.update({"Completed": True, "Completed Reason": reason})
     elif req.status in ERROR_STATUSES:
         errors += 1
         fields["Consecutive Errors"] = errors
         if req.status == "ci-fix-exhausted":
-            fields["Paused"] = True
-            fields["Pause Reason"] = req.pause_reason or CI_FIX_EXHAUSTED_REASON
+            fields.update({"Paused": True, "Pause Reason": req.pause_reason or CI_FIX_EXHAUSTED_REASON})
         elif errors >= PAUSE_AFTER_ERRORS:
             fields["Paused"] = True
             kept = state.get("pause_reason") if state.get("paused") else None
@@ -290,21 +215,17 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
                     f"{errors} consecutive errors (last: iteration {number}, {req.status}); "
                     "fix the cause, then set Paused to false"
                 )
-            # else: already paused for a reason of its own (ci-fix-exhausted: <signature>, a maintainer's): kept.
-    # rejected and other words: Consecutive Errors unchanged (see the module docstring).
     if req.pause_reason and "Paused" not in fields:
-        fields["Paused"] = True
-        fields["Pause Reason"] = req.pause_reason
+        fields.update({"Paused": True, "Pause Reason": req.pause_reason})
     if req.pr is not None:
         fields["PR"] = f"#{req.pr}"
     if req.issue is not None:
         fields["Issue"] = f"#{req.issue}"
     elif state.get("issue") is None and isinstance(state.get("steering_issue"), str):
-        # Upstream: the legacy Steering Issue field is deprecated; copy it into Issue (the legacy row stays).
         fields["Issue"] = state["steering_issue"].replace("|", "/")
     pr_link = _pr_link(req.pr, state.get("pr"), req.run_url) if req.status == "accepted" else None
 
-    # Called even when no row changes: with_fields also restores a drifted Machine State heading.
+    # Even when no row changes: with_fields also restores a drifted Machine State heading.
     new = base.with_fields(_changed_fields(base, fields))
     new = new.with_entry(
         render_iteration(
@@ -326,9 +247,8 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
             newline=new.newline,
         )
     )
-    # Each list in one pass (an agent's report may carry many lines: adding them one by one re-read the section
-    # each time, quadratic in the count).
-    lessons = [t for t in (req.lesson, *req.lessons) if t and t.strip()]
+    # Each list in one pass (one by one re-read the section each time: quadratic in an agent's many lines).
+    lessons = [t for t in (req.lesson, *req.lessons) if t is not None]  # an empty --lesson is refused, as lesson add
     for kind, texts in (("lessons", lessons), ("foreclosed", req.foreclosed), ("future", req.future_directions)):
         if req.source is not None:
             texts = [agent_bullet(t, req.source, number) for t in texts]
@@ -346,13 +266,8 @@ ITEM_TRAILER = "Statefile-Item"
 
 
 def has_marker(text: str, marker: str) -> bool:
-    """Whether ``text`` (a state file or an archive part) holds the entry that carries ``marker``.
-
-    Read only where statefile writes it: a line that is the marker comment and nothing else (an entry's last
-    line, indented inside a bullet-form entry).  Text an agent reports is one line per field and has its HTML
-    comments removed, so it can neither be such a line nor hold one: a forged marker in a note cannot make a
-    later re-run skip its own report.
-    """
+    """Whether ``text`` (a state file or an archive part) holds the entry that carries ``marker``: a line that is
+    the marker comment alone, which an agent's one-line, comment-free fields can never forge."""
     needle = marker_comment(marker)
     if needle not in text:  # the common case, decided without splitting the text
         return False
@@ -361,7 +276,8 @@ def has_marker(text: str, marker: str) -> bool:
 
 def _pr_link(number: int | None, cell: Any, run_url: str | None) -> str | None:
     """The PR line of an accepted entry: a link when the run URL names the repository, else ``#n``."""
-    pr = number if number is not None else _cell_number(cell)
+    found = re.search(r"#?(\d+)", cell) if number is None and isinstance(cell, str) else None
+    pr = number if number is not None else int(found.group(1)) if found else None
     if pr is None:
         return None
     match = _REPO_FROM_RUN.match(run_url or "")
@@ -374,17 +290,8 @@ def recorded_iteration(doc: StateDocument) -> int:
     return newest.number if isinstance(newest, Iteration) else 0
 
 
-def _cell_number(cell: Any) -> int | None:
-    match = re.search(r"#?(\d+)", cell) if isinstance(cell, str) else None
-    return int(match.group(1)) if match else None
-
-
 def _iteration_number(doc: StateDocument, req: RecordRequest, count: int, program: str) -> int:
-    if req.iteration is None:
-        # One past everything known: a count that lags the history (agents forget to bump it) or a history that
-        # lags the count (entries lost) must not make the new number collide with an old one.
-        # A typo in the table or the history: the entry written would read back as no iteration at all (check
-        # fails on the same rule, so the gate stops it first).
+    if req.iteration is None:  # one past both the count and the history, whichever lags
         problem = next_iteration_problem(count, doc.highest_iteration)
         if problem:
             raise InvalidDataError(f"in '{program}', {problem}; correct it with 'statefile edit {program}'")
@@ -405,8 +312,7 @@ def _later_run(current: Any, at: datetime) -> str:
             previous = datetime.fromisoformat(current.strip().replace("Z", "+00:00"))
         except ValueError:
             return stamp
-        if previous.utcoffset() is not None and previous > at:
-            # Kept, but always in the one shape the scheduler sorts and parses: ISO-8601 UTC with Z.
+        if previous.utcoffset() is not None and previous > at:  # kept, in the one shape the scheduler parses
             return previous.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return stamp
 
@@ -427,14 +333,8 @@ def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any
     return changed
 
 
-# -- numbers ----------------------------------------------------------------------------------------------------------
-
-
 def parse_metric(text: str, what: str) -> Decimal:
-    """A number typed by a person or an agent (``--metric 0.93``), exactly, or a UsageError naming ``what``.
-
-    Parsed from the text as a Decimal: a float would round 99999999999999999999 and friends.
-    """
+    """A number typed by a person or an agent (``--metric 0.93``), exactly (a Decimal), or a UsageError."""
     try:
         number = Decimal(text.strip().replace("_", ""))
     except InvalidOperation:
@@ -447,8 +347,7 @@ def parse_metric(text: str, what: str) -> Decimal:
 
 
 def _table_number(state: dict[str, Any], key: str, program: str) -> Decimal | None:
-    """A number the rules compare against; one no measurement could be is an error in the file, not a value (the
-    rule check fails on too)."""
+    """A number the rules compare against; one no measurement could be is an error in the file."""
     problem = number_row_problem(state, key)
     if problem:
         raise _unreadable_row(program, problem)
@@ -460,20 +359,15 @@ def _unreadable_row(program: str, problem: str) -> InvalidDataError:
 
 
 def _decimal(value: float | Decimal) -> Decimal:
-    # A Decimal (what the CLI parses from the text typed) is exact already.  For a float, repr() is the shortest
-    # text that round-trips, so 0.93 stays 0.93 (Decimal(0.93) would be 0.9300000000000000488…) and differences
-    # come out exact: 0.93 − 0.9 = 0.03, not 0.030000000000000027.
+    """A float by its shortest round-tripping text (0.93, not 0.9300000000000000488…), so differences are exact."""
     if isinstance(value, Decimal):
         return value
     return Decimal(repr(float(value)))
 
 
 def format_number(value: Decimal) -> str:
-    """A number as the files write it: ``55`` not ``55.0``, ``0.00000649`` not ``6.49E-6``, ``1.5`` not ``1.50``.
-
-    Beyond 1e15 or below 1e-9 (in magnitude), exponent notation (``1.5e+308``) keeps a cell from growing to
-    hundreds of digits.
-    """
+    """A number as the files write it: ``55``, ``0.00000649``, ``1.5``; beyond 1e15 or below 1e-9 in magnitude
+    ``1.5e+308``, so a cell never grows to hundreds of digits."""
     magnitude = abs(value)
     if magnitude and (magnitude >= Decimal("1e15") or magnitude < Decimal("1e-9")):
         mantissa, _, exponent = format(value, "e").partition("e")
@@ -482,7 +376,6 @@ def format_number(value: Decimal) -> str:
         return f"{mantissa}e{exponent}"
     if value == value.to_integral_value():
         return str(int(value))
-    # normalize() rounds to the context's precision (28 digits): give it as many as the value has.
     exact = Context(prec=max(28, len(value.as_tuple().digits)))
     return format(value.normalize(exact), "f")
 

@@ -26,7 +26,7 @@ def test_the_collector_stays_off_until_the_last_parse_ends_and_then_comes_back(
 ) -> None:
     """Two threads parsing at once (the MCP server's workers): the first to finish must not turn the collector
     back on under the other, and once both are done it is on again, as it was."""
-    md = blocks._heading_parser()
+    md = blocks._parser(False)
     real_parse = md.block.parse
     inside = {"a": threading.Event(), "b": threading.Event()}
     release = {"a": threading.Event(), "b": threading.Event()}

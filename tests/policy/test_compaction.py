@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
+from collections import Counter, defaultdict
 from datetime import date, datetime, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, corpus_params, fixture_text, read_raw, real_file
+from conftest import (
+    FIXED_NOW,
+    SAMPLES,
+    SECTION_PREFIXES,
+    SECTION_SUFFIXES,
+    corpus_params,
+    covered_numbers,
+    entry_text,
+    examples,
+    fixture_text,
+    read_raw,
+    real_file,
+    state_file_text,
+)
+from gitutil import run_statefile
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from synthetic import synthetic_state
+from upstream import upstream_machine_state
 
 import statefile
-from policy.test_compaction_properties import check_invariants, core, intervals
 from statefile.errors import BudgetError, UsageError
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Iteration, IterationRange, parse_entry, render_iteration
 from statefile.model.patterns import is_placeholder
-from statefile.model.synthetic import synthetic_state
+from statefile.model.sections import MAINTAINER_OWNED, SECTION_KINDS
 from statefile.model.template import new_state_file
-from statefile.policy.compaction import CompactionBudgetError, CompactionPolicy, compact, program_name
+from statefile.policy.compaction import CompactionBudgetError, CompactionPolicy, CompactionResult, compact, program_name
 from statefile.policy.pruning import is_pinned
 from statefile.policy.ranges import (
     Band,
@@ -29,6 +50,8 @@ from statefile.policy.ranges import (
     parse_canonical,
     render_band,
 )
+from statefile.policy.rules import RecordRequest
+from statefile.policy.rules import record as rules_record
 
 
 def entry(n: int, status: str = "accepted", metric: str | None = None, change: str | None = None) -> str:
@@ -1002,3 +1025,386 @@ def test_merged_range_lines_are_canonical_without_old_header_fragments() -> None
     [line] = [r.heading for r in again.document.ranges if r.first <= 20 <= r.last]
     assert "Various features / Tune the row cache" in line and "2026-05-20/31" not in line, line
     assert "(condensed)" not in line and "->" not in line, line
+
+
+def test_a_section_holding_a_copy_of_the_entries_is_left_alone() -> None:
+    """The false oracle: a `</details>` line opens an HTML block that swallows a history heading, so Current
+    Priorities holds a verbatim copy of the entries; compaction must leave that copy (maintainer text) alone."""
+    entries = "".join(entry_text(n, metric=str(n)) for n in range(30, 0, -1))
+    text = state_file_text(entries)
+    text = text.replace("*(No specific priorities set — agent is exploring freely.)*\n",
+                        "</details>\n## 📊 Iteration History\n\n" + entries)  # fmt: skip
+    before = parse(text)
+    priorities = before.section("priorities")
+    assert priorities is not None and priorities.text.endswith(entries + "\n---\n\n")
+    result = check(text, CompactionPolicy(max_bytes=8192))
+    assert result is not None and result.report.changed
+    after = result.document.section("priorities")
+    assert after is not None and after.text == priorities.text
+
+
+def test_a_file_with_decorated_headings_compacts_under_budget() -> None:
+    """As seen in issue 11: a file with decorated headings compacts under budget."""
+    text = state_file_text("".join(entry_text(n, metric=str(n)) for n in range(60, 0, -1)))
+    lessons_ = "\n".join(f"- Lesson {n}: use typed arrays for kernel {n} (iteration {n})." for n in range(40))
+    text = text.replace("- *(none yet)*", lessons_, 1)
+    text = text.replace("## 📚 Lessons Learned", "## [agent] 4. 🧠 Key Lessons (pruned)")
+    text = text.replace("## 📊 Iteration History", "## 5) 📜 Recent Iterations — newest first")
+    doc = parse(text)
+    assert doc.section("lessons") is not None and len(doc.history) == 60
+    result = check(text, CompactionPolicy(max_bytes=8192))
+    assert result is not None and result.document.size <= 8192
+    assert covered_numbers(result.document.render()) == set(range(1, 61))
+
+
+def test_minimize_moves_best_metric_and_the_range_line_together() -> None:
+    """As seen in issue 11: minimize moves best metric and the range line together."""
+    doc = parse(new_state_file("perf", metric_direction="minimize"))
+    for n, metric in enumerate([99, 90, 85, 88, 95, 91, 87, 86, 93, 89, 92, 94, 96], start=1):
+        status = "accepted" if n <= 3 else "rejected"
+        doc = rules_record(doc, RecordRequest(status, metric=metric, change=f"try {n}"), program="perf", now=FIXED_NOW)
+    assert doc.machine_state["best_metric"] == "85"
+    folded = compact(doc, CompactionPolicy(keep_recent=2)).document
+    line = next(r.heading for r in folded.ranges if r.first == 1)
+    assert "(metrics 99→85)" in line, line
+
+
+def test_compaction_keeps_a_missing_final_newline() -> None:
+    """As seen in issue 11: compaction keeps a missing final newline."""
+    text = (
+        state_file_text("".join(entry_text(n, metric=str(n)) for n in range(14, 0, -1))).replace("\n", "\r\n").rstrip()
+    )
+    result = compact(parse(text), CompactionPolicy(keep_recent=3))
+    assert result.report.changed
+    assert not result.document.render().endswith(("\n", "\r")) and "\r\n" in result.document.render()
+    assert not compact(result.document, CompactionPolicy(keep_recent=3)).report.changed
+
+
+def test_a_budget_error_names_the_opaque_entries_that_keep_the_file_over(tmp_path: Path) -> None:
+    """An entry compaction cannot fold (here a typo'd range) is what stands in the way: the error names it and says
+    how to fix it, not some unrelated maintainer text."""
+    body = "".join(f"- line {i}: " + "x" * 80 + "\n" for i in range(60))
+    text = state_file_text(
+        "".join(entry_text(n, metric=str(n)) for n in range(6, 0, -1)) + "### Iters 2–1000000000000 — typo\n\n" + body
+    )
+    (tmp_path / "perf.md").write_text(text, encoding="utf-8")
+    proc = run_statefile("--dir", str(tmp_path), "compact", "perf", "--max-bytes", "4000", cwd=tmp_path)
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr
+    assert "'### Iters 2–1000000000000 — typo' (" in proc.stderr and "`statefile edit perf`" in proc.stderr
+    assert "maintainer-owned text such as" not in proc.stderr
+    assert (tmp_path / "perf.md").read_text(encoding="utf-8") == text
+
+
+# -- the guarantees, as properties --------------------------------------------------------------------------------
+#
+# Compaction's guarantees, checked on every corpus file, on synthetic files of 15 to 10,000 iterations and on
+# hypothesis-made messy histories (overlapping ranges, entries inside ranges, duplicates, opaque entries).
+#
+# The guarantees (see statefile.policy.compaction): output within budget or a clean BudgetError; every iteration
+# number the input covers is covered exactly once by the output; everything removed is in the archive verbatim;
+# Machine State reads back identically through the upstream scheduler's logic; compaction is idempotent;
+# maintainer-owned sections are byte-identical; the newest ``keep_recent`` entries are untouched when not aggressive.
+
+
+BUDGETS = (30720, 8192)
+_TRAILER = re.compile(r"(?:(?:\r\n|\r|\n)(?:[ \t]*|\s{0,3}-{3,}\s*))*\Z")
+_MARKER = re.compile(r"\s*\*\(\+\d+ similar in archive\)\*")
+
+
+def core(raw: str) -> str:
+    """An entry's text without trailing blank lines and section rules (those belong to the section, not it)."""
+    return _TRAILER.sub("", raw)
+
+
+class Verbatim:
+    """Finds whether a text occurs in the archive starting at a line start, in linear total time."""
+
+    def __init__(self, archive: str) -> None:
+        self.archive = archive
+        self.starts: dict[str, list[int]] = defaultdict(list)
+        offset = 0
+        for line in archive.splitlines(keepends=True):
+            self.starts[line.rstrip("\r\n")].append(offset)
+            offset += len(line)
+
+    def __contains__(self, text: str) -> bool:
+        first = text.splitlines()[0] if text else ""
+        return any(self.archive.startswith(text, at) for at in self.starts.get(first, ()))
+
+
+def intervals(doc: StateDocument) -> list[tuple[int, int]]:
+    """Every iteration number a document's history covers, as one interval per entry number/range."""
+    spans: list[tuple[int, int]] = []
+    for entry in doc.history:
+        if isinstance(entry, IterationRange):
+            spans.append((entry.first, entry.last))
+        elif isinstance(entry, Iteration):
+            spans.extend((n, n) for n in entry.covers)
+    return spans
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _maintainer_texts(doc: StateDocument) -> list[tuple[str, str]]:
+    """The text of every maintainer-owned section, without the history entries the parser placed in it.
+
+    Entries sit under a maintainer-owned section only when the history heading is missing; they are cut off at
+    the line where the parser says they start (``doc.history_start``), never by matching text: a section may
+    hold a verbatim copy of the entries that is its own text (a heading swallowed by an HTML block, a pasted
+    copy), and compaction must leave that copy alone.
+    """
+    start = doc.history_start
+    out = []
+    for index, section in enumerate(doc.sections):
+        if section.kind in MAINTAINER_OWNED:
+            held = start is not None and start[0] == index
+            text = "".join(section.lines[: start[1]]) if start is not None and held else section.text
+            out.append((section.kind, text))
+    return out
+
+
+def protected_entries(doc: StateDocument, keep: int) -> list[str]:
+    """The newest ``keep`` detailed entries outside every range, not sharing a number with another entry.
+
+    Entries sharing numbers take one slot together (compaction keeps one of them) and are not checked; an entry
+    that touches a range, or one widened by an entry it absorbed, is not free.
+    """
+    slots: list[tuple[set[int], list[Iteration]]] = []
+    slot_of: dict[int, int] = {}
+    for entry in sorted(doc.iterations, key=lambda e: -max(e.covers)):
+        index = next((slot_of[n] for n in entry.covers if n in slot_of), None)
+        if index is None:
+            index = len(slots)
+            slots.append((set(), []))
+        slots[index][0].update(entry.covers)
+        slots[index][1].append(entry)
+        slot_of.update(dict.fromkeys(entry.covers, index))
+    spans = [(e.first, e.last) for e in doc.ranges]
+    for numbers, members in slots:
+        if not any(set(m.covers) >= numbers for m in members):
+            spans.append((min(numbers), max(numbers)))  # duplicates no single entry resolves fold into a range
+    free = [s for s in slots if any(set(m.covers) >= s[0] for m in s[1])]
+    changed = True
+    while changed:
+        merged = _union(spans)
+        starts = [a for a, _ in merged]
+        inside = [s for s in free if any((k := bisect_right(starts, n) - 1) >= 0 and n <= merged[k][1] for n in s[0])]
+        spans.extend((min(s[0]), max(s[0])) for s in inside)
+        free = [s for s in free if s not in inside]
+        changed = bool(inside)
+    return [core(members[0].raw) for _, members in free[:keep] if len(members) == 1]
+
+
+def check_invariants(before: StateDocument, result: CompactionResult, policy: CompactionPolicy) -> None:
+    """Assert every compaction guarantee for one input and its result."""
+    after = result.document
+    archive = Verbatim(result.archive)
+    assert after.size <= policy.max_bytes
+    assert result.report.bytes_after == after.size
+    # Every number the input covers is covered exactly once; the output covers nothing twice.
+    out_spans = sorted(intervals(after))
+    for (_, b1), (a2, _) in pairwise(out_spans):
+        assert a2 > b1, f"output covers {a2} twice"
+    union = _union(out_spans)
+    for a, b in intervals(before):
+        assert any(u <= a and b <= v for u, v in union), f"iterations {a}–{b} lost"
+    # Everything removed is in the archive verbatim.
+    kept = Counter(core(e.raw) for e in after.history)
+    for entry in before.history:
+        text = core(entry.raw)
+        if kept[text]:
+            kept[text] -= 1
+        else:
+            assert text in archive, f"removed entry not archived: {text[:80]!r}"
+    for kind in ("lessons", "foreclosed"):
+        remaining = {item.text.rstrip("\r\n") for item in after.list_items(kind)}
+        unmarked = {_MARKER.sub("", t) for t in remaining}
+        for item in before.list_items(kind):
+            text = item.text.rstrip("\r\n")
+            if text in remaining or _MARKER.sub("", text) in unmarked:
+                continue
+            assert text in archive, f"removed {kind} bullet not archived: {text[:80]!r}"
+            assert not is_pinned(text), "a pinned bullet was removed"
+    if not result.report.changed:
+        assert result.archive == ""
+    # Machine State reads back identically; maintainer-owned text is byte-identical.
+    assert upstream_machine_state(after.render()) == upstream_machine_state(before.render())
+    assert after.machine_state == before.machine_state
+    assert _maintainer_texts(after) == _maintainer_texts(before)
+    # The newest keep_recent entries are untouched unless aggressive mode ran.
+    if not result.report.aggressive and not result.report.last_resort:
+        out_cores = {core(e.raw) for e in after.history}
+        for text in protected_entries(before, policy.keep_recent):
+            assert text in out_cores, f"a recent entry changed: {text[:80]!r}"
+    # Idempotent: a second compaction changes nothing and archives nothing.
+    again = compact(after, policy)
+    assert again.document.render() == after.render()
+    assert again.archive == ""
+    assert not again.report.moved
+
+
+def check(text: str, policy: CompactionPolicy) -> CompactionResult | None:
+    """Compact ``text`` and check the invariants; a BudgetError is fine when it is clean and one line."""
+    before = parse(text)
+    try:
+        result = compact(before, policy)
+    except BudgetError as error:
+        message = str(error)
+        assert "\n" not in message and "max_bytes" in message and "Machine State" in message
+        return None
+    assert before.render() == text, "compact() modified its input"
+    check_invariants(before, result, policy)
+    return result
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("path", corpus_params())
+def test_corpus_files_compact_correctly(path: Path, budget: int) -> None:
+    check(read_raw(path), CompactionPolicy(max_bytes=budget))
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("iterations", [15, 16, 40, 250])
+@pytest.mark.parametrize("agent_ranges", [0, 4])
+def test_synthetic_files_compact_correctly(iterations: int, agent_ranges: int, budget: int) -> None:
+    text = synthetic_state("perf", iterations, seed=iterations, agent_ranges=agent_ranges, lessons=25)
+    result = check(text, CompactionPolicy(max_bytes=budget))
+    assert result is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("iterations", [1000, 10_000])
+def test_large_synthetic_files_compact_correctly(iterations: int, budget: int) -> None:
+    text = synthetic_state("perf", iterations, direction="lower", lessons=40, foreclosed=30)
+    result = check(text, CompactionPolicy(max_bytes=budget))
+    assert result is not None
+    assert result.report.folded_iterations >= iterations - 10
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(80))
+@given(
+    iterations=st.integers(min_value=0, max_value=300),
+    seed=st.integers(min_value=0, max_value=10_000),
+    lessons=st.integers(min_value=0, max_value=40),
+    direction=st.sampled_from(["higher", "lower"]),
+    agent_ranges=st.integers(min_value=0, max_value=8),
+    budget=st.sampled_from(BUDGETS),
+)
+def test_synthetic_property(
+    iterations: int, seed: int, lessons: int, direction: str, agent_ranges: int, budget: int
+) -> None:
+    text = synthetic_state(
+        "prop", iterations, seed=seed, lessons=lessons, direction=direction, agent_ranges=agent_ranges
+    )
+    check(text, CompactionPolicy(max_bytes=budget))
+
+
+# -- messy histories: what agents actually write ------------------------------------------------------------------
+
+_RANGE_SHAPES = (
+    "### Iters {a}–{b} — ✅ (metrics {x}→{y}): work {a}",
+    "### Iters {a}-{b} -- 2026-05-16 -- ✅ (metrics {x}->{y}): batch {a}",
+    "### Iterations {a}–{b} — Various features (condensed)\n- Metrics {x}→{y} across features.",
+    "- Iters {a}-{b}: tools not registered",
+    "### Iters {a}–{b} (except {a}) — ⚠️ Error: blocked.",
+)
+
+
+@st.composite
+def messy_history(draw: st.DrawFn) -> str:
+    """A state file whose history mixes entries, overlapping ranges, duplicates and opaque headings."""
+    parts: list[str] = []
+    for _ in range(draw(st.integers(min_value=1, max_value=30))):
+        kind = draw(st.sampled_from(["entry", "entry", "entry", "partial", "pair", "range", "opaque"]))
+        n = draw(st.integers(min_value=1, max_value=60))
+        if kind in ("entry", "partial"):
+            status = draw(st.sampled_from(["✅ Accepted", "❌ Rejected", "⚠️ Error", "⏳ pending CI"]))
+            metric = draw(st.integers(min_value=0, max_value=500))
+            suffix = " (partial)" if kind == "partial" else ""
+            parts.append(
+                f"### Iteration {n}{suffix} — 2026-04-{n % 28 + 1:02d} 10:00 UTC — [Run](https://x.invalid/{n})\n\n"
+                f"- **Status**: {status}\n- **Change**: change {n}\n"
+                f"- **Metric**: {metric} (previous best: {metric - 1}, delta: +1)\n- **Notes**: note {n}.\n\n"
+            )
+        elif kind == "pair":
+            parts.append(f"### Iteration {n} & {n + 1} — ✅ two at once\n\n")
+        elif kind == "range":
+            b = n + draw(st.integers(min_value=0, max_value=25))
+            shape = draw(st.sampled_from(_RANGE_SHAPES))
+            parts.append(shape.format(a=n, b=b, x=n * 2, y=b * 2) + "\n\n")
+        else:
+            parts.append(f"### Notes from run {n}\n\nSomething the agent wrote.\n\n")
+    text = new_state_file("messy", iteration_count=60, metric_direction=draw(st.sampled_from(["higher", "lower"])))
+    lesson_pool = ["Use typed arrays.", "📌 Never force-push.", "Use typed arrays!", "Old tip (expires 2026-01-01)."]
+    lessons = draw(st.lists(st.sampled_from(lesson_pool), max_size=30))
+    if lessons:
+        text = text.replace(
+            "across iterations.\n\n- *(none yet)*", "across iterations.\n\n" + "\n".join(f"- {x}" for x in lessons), 1
+        )
+    avenues = draw(st.integers(min_value=0, max_value=60))
+    if avenues:
+        bullets = [
+            f"- {'📌 ' if i % 17 == 0 else ''}Caching module {i % 7} globally: invalidation bugs seen in run {i}."
+            for i in range(avenues)
+        ]
+        text = text.replace("with reasons.\n\n- *(none yet)*", "with reasons.\n\n" + "\n".join(bullets), 1)
+    return text.replace("*(No iterations yet.)*\n", "".join(parts), 1)
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(300))
+@given(text=messy_history(), budget=st.sampled_from((30720, 8192, 3000, 2000)))
+def test_messy_history_property(text: str, budget: int) -> None:
+    check(text, CompactionPolicy(max_bytes=budget, today=date(2026, 6, 1)))
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60))
+@given(text=messy_history())
+def test_messy_history_with_small_keep(text: str) -> None:
+    check(text, CompactionPolicy(keep_recent=2, keep_recent_aggressive=1, max_ranges=2, max_ranges_aggressive=1))
+
+
+@st.composite
+def decorated_file(draw: st.DrawFn) -> str:
+    count = draw(st.integers(min_value=1, max_value=70))
+    parts = []
+    for n in range(count, 0, -1):
+        mention = draw(st.sampled_from(["", "- Iteration {a} and {b} both had wrong branch; fixed in iter {n}.",
+                                        "- Iter {a}: retried here", "- **Iters {b}-{a}**: same cause"]))  # fmt: skip
+        notes = mention.format(n=n, a=max(1, n - 1), b=max(1, n - 2))
+        text = entry_text(n, status=draw(st.sampled_from(["accepted", "rejected", "error"])), metric=str(n))
+        parts.append(text.rstrip("\n") + ("\n" + notes if notes else "") + "\n\n")
+    text = state_file_text("".join(parts), metric_direction=draw(st.sampled_from(["higher", "minimize"])))
+    lessons_ = draw(st.integers(min_value=0, max_value=30))
+    if lessons_:
+        text = text.replace("- *(none yet)*", "\n".join(f"- Iter {k}: lesson {k}" for k in range(lessons_)), 1)
+    for kind in ("lessons", "history", "future"):
+        canonical = SECTION_KINDS[kind][0]
+        decorated = draw(st.sampled_from(SECTION_PREFIXES)) + draw(
+            st.sampled_from(SECTION_KINDS[kind][1]).map(str.title)
+        )
+        text = text.replace(canonical, "## " + decorated + draw(st.sampled_from(SECTION_SUFFIXES)), 1)
+    return text
+
+
+@pytest.mark.slow
+@settings(max_examples=examples(60))
+@given(text=decorated_file(), budget=st.sampled_from([30720, 8192, 4000]))
+def test_decorated_files_with_prose_mentions_keep_every_number_covered(text: str, budget: int) -> None:
+    """As seen in issue 11: decorated files with prose mentions keep every number covered."""
+    numbers = covered_numbers(text)
+    assert numbers == set(range(1, max(numbers) + 1))  # the prose never adds or hides an entry
+    result = check(text, CompactionPolicy(max_bytes=budget))
+    if result is not None:
+        assert covered_numbers(result.document.render()) >= numbers

@@ -15,16 +15,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import entry_text, state_file_text
 from gitutil import STATEFILE
 from hypothesis import given
 from hypothesis import strategies as st
+from synthetic import synthetic_state
 
 from statefile.defaults import MAX_ITERATION
 from statefile.errors import EXIT_INVALID_DATA
 from statefile.model import spans
 from statefile.model.document import parse
-from statefile.model.history import IterationRange, OpaqueEntry
-from statefile.model.synthetic import synthetic_state
+from statefile.model.history import Iteration, IterationRange, OpaqueEntry
+from statefile.policy import ranges
 
 TYPO = "### Iters 2–1000000000000 — typo"
 DATES = "### Iterations 20260101–20260115 — two weeks"
@@ -116,6 +118,7 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.slow  # processes under memory limits
 @pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_AS is POSIX")
 def test_no_command_hangs_or_exhausts_memory_on_huge_numbers(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
@@ -182,3 +185,26 @@ def test_recording_up_to_the_limit_then_past_it(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_INVALID_DATA and "would be 10,000,001, beyond 10,000,000" in proc.stderr
     assert "internal error" not in proc.stderr
     assert (folder / "perf.md").read_text(encoding="utf-8") == before
+
+
+def parse_entry_text(text: str) -> Iteration:
+    found = parse(state_file_text(text)).history[0]
+    assert isinstance(found, Iteration)
+    return found
+
+
+def test_metric_bands_compare_numbers_exactly() -> None:
+    """As floats, 10000000000000001 and 10000000000000000 are equal: the band kept the old best."""
+    entries = [
+        parse_entry_text(entry_text(2, metric="10000000000000001")),
+        parse_entry_text(entry_text(1, metric="10000000000000000")),
+    ]
+    band = ranges.band_from_entries(entries, "higher", "")
+    assert (band.metric_from, band.metric_to) == ("10000000000000000", "10000000000000001")
+
+
+def test_a_three_point_band_reads_first_to_last() -> None:
+    """As seen in issue 11: a three point band reads first to last."""
+    text = state_file_text("### Iters 1–9 — 2026-04-12 23:12–00:31 UTC — ✅ (metrics 112→127→130): steady\n\n")
+    found = parse(text).ranges[0]
+    assert (found.first, found.last, found.metric_from, found.metric_to) == (1, 9, "112", "130")

@@ -1,4 +1,4 @@
-"""Deterministic synthetic state files in the upstream template's format, for tests, benchmarks and the demo.
+"""Deterministic synthetic state files in the upstream template's format, for tests and benchmarks.
 
 ``synthetic_state("perf", 500, seed=3)`` always returns the same text: a fresh template (from
 :func:`statefile.model.template.new_state_file`) filled with a Machine State that agrees with the history, lessons,
