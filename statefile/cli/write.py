@@ -1,13 +1,10 @@
-"""Commands that change the memory: init, record, compact, edit, lesson …, import.
-
-Each change is one atomic write through the store (:mod:`statefile.app.writing` and the lesson policy).
-"""
+"""Commands that change the memory (init, record, compact, repair, edit, lesson …, sync): each parses its
+arguments, calls its use case in :mod:`statefile.app` and prints the result."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -15,88 +12,36 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timezone
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
+from statefile.app import lessons, writing
 from statefile.app.context import AppContext
-from statefile.app.ghaw import compactor_for, context_from_autoloop, program_goal
-from statefile.app.reading import check_document, missing_program, state_files, unreadable_files
-from statefile.app.sync import sync_branch
-from statefile.app.writing import (
-    CompactOutcome,
-    RepairOutcome,
-    change_lines,
-    compact_program,
-    compaction_policy,
-    init_program,
-    record_iteration,
-    repair_program,
-    restore_heading,
-    restoring_heading,
-    save_edit,
-)
+from statefile.app.sync import sync
+from statefile.app.targets import is_path_argument, resolve_targets
 from statefile.cli.run import echo_error
-from statefile.cli.support import (
-    SIZE,
-    display_width,
-    echo,
-    emit_json,
-    example,
-    file_program,
-    is_file_argument,
-    pass_app,
-    plural,
-    progress,
-    require_program,
-    say,
-    unchanged,
-)
+from statefile.cli.support import SIZE, display_width, echo, emit_json, example, pass_app, progress, say, unchanged
 from statefile.cli.types import GITHUB_NUMBER, whole_number
 from statefile.defaults import SHARED_PROGRAM
-from statefile.errors import EnvironmentFailure, InvalidDataError, NotFoundError, StatefileError, UsageError
-from statefile.integrations.autoloop import read_json_object
-from statefile.model.archive import unwrap_chunk
-from statefile.model.document import StateDocument, parse
+from statefile.errors import EnvironmentFailure, InvalidDataError, StatefileError, UsageError
 from statefile.model.patterns import STATUS_GLYPHS
+from statefile.model.spans import of_numbers, spans_text
 from statefile.model.text import clip, utf8_size
-from statefile.numbers import budget_text, number_text
+from statefile.numbers import budget_text, number_text, plural
 from statefile.policy.compaction import CompactionReport, MovedItem
-from statefile.policy.lessons import (
-    Tombstone,
-    add_lesson,
-    find_lesson,
-    find_tombstone,
-    lesson_id,
-    lesson_summary,
-    numbered_lessons,
-    pin_lesson,
-    promote_lesson,
-    remove_lesson,
-    restorable_lessons,
-    restore_lesson,
-    restored_chunk,
-    unpin_lesson,
-)
 from statefile.policy.repair import LEFT_BECAUSE
 from statefile.policy.rules import RecordRequest, format_number, parse_metric
-from statefile.store import Change, GitStore
 from statefile.store.atomic import read_regular_file
-from statefile.store.files import read_limit
-from statefile.store.names import validate_program
+from statefile.store.folder import FolderStore
+
+R = TypeVar("R")
+Failures = list[tuple[str, StatefileError]]
 
 
-def _writable_program(program: str) -> str:
-
-    if program == SHARED_PROGRAM:
-        raise UsageError(f"'{SHARED_PROGRAM}' is reserved for shared lessons; use 'statefile lesson promote'")
-    return validate_program(program)
-
-
-def _metric(value: str | None, what: str = "--metric") -> Decimal | None:
-    return None if value is None else parse_metric(value, what)
+def _commit(commit: str | None) -> str:
+    return f" ({commit[:10]})" if commit else ""
 
 
 def _when(value: str | None) -> datetime | None:
@@ -119,166 +64,70 @@ def _when(value: str | None) -> datetime | None:
 @click.option("--metric", "metric_name", help="The metric's name, e.g. recall_at_10.")
 @example("statefile init latency --metric-direction lower --target-metric 20 --issue 12")
 @pass_app
-def init_cmd(
-    app: AppContext,
-    program: str,
-    metric_direction: str,
-    target_metric: str | None,
-    issue: int | None,
-    pr: int | None,
-    goal: str | None,
-    metric_name: str | None,
-) -> None:
+def init_cmd(app: AppContext, program: str, metric_direction: str, target_metric: str | None, issue: int | None,
+             pr: int | None, goal: str | None, metric_name: str | None) -> None:  # fmt: skip
     """Create PROGRAM.md on the memory branch from the upstream template."""
-
-    _writable_program(program)
-    fields: dict[str, Any] = {"metric_direction": metric_direction, "goal": goal, "metric": metric_name}
-    if target_metric is not None:
-        fields["target_metric"] = format_number(parse_metric(target_metric, "--target-metric"))
-    if issue is not None:
-        fields["issue"] = f"#{issue}"
-    if pr is not None:
-        fields["pr"] = f"#{pr}"
-    commit = init_program(app.writer(create=True), program, fields)
+    target = None if target_metric is None else format_number(parse_metric(target_metric, "--target-metric"))
+    fields = {"metric_direction": metric_direction, "goal": goal, "metric": metric_name, "target_metric": target,
+              "issue": issue and f"#{issue}", "pr": pr and f"#{pr}"}  # fmt: skip
+    commit = writing.init_program(app, program, {k: v for k, v in fields.items() if v is not None})
     if app.as_json:
         emit_json({"program": program, "commit": commit})
     else:
-        say(app, f"created {program}.md" + (f" ({commit[:10]})" if commit else ""))
+        say(app, f"created {program}.md{_commit(commit)}")
 
 
 @click.command("record")
 @click.argument("program")
-@click.option(
-    "--status",
-    required=True,
-    help="accepted | rejected | error | ci-fix-exhausted (the upstream words; another word needs --new-status).",
-)
+@click.option("--status", required=True, help="accepted | rejected | error | ci-fix-exhausted (else --new-status).")
 @click.option("--new-status", is_flag=True, help="Record a status word the upstream prompt does not use (pending-ci).")
-@click.option(
-    "--create",
-    is_flag=True,
-    help="Start PROGRAM (and the memory branch) if it does not exist; without it a missing program is an error "
-    "(exit 3, with the closest names), unless it is the program --autoloop-json selected.",
-)
+@click.option("--create", is_flag=True, help="Start PROGRAM (and the memory branch) if missing; without it a missing "
+              "program is an error (exit 3) unless --autoloop-json selected it.")  # fmt: skip
 @click.option("--metric", help="The iteration's metric value (a number).")
 @click.option("--change", help="One line: what was tried.")
 @click.option("--notes", help="One or two sentences.")
-@click.option("--commit", "commit_sha", help="Short sha of the accepted change.")
+@click.option("--commit", help="Short sha of the accepted change.")
 @click.option("--run-url", help="URL of the workflow run.")
 @click.option("--pr", type=GITHUB_NUMBER, help="Pull request number (sets PR in Machine State).")
 @click.option("--ci-fix-attempts", type=whole_number(0), default=0, help="CI fix attempts this iteration.")
 @click.option("--lesson", help="A lesson learned, added to Lessons Learned.")
 @click.option("--at", help="When the iteration ran (ISO 8601, default now).")
 @click.option("--iteration", type=whole_number(1), help="Iteration number (default: next); taken → exit 5.")
-@click.option(
-    "--pause-reason",
-    help="Pause the program now with this reason (any status but accepted; the reason for ci-fix-exhausted and "
-    "for the third consecutive error).",
-)
+@click.option("--pause-reason", help="Pause the program now with this reason (any status but accepted; the reason "
+              "for ci-fix-exhausted and for the third consecutive error).")  # fmt: skip
 @click.option("--issue", type=GITHUB_NUMBER, help="The program issue's number (sets Issue).")
-@click.option(
-    "--autoloop-json",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="The scheduler's autoloop.json: when it selected PROGRAM, its metric direction and target (the program "
-    "definition's) are used and written, and a new file starts with them. [env STATEFILE_AUTOLOOP_JSON]",
-    envvar="STATEFILE_AUTOLOOP_JSON",
-)
+@click.option("--autoloop-json", type=click.Path(path_type=Path, dir_okay=False), envvar="STATEFILE_AUTOLOOP_JSON",
+              help="The scheduler's autoloop.json: when it selected PROGRAM, its metric direction and target are "
+              "used and written. [env STATEFILE_AUTOLOOP_JSON]")  # fmt: skip
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @click.option("--dry-run", is_flag=True, help="Say what would be recorded and what would change; write nothing.")
 @example('statefile record perf --status accepted --metric 0.93 --change "Cache parsed rows" --commit a1b2c3d')
 @pass_app
-def record_cmd(
-    app: AppContext,
-    program: str,
-    status: str,
-    new_status: bool,
-    create: bool,
-    metric: str | None,
-    change: str | None,
-    notes: str | None,
-    commit_sha: str | None,
-    run_url: str | None,
-    pr: int | None,
-    ci_fix_attempts: int,
-    lesson: str | None,
-    at: str | None,
-    iteration: int | None,
-    pause_reason: str | None,
-    issue: int | None,
-    autoloop_json: Path | None,
-    summarizer: str | None,
-    dry_run: bool,
-) -> None:
-    """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically.
-
-    Says what changed: the iteration, a new best metric, a pause (and why), an un-pause (an accepted iteration
-    un-pauses, as the upstream prompt says; the cleared reason is reported), completion and compaction.
-    """
-
-    _writable_program(program)
-    context = None
-    if autoloop_json is not None:
-        if not autoloop_json.exists():
-            raise NotFoundError(f"--autoloop-json {autoloop_json}: no such file; pass the scheduler's autoloop.json")
-        autoloop = read_json_object(autoloop_json)  # a FIFO or a device is refused there, unread
-        selected_file = autoloop.get("selected_file")
-        goal = program_goal(Path(selected_file)) if isinstance(selected_file, str) else None
-        context = context_from_autoloop(autoloop, goal=goal, env={})
-    own = context is not None and context.selected == program
-    request = RecordRequest(
-        status=status,
-        metric=_metric(metric),
-        change=change,
-        notes=notes,
-        commit=commit_sha,
-        run_url=run_url,
-        pr=pr,
-        ci_fix_attempts=ci_fix_attempts,
-        lesson=lesson,
-        at=_when(at),
-        iteration=iteration,
-        pause_reason=pause_reason,
-        issue=issue if issue is not None else (context.issue if own and context else None),
-        metric_direction=context.metric_direction if own and context else None,
-        target_metric=context.target_metric if own and context else None,
-        goal=context.goal if own and context else None,
-        new_status=new_status,
-    )
-    app = app.with_summarizer(summarizer)
-    # The scheduler's first run: the program it selected may start the configured memory branch, never one named
-    # by a --branch flag (a typo there must not start a new memory).
-    first_run = own and not app.config().branch.source.startswith("flag")
-    store = app.writer(create=create or first_run)
-    now = datetime.now(timezone.utc)
-    compactor = compactor_for(app)
-    outcome = record_iteration(
-        store,
-        program,
-        request,
-        compaction_policy(app.config(), now=now),
-        now=now,
-        compactor=compactor(program) if compactor else None,
-        create=create or own,
-        dry_run=dry_run,
-    )
+def record_cmd(app: AppContext, program: str, create: bool, autoloop_json: Path | None, summarizer: str | None,
+               dry_run: bool, metric: str | None, at: str | None, **fields: Any) -> None:  # fmt: skip
+    """Record one iteration of PROGRAM by the upstream rules, compact by policy, commit atomically; say what changed
+    (a new best metric, a pause, an un-pause with the cleared reason, completion, compaction)."""
+    request = RecordRequest(**fields, metric=None if metric is None else parse_metric(metric, "--metric"), at=_when(at))
+    outcome = writing.record_program(app.with_summarizer(summarizer), program, request, create=create,
+                                     autoloop_json=autoloop_json, dry_run=dry_run)  # fmt: skip
     if app.as_json:
         emit_json(outcome.as_dict())
         return
-    glyph = STATUS_GLYPHS.get(outcome.status, "•")
-    size = budget_text(outcome.size, outcome.max_bytes)
-    done = "dry run: would record" if dry_run else "recorded"
-    say(app, f"{done} iteration {outcome.iteration} of {program} ({glyph} {outcome.status}), {size}")
+    done, glyph = "dry run: would record" if dry_run else "recorded", STATUS_GLYPHS.get(outcome.status, "•")
+    say(app, f"{done} iteration {outcome.iteration} of {program} ({glyph} {outcome.status}), "
+             f"{budget_text(outcome.size, outcome.max_bytes)}")  # fmt: skip
     if outcome.created:
         why = "--create" if create else f"selected in {autoloop_json}"
         say(app, f"  {'would create' if dry_run else 'created'} {program}.md ({why})")
-    for line in change_lines(outcome.changes):
+    for line in writing.change_lines(outcome.changes):
         say(app, f"  {line}")
+    for note in outcome.notes:
+        echo(f"statefile: note: {note}", err=True)  # even with --quiet: what was not used is never silent
     moved = outcome.compaction.get("moved") or []
     if moved:
         folded = sum(1 for m in moved if m["kind"] == "iteration")
         what = plural(folded, "iteration") + " folded into range lines" if folded else plural(len(moved), "item")
-        where = "would go to" if dry_run else "is in"
-        say(app, f"  compaction: {what}; the full text {where} {store.archive_hint(program)}")
+        say(app, f"  compaction: {what}; the full text {'would go to' if dry_run else 'is in'} {outcome.archive}")
 
 
 @click.command("compact")
@@ -291,146 +140,88 @@ def record_cmd(
 @click.option("--summarizer", help="Command that summarizes folded entries (JSON on stdin, one line out).")
 @example("statefile compact --all --dry-run", "statefile compact memory/perf.md --max-bytes 8KB")
 @pass_app
-def compact_cmd(
-    app: AppContext,
-    targets: tuple[str, ...],
-    all_programs: bool,
-    aggressive: bool,
-    dry_run: bool,
-    details: bool,
-    max_bytes: int | None,
-    summarizer: str | None,
-) -> None:
+def compact_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, aggressive: bool, dry_run: bool,
+                details: bool, max_bytes: int | None, summarizer: str | None) -> None:  # fmt: skip
     """Fold old history into range lines, prune lessons, archive what moved; stay under the budget.
 
-    TARGETS are program names, or paths to state files in a folder (the archive goes to archive/PROGRAM/ beside
-    the file).
+    TARGETS are program names, or paths to state files in a folder (archived to archive/PROGRAM/ beside the file).
     """
-
     app = app.with_max_bytes(max_bytes).with_summarizer(summarizer)
-    if all_programs and targets:
-        raise UsageError("give program names or --all, not both")
-    if not all_programs and not targets:
-        raise UsageError("name the programs to compact, or pass --all")
-    # One job per file argument: (where to look, program, how to name it).  Two files with the same name in two
-    # folders (a/perf.md b/perf.md) are two jobs, each with its own folder store; the same target twice is one.
-    jobs: list[tuple[AppContext, str, str]] = []
-    seen: set[str] = set()
-    for target in targets:
-        if is_file_argument(target):
-            folder, program = file_program(Path(target))
-            if not Path(target).is_file():
-                raise NotFoundError(f"{target}: no such file; check the path")
-            key = str(Path(target).resolve())
-            job = (app.with_folder(folder), program, target)
-        else:
-            key, job = f"program:{target}", (app, target, target)
-        if key not in seen:
-            seen.add(key)
-            jobs.append(job)
-    results: list[tuple[str, CompactOutcome]] = []
-    failures: list[tuple[str, StatefileError]] = []
-    if all_programs:
-        jobs = [(app, name, name) for name in sorted(state_files(app.reader(), app.globs))]
-        # What cannot be read cannot be compacted: an error at the end, never a silent skip.
-        failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
     now = datetime.now(timezone.utc)
-    with progress(app, [label for _, _, label in jobs], "compacting") as labels:
-        for (ctx, name, label), _ in zip(jobs, labels, strict=True):
-            try:
-                compactor = compactor_for(ctx)
-                outcome = compact_program(
-                    ctx.reader() if dry_run else ctx.writer(),
-                    name,
-                    compaction_policy(ctx.config(), aggressive=aggressive, now=now),
-                    dry_run=dry_run,
-                    compactor=compactor(name) if compactor else None,
-                )
-            except StatefileError as exc:
-                if not all_programs or isinstance(exc, EnvironmentFailure):
-                    raise  # a full disk or a read-only folder fails every program alike: say it once
-                # With --all, one broken file must not keep the others over budget: report it, go on, fail at the end.
-                failures.append((label, exc))
-                continue
-            results.append((label, outcome))
+    results, failures = _each(app, targets, all_programs, dry_run, "compact",
+                              lambda ctx, name: writing.compact_target(ctx, name, aggressive=aggressive,
+                                                                       dry_run=dry_run, now=now))  # fmt: skip
     if app.as_json:
-        emit_json(
-            [
-                {
-                    "program": r.program,
-                    "target": label,
-                    "commit": r.commit,
-                    "dry_run": r.dry_run,
-                    "heading_restored": r.heading_restored,
-                    **r.report.as_dict(),
-                }
-                for label, r in results
-            ]
-        )
+        emit_json([{"program": r.program, "target": label, "commit": r.commit, "dry_run": r.dry_run,
+                    "heading_restored": r.heading_restored, **r.report.as_dict()} for label, r in results])  # fmt: skip
         return
     for label, r in results:
         restored = "would restore" if r.dry_run else "restored"
         if not r.report.changed:
             size = budget_text(r.report.bytes_after, r.report.max_bytes)
-            if r.heading_restored:
-                say(app, f"{label}: nothing to compact at {size}; {restored} the ⚙️ Machine State heading")
-            else:
-                say(app, f"{label}: nothing changed — nothing to compact at {size}")
+            say(app, f"{label}: nothing to compact at {size}; {restored} the ⚙️ Machine State heading"
+                if r.heading_restored else f"{label}: nothing changed — nothing to compact at {size}")  # fmt: skip
             continue
         say(app, f"{label}: {'dry run: ' if r.dry_run else ''}{r.report.summary()}")
         if r.heading_restored:
             say(app, f"  {restored} the ⚙️ Machine State heading")
         if r.dry_run and not app.quiet:
-            for line in dry_run_summary(r.report):
+            for line in dry_run_summary(r.report, r.folded):
                 echo(f"  {line}")
-            if details:
-                for item in r.report.moved:
-                    echo(f"    {item.kind}: {item.label} — {item.reason}")
+            for item in r.report.moved if details else ():
+                echo(f"    {item.kind}: {item.label} — {item.reason}")
     if dry_run and not details and not app.quiet and any(r.report.changed for _, r in results):
         echo("(--details lists every entry, lesson and avenue that would move)")
     _report_failures(failures)
 
 
-_NOUNS = {"iteration": ("iteration", "iterations"), "range": ("range line", "range lines"),
-          "lesson": ("lesson", "lessons"), "foreclosed": ("foreclosed avenue", "foreclosed avenues")}  # fmt: skip
+def _each(app: AppContext, names: tuple[str, ...], all_programs: bool, dry_run: bool, verb: str,
+          run: Callable[[AppContext, str], R]) -> tuple[list[tuple[str, R]], Failures]:  # fmt: skip
+    """``run`` on each target (a path on its own folder store); with --all a broken file is reported at the end,
+    never skipped, and does not keep the others over budget.  Paths alone open no store: they need none."""
+    paths_only = not all_programs and all(is_path_argument(name) for name in names)
+    store = FolderStore(Path.cwd()) if paths_only else app.reader() if dry_run else app.writer()
+    targets = resolve_targets(store, names, all_programs=all_programs, verb=verb, globs=app.globs)
+    if targets.failures and not all_programs:
+        raise targets.failures[0][1]
+    results: list[tuple[str, R]] = []
+    failures: Failures = list(targets.failures)
+    with progress(app, [target.label for target in targets.found], f"{verb}ing") as labels:
+        for target, label in zip(targets.found, labels, strict=True):
+            try:
+                results.append((label, run(app if target.path is None else app.with_folder(target.path.parent),
+                                           target.program)))  # fmt: skip
+            except StatefileError as exc:
+                if not all_programs or isinstance(exc, EnvironmentFailure):
+                    raise  # a full disk or a read-only folder fails every program alike: say it once
+                failures.append((label, exc))
+    return results, failures
 
 
-def dry_run_summary(report: CompactionReport) -> list[str]:
-    """What a compaction would do, a line per kind: ``fold 230 iterations (#1–230) into 5 range lines: Iters
-    221–230, …`` and ``archive 5 lessons (5: over the limit of 20)``."""
+_NOUNS = {"range": "range line", "foreclosed": "foreclosed avenue"}
+
+
+def dry_run_summary(report: CompactionReport, folded: tuple[int, ...]) -> list[str]:
+    """What a compaction would do, a line per kind (``fold 230 iterations (#1–230) into 5 range lines: …``)."""
     out: list[str] = []
     by_kind: dict[str, list[MovedItem]] = {}
     for item in report.moved:
-        by_kind.setdefault(item.kind, []).append(item)
-    iterations = by_kind.pop("iteration", [])
-    folded = [item for item in iterations if item.reason.startswith("folded into")]
-    if len(folded) < len(iterations):  # one pass, not a membership test per item (quadratic on a long history)
-        by_kind = {"iteration": [item for item in iterations if not item.reason.startswith("folded into")], **by_kind}
-    if folded:
-        numbers = sorted({int(n) for item in folded for n in re.findall(r"\d+", item.label.split("(")[0])})
+        into_range = item.kind == "iteration" and item.reason.startswith("folded into")
+        by_kind.setdefault("folded" if into_range else item.kind, []).append(item)
+    if "folded" in by_kind:
+        items = by_kind.pop("folded")
         heads = [line.split(" — ", 1)[0].lstrip("# ") for line in report.ranges_written]
         shown = ", ".join(heads[:5]) + (f", … ({number_text(len(heads) - 5)} more)" if len(heads) > 5 else "")
-        out.append(f"fold {plural(len(folded), 'iteration')} ({_spans(numbers)}) into "
+        runs = of_numbers(folded)
+        more = f" ({plural(len(runs) - 4, 'more run')})" if len(runs) > 4 else ""
+        out.append(f"fold {plural(len(items), 'iteration')} ({spans_text(runs, mark='#', limit=4)}{more}) into "
                    f"{plural(len(heads), 'range line')}: {shown}")  # fmt: skip
-    for kind, items in by_kind.items():
-        one, many = _NOUNS.get(kind, (kind, kind + "s"))
-        reasons = Counter(re.sub(r"\s+", " ", item.reason).strip() for item in items)
+    for kind, items in sorted(by_kind.items(), key=lambda pair: pair[0] != "iteration"):
+        reasons = Counter(" ".join(item.reason.split()) for item in items)
         why = "; ".join(f"{number_text(count)}: {clip(reason, 60)}" for reason, count in reasons.most_common(3))
         more = f"; {plural(len(reasons) - 3, 'other reason')}" if len(reasons) > 3 else ""
-        out.append(f"archive {plural(len(items), one, many)} ({why}{more})")
+        out.append(f"archive {plural(len(items), _NOUNS.get(kind, kind))} ({why}{more})")
     return out
-
-
-def _spans(numbers: list[int]) -> str:
-    """``[1, 2, 3, 7]`` → ``#1–3, #7`` (at most four runs, then a count)."""
-    runs: list[list[int]] = []
-    for n in numbers:
-        if runs and runs[-1][1] == n - 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    text = ", ".join(f"#{a}–{b}" if a != b else f"#{a}" for a, b in runs[:4])
-    return text + (f", … ({plural(len(runs) - 4, 'more run')})" if len(runs) > 4 else "")
 
 
 @click.command("repair")
@@ -442,77 +233,38 @@ def _spans(numbers: list[int]) -> str:
 def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dry_run: bool) -> None:
     """Fix what `check` warns about that has one right answer; archive everything taken out.
 
-    Restores drifted section headings, adds a missing history heading, merges duplicated sections (the copy goes
-    to the archive), archives repeated and (partial) entries, merges overlapping range lines.  What needs a
-    person (gaps, a wrong Iteration Count, an unclosed code fence) is listed, not touched.
+    Restores drifted headings, merges duplicated sections and overlapping range lines, archives repeated and
+    (partial) entries.  What needs a person (gaps, a wrong Iteration Count, an open code fence) is only listed.
     """
-
-    if all_programs and targets:
-        raise UsageError("give program names or --all, not both")
-    if not all_programs and not targets:
-        raise UsageError("name the programs to repair, or pass --all")
-    jobs: list[tuple[AppContext, str]] = []
-    for target in targets:
-        if is_file_argument(target):
-            folder, program = file_program(Path(target))
-            if not Path(target).is_file():
-                raise NotFoundError(f"{target}: no such file; check the path")
-            jobs.append((app.with_folder(folder), program))
-        else:
-            jobs.append((app, _writable_program(target)))
-    outcomes: list[RepairOutcome] = []
-    failures: list[tuple[str, StatefileError]] = []
-    if all_programs:
-        jobs = [(app, name) for name in sorted(state_files(app.reader(), app.globs))]
-        # What cannot be read cannot be repaired: an error at the end, never a silent skip.
-        failures.extend((name, InvalidDataError(why)) for name, why in unreadable_files(app.store(), app.globs).items())
-    for ctx, name in jobs:
-        try:
-            outcomes.append(repair_program(ctx.reader() if dry_run else ctx.writer(), name, dry_run=dry_run))
-        except StatefileError as exc:
-            if not all_programs or isinstance(exc, EnvironmentFailure):
-                raise
-            failures.append((name, exc))
+    for name in targets:  # _shared.md is refused whether or not it exists: a usage error, not a missing file
+        if not is_path_argument(name):
+            writing.writable_program(name)
+    done, failures = _each(app, targets, all_programs, dry_run, "repair", lambda ctx, name: writing.repair_program(
+        ctx.reader() if dry_run else ctx.writer(), name, dry_run=dry_run))  # fmt: skip
+    outcomes = [o for _, o in done]
     if app.as_json:
-        emit_json(
-            [
-                {
-                    "program": o.program,
-                    "dry_run": o.dry_run,
-                    "commit": o.commit,
+        emit_json([{"program": o.program, "dry_run": o.dry_run, "commit": o.commit,
                     "fixes": [{"code": f.code, "message": f.message} for f in o.result.fixes],
                     "archived_bytes": utf8_size(o.result.archive),
-                    "remaining": [
-                        {"code": w.code, "message": w.message, "why": LEFT_BECAUSE.get(w.code, "")}
-                        for w in o.result.remaining
-                    ],
-                }
-                for o in outcomes
-            ]
-        )
-    else:
-        for o in outcomes:
-            fixes = o.result.fixes
-            if not fixes:
-                say(app, f"{o.program}: nothing to repair")
-            elif o.dry_run:
-                say(app, f"{o.program}: dry run: would fix {plural(len(fixes), 'problem')}")
-            else:
-                archived = utf8_size(o.result.archive)
-                where = f", {plural(archived, 'byte')} archived to {o.archive}" if archived else ""
-                commit = f" ({o.commit[:10]})" if o.commit else ""
-                say(app, f"{o.program}: fixed {plural(len(fixes), 'problem')}{where}{commit}")
-            if not app.quiet:
-                for fix in fixes:
-                    echo(f"  {'would fix' if o.dry_run else 'fixed'} {fix}")
-                for warning in o.result.remaining:
-                    why = LEFT_BECAUSE.get(warning.code)
-                    echo(f"  left {warning}" + (f" — {why}" if why else ""))
+                    "remaining": [{"code": w.code, "message": w.message, "why": LEFT_BECAUSE.get(w.code, "")}
+                                  for w in o.result.remaining]} for o in outcomes])  # fmt: skip
+    for o in () if app.as_json else outcomes:
+        fixes = o.result.fixes
+        archived = utf8_size(o.result.archive)
+        where = f", {plural(archived, 'byte')} archived to {o.archive}" if archived else ""
+        say(app, f"{o.program}: nothing to repair" if not fixes else
+            f"{o.program}: dry run: would fix {plural(len(fixes), 'problem')}" if o.dry_run else
+            f"{o.program}: fixed {plural(len(fixes), 'problem')}{where}{_commit(o.commit)}")  # fmt: skip
+        if not app.quiet:
+            for fix in fixes:
+                echo(f"  {'would fix' if o.dry_run else 'fixed'} {fix}")
+            for warning in o.result.remaining:
+                why = LEFT_BECAUSE.get(warning.code)
+                echo(f"  left {warning}" + (f" — {why}" if why else ""))
     _report_failures(failures)
 
 
-def _report_failures(failures: list[tuple[str, StatefileError]]) -> None:
-    """After ``compact --all``: one line per program that failed, and the worst exit code."""
+def _report_failures(failures: Failures) -> None:
     for name, error in failures:
         echo_error(f"{name}: {error}")
     if failures:
@@ -525,327 +277,174 @@ def _report_failures(failures: list[tuple[str, StatefileError]]) -> None:
 @pass_app
 def edit_cmd(app: AppContext, program: str) -> None:
     """Edit PROGRAM.md in $EDITOR; the result is validated and committed (or refused, keeping your text)."""
-
-    _writable_program(program)
-    store = app.writer()
-    original = store.read_text(program)
-    if original is None:
-        raise missing_program(store, program, hint=f"'statefile init {program}' creates it")
-    edited = _run_editor(program, original, read_limit(app.config().max_bytes.value))
-    if edited is None or edited == original:
+    outcome = writing.edit_program(app, program, lambda text, limit: _run_editor(program, text, limit),
+                                   lambda text: _keep_text(program, text),
+                                   lambda note: echo(f"statefile: {note}", err=True))  # fmt: skip
+    if not outcome.changed:
         unchanged(app, "the editor left the text as it was")
         return
-    parsed = parse(edited)
-    restored = restore_heading(parsed)
-    outcome = check_document(program, restored, store.max_bytes)
-    if not outcome.ok:
-        saved = _keep_text(program, edited)
-        raise UsageError(f"edit refused: {outcome.errors[0]}; your text is saved in {saved}")
-    try:
-        commit = save_edit(store, program, original, edited)
-    except Exception:
-        saved = _keep_text(program, edited)
-        click.echo(f"statefile: your edited text is saved in {saved}", err=True)
-        raise
-    say(app, f"saved {program}.md" + (f" ({commit[:10]})" if commit else ""))
-    if restored is not parsed:
+    say(app, f"saved {program}.md{_commit(outcome.commit)}")
+    if outcome.heading_restored:
         say(app, "  restored the ⚙️ Machine State heading the scheduler looks for (the edit had changed it)")
 
 
 def _run_editor(program: str, original: str, limit: int) -> str | None:
-    """Open ``original`` in $EDITOR through a temporary file; ``None`` when the editor left it unchanged.
-
-    What the editor left is read back only if it is a regular file of at most ``limit`` bytes: an editor (or
-    anything else) that put a FIFO, a link to a device or a huge file in its place gets a clear error.
-    """
-
+    """``original`` edited in $EDITOR through a temporary file, read back only if it is a regular file of at most
+    ``limit`` bytes."""
     editor = _editor()
-    handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
-    path = Path(name)
-    with open(handle, "w", encoding="utf-8", newline="") as fh:
-        fh.write(original)
+    path = _keep_text(program, original)
     try:
         click.edit(filename=str(path), editor=editor)
     except click.ClickException as exc:
         raise UsageError(f"the editor failed ({exc.format_message()}); your text is in {path}") from None
     try:
         data = read_regular_file(path, limit=limit, what="the edited file")
-    except OSError as exc:
-        # Some editors save by replacing the file, and a failed one may leave nothing behind.
-        raise UsageError(
-            f"the edited file {path} could not be read back ({exc.strerror or exc}); nothing was saved, "
-            "run 'statefile edit' again"
-        ) from None
+    except OSError as exc:  # some editors save by replacing the file; a failed one may leave nothing behind
+        raise UsageError(f"the edited file {path} could not be read back ({exc.strerror or exc}); nothing was "
+                         "saved, run 'statefile edit' again") from None  # fmt: skip
     except StatefileError as exc:
         raise UsageError(f"{str(exc).split(';')[0]}; nothing was saved, run 'statefile edit' again") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidDataError(
-            f"the edited text is not valid UTF-8 (byte {exc.start}); nothing was saved, your text is in {path}"
-        ) from None
+        raise InvalidDataError(f"the edited text is not valid UTF-8 (byte {exc.start}); nothing was saved, your "
+                               f"text is in {path}") from None  # fmt: skip
     path.unlink()
     return None if text == original else text
 
 
 def _editor() -> str | None:
-    """The editor to run: $VISUAL, else $EDITOR, checked before anything is written; ``None`` lets click pick one.
-
-    click's own choice (vim, nano, vi) is only made on a terminal: without one such an editor waits for keys that
-    never come, and a scheduled job would hang until it is killed.
-    """
-    for key in ("VISUAL", "EDITOR"):
-        value = os.environ.get(key, "")
-        if not value.strip():
-            continue  # an empty variable is an unset one, as for every setting
-        try:
-            shlex.split(value)
-        except ValueError as exc:
-            raise UsageError(
-                f"${key} is not a command statefile can run ({exc}: {clip(value, 80)!r}); fix its quoting"
-            ) from None
-        return value
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError(
-            "no editor to run: $VISUAL and $EDITOR are unset and this is not a terminal; set EDITOR to a command "
-            "that edits the file it is given"
-        )
-    return None
+    """$VISUAL, else $EDITOR (empty is unset); ``None`` lets click pick one, only on a terminal (elsewhere vim would
+    wait for keys that never come)."""
+    key = next((key for key in ("VISUAL", "EDITOR") if os.environ.get(key, "").strip()), None)
+    if key is None:
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageError("no editor to run: $VISUAL and $EDITOR are unset and this is not a terminal; set EDITOR "
+                             "to a command that edits the file it is given")  # fmt: skip
+        return None
+    try:
+        shlex.split(value := os.environ[key])
+    except ValueError as exc:
+        raise UsageError(f"${key} is not a command statefile can run ({exc}: {clip(value, 80)!r}); fix its "
+                         "quoting") from None  # fmt: skip
+    return value
 
 
 def _keep_text(program: str, text: str) -> Path:
-
     handle, name = tempfile.mkstemp(prefix=f"statefile-{program}-", suffix=".md")
-    with open(handle, "w", encoding="utf-8", errors="surrogateescape") as fh:
+    with open(handle, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
         fh.write(text)
     return Path(name)
 
 
 @click.group("lesson")
-@example(
-    'statefile lesson add perf "Radix beats comparison sort above 1k rows"',
-    'statefile lesson remove perf 2 --reason "superseded"',
-)
+@example('statefile lesson add perf "Radix beats comparison sort above 1k rows"',
+         'statefile lesson remove perf 2 --reason "superseded"')  # fmt: skip
 def lesson_group() -> None:
     """Manage lessons: add, remove (to the archive, restorable), restore, pin, unpin, promote to _shared.md."""
 
 
-@lesson_group.command("list")
-@click.argument("program")
-@example("statefile lesson list perf", "statefile lesson list _shared --json")
-@pass_app
+def _lesson(name: str, *examples: str) -> Callable[[Callable[..., None]], click.Command]:
+    """A ``lesson`` subcommand: PROGRAM, then the arguments declared below it; the run's AppContext; examples."""
+    return lambda fn: lesson_group.command(name)(click.argument("program")(example(*examples)(pass_app(fn))))
+
+
+@_lesson("list", "statefile lesson list perf", "statefile lesson list _shared --json")
 def lesson_list(app: AppContext, program: str) -> None:
     """List PROGRAM's lessons with the numbers and ids `lesson remove/pin/unpin/promote` take (📌 pinned, expiry
     dates); numbers shift as lessons come and go, ids do not."""
-
-    doc = require_program(app, program)
-    rows = numbered_lessons(doc)
+    listed = lessons.list_lessons(app, program)
     if app.as_json:
-        emit_json([row.as_dict() for row in rows])
+        emit_json([row.as_dict() for row in listed.rows])
         return
-    if not rows:
+    if not listed.rows:
         say(app, f"{program} has no lessons yet ('statefile lesson add {program} \"…\"' adds one)")
     width = shutil.get_terminal_size((120, 24)).columns
-    for row in rows:
-        marks = (" 📌" if row.pinned and "📌" not in row.text else "") + (
-            f" (expires {row.expires})" if row.expires and "expires" not in row.text else ""
-        )
-        text = " ".join(row.text.split()) + marks
-        line = f"{row.number:>3}. [{row.id}] {text}"
+    for row in listed.rows:
+        expires = f" (expires {row.expires})" if row.expires and "expires" not in row.text else ""
+        marks = (" 📌" if row.pinned and "📌" not in row.text else "") + expires
+        line = f"{row.number:>3}. [{row.id}] {' '.join(row.text.split())}{marks}"
         echo(line if display_width(line) <= width else line[: width - 1] + "…")
-    if program != SHARED_PROGRAM and not app.quiet:
-        shared = app.store().read(SHARED_PROGRAM)
-        count = len(numbered_lessons(shared)) if shared is not None else 0
-        if count:
-            echo(f"{plural(count, 'shared lesson')} in {SHARED_PROGRAM}.md: statefile lesson list {SHARED_PROGRAM}")
+    if listed.shared and not app.quiet:
+        echo(f"{plural(listed.shared, 'shared lesson')} in {SHARED_PROGRAM}.md: statefile lesson list {SHARED_PROGRAM}")
 
 
-@lesson_group.command("add")
-@click.argument("program")
-@click.argument("text")
-@click.option("--expires", type=click.DateTime(formats=["%Y-%m-%d"]), help="Archive it after this date.")
-@click.option("--pin", is_flag=True, help="Pinned lessons are never pruned.")
-@example('statefile lesson add perf "Radix beats comparison sort above 1k rows" --expires 2026-12-31')
-@pass_app
-def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | None, pin: bool) -> None:
-    """Add a lesson to PROGRAM (adding one that is already there changes nothing)."""
-
-    day = expires.date() if expires else None
-    _edit_lessons(
-        app,
-        program,
-        lambda doc: add_lesson(doc, text, expires=day, pinned=pin),
-        done=f"added the lesson to {program}",
-        noop=f"{program} already has this lesson",
-        verb="add",
-    )
-
-
-@lesson_group.command("remove")
-@click.argument("program")
-@click.argument("selector")
-@click.option("--reason", required=True, help="Why it is removed (kept in the archive with the lesson).")
-@example('statefile lesson remove perf 3 --reason "superseded by the radix rewrite"')
-@pass_app
-def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> None:
-    """Move lesson SELECTOR (1-based number, id or unique text) of PROGRAM to the archive, with a reason."""
-
-    today = dt.datetime.now(dt.timezone.utc).date()
-
-    store = app.writer()
-
-    def apply(doc: StateDocument | None) -> Change[str]:
-        if doc is None:
-            raise missing_program(store, program)
-        removed = find_lesson(doc, _selector(selector)).text  # the one remove_lesson takes out, to name it
-        new, chunk = remove_lesson(doc, _selector(selector), reason=reason, today=today)
-        what, body = unwrap_chunk(chunk)
-        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md", detail=removed)
-
-    result = store.update(program, restoring_heading(apply), f"statefile: remove a lesson from {program}")
-    text = result.detail or ""
-    ident = lesson_id(text)
-    say(app, f"moved lesson {ident} to {store.archive_hint(program)}{_commit_note(result.commit)}: "
-             f"{lesson_summary(text)} (undo: statefile lesson restore {program} {ident})")  # fmt: skip
-
-
-def _commit_note(commit: str | None) -> str:
-    return f" ({commit[:10]})" if commit else ""
-
-
-@lesson_group.command("restore")
-@click.argument("program")
-@click.argument("selector", required=False)
-@example("statefile lesson restore perf", "statefile lesson restore perf 1")
-@pass_app
-def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
-    """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones).
-
-    SELECTOR is a number from that list (they shift after each restore), the lesson's id (which does not: naming
-    it again says it is already restored) or a piece of its text.
-    """
-
-    store = app.reader() if selector is None else app.writer()
-    if store.read_text(program) is None:
-        raise missing_program(store, program)
-    texts = [store.read_path(path) for path in store.archive_part_paths(program)]  # every layout
-    if selector is None:
-        candidates = restorable_lessons(texts)
-        if app.as_json:
-            emit_json([{"number": n, "lesson_id": c.lesson_id, **c.__dict__} for n, c in enumerate(candidates, 1)])
-            return
-        if not candidates:
-            say(app, f"no removed lessons to restore for {program}")
-        for number, candidate in enumerate(candidates, 1):
-            echo(f"{number}. [{candidate.lesson_id}] {candidate.text.strip()}  — removed {candidate.removed}: "
-                       f"{candidate.reason}")  # fmt: skip
-        return
-    today = dt.datetime.now(dt.timezone.utc).date()
-
-    def apply(doc: StateDocument | None) -> Change[Tombstone]:
-        if doc is None:
-            raise missing_program(store, program)
-        # Re-read the archive as of this attempt: a concurrent restore of the same lesson must be refused.
-        current = [store.read_path(path) for path in store.archive_part_paths(program)]
-        tombstone = find_tombstone(current, _selector(selector))
-        what, body = unwrap_chunk(restored_chunk(tombstone, today=today))
-        return Change(restore_lesson(doc, tombstone), archive=body, archive_label=what, detail=tombstone)
-
-    result = store.update(program, restoring_heading(apply), f"statefile: restore a lesson of {program}")
-    restored = result.detail
-    named = f" {restored.lesson_id}" if restored else ""
-    say(app, f"restored lesson{named}{_commit_note(result.commit)}" + (f": {restored.summary}" if restored else ""))
-
-
-def _edit_lessons(
-    app: AppContext, program: str, edit: Callable[[StateDocument], StateDocument], *, done: str, noop: str, verb: str
-) -> None:
-    """Apply ``edit`` to an existing program's document in one commit; say what happened, or that nothing did.
-
-    ``done`` is said when the lessons changed, ``noop`` (after "nothing changed: ") when ``edit`` changed nothing.
-    A drifted Machine State heading is restored either way.
-    """
-    store = app.writer()
-
-    def apply(doc: StateDocument | None) -> Change[bool]:
-        if doc is None:
-            raise missing_program(store, program)
-        new = edit(doc)
-        return Change(new, detail=new.render() != doc.render())
-
-    result = store.update(program, restoring_heading(apply), f"statefile: {verb} a lesson of {program}")
-    commit = f" ({result.commit[:10]})" if result.landed and result.commit else ""
-    if result.detail:
-        say(app, f"{done}{commit}")
-    elif result.landed:
-        say(app, f"nothing changed in the lessons: {noop}; restored the ⚙️ Machine State heading{commit}")
+def _said(app: AppContext, done: lessons.LessonChange, said: str, noop: str) -> None:
+    if done.changed:
+        say(app, f"{said}{_commit(done.commit)}")
+    elif done.landed:
+        say(app, f"nothing changed in the lessons: {noop}; restored the ⚙️ Machine State heading"
+                 f"{_commit(done.commit)}")  # fmt: skip
     else:
         unchanged(app, noop)
 
 
-def _selector(selector: str) -> int | str:
-    return int(selector) if selector.isdigit() else selector
+@_lesson("add", 'statefile lesson add perf "Radix beats comparison sort above 1k rows" --expires 2026-12-31')
+@click.argument("text")
+@click.option("--expires", type=click.DateTime(formats=["%Y-%m-%d"]), help="Archive it after this date.")
+@click.option("--pin", is_flag=True, help="Pinned lessons are never pruned.")
+def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | None, pin: bool) -> None:
+    """Add a lesson to PROGRAM (adding one that is already there changes nothing)."""
+    done = lessons.add(app, program, text, expires=expires.date() if expires else None, pin=pin)
+    _said(app, done, f"added the lesson to {program}", f"{program} already has this lesson")
 
 
-@lesson_group.command("pin")
-@click.argument("program")
+@_lesson("remove", 'statefile lesson remove perf 3 --reason "superseded by the radix rewrite"')
 @click.argument("selector")
-@example('statefile lesson pin perf "typed arrays"')
-@pass_app
+@click.option("--reason", required=True, help="Why it is removed (kept in the archive with the lesson).")
+def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> None:
+    """Move lesson SELECTOR (1-based number, id or unique text) of PROGRAM to the archive, with a reason."""
+    done = lessons.remove(app, program, selector, reason=reason)
+    say(app, f"moved lesson {done.lesson_id} to {done.archive}{_commit(done.commit)}: {done.summary} "
+             f"(undo: statefile lesson restore {program} {done.lesson_id})")  # fmt: skip
+
+
+@_lesson("restore", "statefile lesson restore perf", "statefile lesson restore perf 1")
+@click.argument("selector", required=False)
+def lesson_restore(app: AppContext, program: str, selector: str | None) -> None:
+    """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones).
+
+    SELECTOR is a number from that list (they shift after each restore), the lesson's id or a piece of its text.
+    """
+    if selector is not None:
+        done = lessons.restore(app, program, selector)
+        named = f" {done.lesson_id}" if done.lesson_id else ""
+        say(app, f"restored lesson{named}{_commit(done.commit)}" + (f": {done.summary}" if done.lesson_id else ""))
+        return
+    candidates = lessons.restorable(app, program)
+    if app.as_json:
+        emit_json([{"number": n, "lesson_id": c.lesson_id, **c.__dict__} for n, c in enumerate(candidates, 1)])
+        return
+    if not candidates:
+        say(app, f"no removed lessons to restore for {program}")
+    for number, c in enumerate(candidates, 1):
+        echo(f"{number}. [{c.lesson_id}] {c.text.strip()}  — removed {c.removed}: {c.reason}")
+
+
+@_lesson("pin", 'statefile lesson pin perf "typed arrays"')
+@click.argument("selector")
 def lesson_pin(app: AppContext, program: str, selector: str) -> None:
     """Pin lesson SELECTOR of PROGRAM so compaction never prunes it."""
-
-    _edit_lessons(
-        app,
-        program,
-        lambda doc: pin_lesson(doc, _selector(selector)),
-        done="pinned the lesson (compaction never prunes it)",
-        noop="the lesson is already pinned",
-        verb="pin",
-    )
+    done = lessons.pin(app, program, selector)
+    _said(app, done, "pinned the lesson (compaction never prunes it)", "the lesson is already pinned")
 
 
-@lesson_group.command("unpin")
-@click.argument("program")
+@_lesson("unpin", "statefile lesson unpin perf 2")
 @click.argument("selector")
-@example("statefile lesson unpin perf 2")
-@pass_app
 def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
     """Unpin lesson SELECTOR of PROGRAM (compaction may prune it again)."""
-
-    _edit_lessons(
-        app,
-        program,
-        lambda doc: unpin_lesson(doc, _selector(selector)),
-        done="unpinned the lesson",
-        noop="the lesson is not pinned",
-        verb="unpin",
-    )
+    _said(app, lessons.pin(app, program, selector, pinned=False), "unpinned the lesson", "the lesson is not pinned")
 
 
-@lesson_group.command("promote")
-@click.argument("program")
+@_lesson("promote", 'statefile lesson promote perf "use for...of over typed arrays"')
 @click.argument("selector")
-@example('statefile lesson promote perf "use for...of over typed arrays"')
-@pass_app
 def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     """Copy lesson SELECTOR of PROGRAM into _shared.md, which `render` shows to every program."""
-
-    store = app.writer()
-    doc = store.read(program)
-    if doc is None:
-        raise missing_program(store, program)
-    lesson = find_lesson(doc, _selector(selector)).text
-
-    def apply(shared: StateDocument | None) -> StateDocument:
-        return promote_lesson(doc, _selector(selector), shared, program=program)
-
-    result = store.update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md")
-    if not result.landed:
+    done = lessons.promote(app, program, selector)
+    if not done.landed:
         unchanged(app, "_shared.md already has this lesson")
-        return
-    shown = f"lesson {lesson_id(lesson)} to _shared.md{_commit_note(result.commit)}: {lesson_summary(lesson)}"
-    say(app, f"promoted {shown}")
+    else:
+        say(app, f"promoted lesson {done.lesson_id} to _shared.md{_commit(done.commit)}: {done.summary}")
 
 
 @click.command("sync")
@@ -855,25 +454,20 @@ def lesson_promote(app: AppContext, program: str, selector: str) -> None:
 def sync_cmd(app: AppContext, dry_run: bool) -> None:
     """Bring the local memory branch and the remote's together, losing nothing.
 
-    Local commits the remote lacks (written without --remote) are pushed when the remote has not moved since;
-    when both sides moved, each local-only commit is replayed onto the remote's tip: a record is recorded again
-    (it gets the next free iteration number), other changes are taken where the remote left the file alone and
-    otherwise kept verbatim in the program's archive.  The local commits stay under refs/statefile/kept/….
+    Local-only commits are pushed when the remote has not moved; else each is replayed onto the remote's tip (a
+    record gets the next free iteration number; another change the remote also made goes to the program's
+    archive).  The local commits stay under refs/statefile/kept/….
     """
-
-    store = app.store()
-    if not isinstance(store, GitStore):
-        raise UsageError("sync works on a branch with --remote; a --dir folder has nothing to sync")
-    now = datetime.now(timezone.utc)
-    outcome = sync_branch(store, compaction_policy(app.config(), now=now), now=now, dry_run=dry_run)
+    outcome = sync(app, dry_run=dry_run)
     if app.as_json:
         emit_json({"dry_run": dry_run, **outcome.as_dict()})
         return
     if outcome.action == "nothing":
-        unchanged(app, f"the local branch {store.branch} has no commits that {store.remote} lacks")
+        unchanged(app, f"the local branch {outcome.branch} has no commits that {outcome.remote} lacks")
         return
-    verb = {"pushed": "would push" if dry_run else "pushed", "replayed": "would replay" if dry_run else "replayed"}
-    say(app, f"{verb[outcome.action]} {plural(outcome.commits, 'local-only commit')} to {store.remote}")
+    verb = {"pushed": "push", "replayed": "replay"}[outcome.action]
+    done = f"would {verb}" if dry_run else outcome.action
+    say(app, f"{done} {plural(outcome.commits, 'local-only commit')} to {outcome.remote}")
     for step in outcome.steps:
         say(app, f"  {step}")
     if outcome.kept:

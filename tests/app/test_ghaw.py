@@ -13,11 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitutil import run_statefile
+from conftest import only_error_line
+from gitutil import Repos, run_statefile
+from gitutil import git as repo_git
 from upstream import upstream_machine_state
 
 from statefile.cli import cli
 from statefile.cli.run import invoke
+from statefile.errors import EXIT_USAGE
 
 BRANCH = "memory/autoloop"
 
@@ -455,3 +458,54 @@ def test_a_context_that_is_no_file_says_what_it_is(job: Job, capsys: pytest.Capt
     code, _, err = job.apply(capsys, "--context", str(job.root / "nowhere.json"), context=False)
     assert code == 3 and "no such file; download the 'statefile-context' artifact" in err
     assert job.commits() == 0
+
+
+def test_a_nan_target_in_autoloop_json_is_no_target(initialized_repos: Repos, tmp_path: Path) -> None:
+    """Python's json.dumps writes NaN; the target was then formatted as a Decimal NaN (exit 70)."""
+    source = tmp_path / "autoloop.json"
+    source.write_text('{"selected": "perf", "selected_target_metric": NaN}')
+    out = tmp_path / "out"
+    proc = run_statefile("prepare", "--autoloop-json", str(source), "--out", str(out), "--context-out",
+                         str(tmp_path / "ctx"), cwd=initialized_repos.work)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    context = json.loads((tmp_path / "ctx" / "context.json").read_text())
+    assert context["target_metric"] is None
+
+
+def test_an_agent_output_with_hundreds_of_items_writes_nothing(initialized_repos: Repos, tmp_path: Path) -> None:
+    """Found by the hostile run (issue 15): an agent output with hundreds of items writes nothing."""
+    from statefile.app.ghaw import MAX_ITEMS
+
+    item = {"type": "record_iteration", "program": "perf", "status": "accepted"}
+    source = tmp_path / "output.json"
+    source.write_text(json.dumps({"items": [{**item, "metric": i} for i in range(MAX_ITEMS + 1)]}))
+    before = repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work)
+    for flag in ("--any-program", None):  # too many for a maintainer's by-hand apply; no context at all
+        proc = run_statefile(
+            "apply", "--agent-output", str(source), *([flag] if flag else []), cwd=initialized_repos.work
+        )
+        assert proc.returncode == EXIT_USAGE and "nothing was written" in only_error_line(proc)
+    assert repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work) == before
+
+
+def test_an_item_error_naming_a_huge_program_stays_short(initialized_repos: Repos, tmp_path: Path) -> None:
+    """Found by the hostile run (issue 15): an item error naming a huge program stays short."""
+    source = tmp_path / "output.json"
+    source.write_text(json.dumps({"items": [{"type": "record_iteration", "program": "p" * 100_000, "status": "x"}]}))
+    proc = run_statefile("apply", "--agent-output", str(source), "--any-program", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and len(only_error_line(proc)) < 1000
+
+
+def test_a_repeated_lesson_is_recorded_once_and_the_item_says_so(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23 review: a lesson an agent repeats lands once, and the item's warnings (stderr, and --json) say how
+    many were not added: nothing an agent sends is dropped silently."""
+    job.context()
+    job.output({**GOOD, "lessons": "Warm the cache\nwarm  the cache\nMeasure twice"})
+    code, out, err = job.apply(capsys)
+    assert code == 0 and "item 1 (perf): 1 lesson not added" in err, out + err
+    text = job.file("perf.md") or ""
+    assert text.lower().count("warm the cache") == 1 and "Measure twice" in text
+    job.context(run_attempt="2")
+    code, out, _ = job.apply(capsys, "--json")
+    warnings = json.loads(out)[0]["warnings"]
+    assert code == 0 and any("1 lesson not added" in warning for warning in warnings), warnings

@@ -4,15 +4,37 @@ remote: lesson list, render's Program Info, repair, log -p, list --sort/--over-b
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from conftest import pinned_identity
+from conftest import (
+    MEMORY_BRANCH,
+    GuardRepo,
+    assert_refused,
+    covered_numbers,
+    entry_text,
+    guard_run,
+    newest_log,
+    only_error_line,
+    pinned_identity,
+    refs_unchanged,
+    state_file_text,
+)
 from gitutil import Ran, Repos, git, invoke_statefile, make_repos, run_statefile
+from gitutil import git as repo_git
+from synthetic import synthetic_state
 
+from statefile.cli.write import dry_run_summary
+from statefile.errors import EXIT_INVALID_DATA, EXIT_USAGE, UsageError
 from statefile.model.document import parse
-from statefile.model.synthetic import synthetic_state
+from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
+from statefile.policy.compaction import CompactionReport, MovedItem
+from statefile.policy.rules import RecordRequest
 from statefile.store import Store
 
 
@@ -198,3 +220,308 @@ def test_compact_dry_run_summarises_per_program_with_details_on_request(three: R
     detailed = sf(three, "compact", "beta", "--dry-run", "--details").stdout.splitlines()
     assert sum(1 for line in detailed if line.startswith("    iteration: Iteration ")) > 200
     assert three.remote_tip() == tip
+
+
+def test_a_record_beside_an_exponent_heading_keeps_the_real_entry(tmp_path: Path) -> None:
+    """Found by the cold review of issue 15: a record beside an exponent heading keeps the real entry."""
+    real = render_iteration(number=1, when="2026-01-01 00:00", status="accepted", change="the real one")
+    text = new_state_file("perf").replace("*(No iterations yet.)*\n", "### Iteration 1e308 — float\n\n" + real)
+    (tmp_path / "perf.md").write_text(text, "utf-8")
+    proc = run_statefile(
+        "--dir", str(tmp_path), "record", "perf", "--status", "accepted", "--metric", "2", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    after = (tmp_path / "perf.md").read_text("utf-8")
+    assert "recorded iteration 2" in proc.stdout
+    assert "the real one" in after and "### Iteration 1e308 — float" in after
+    assert not (tmp_path / "archive").exists()
+
+
+def _editor(code: str) -> str:
+    """An $EDITOR that runs ``code`` on the file it is given (argv[1])."""
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [("nan", "not a finite number"), ("inf", "not a finite number"), ("1e400", "beyond 1e±308"), ("x", "not a number")],
+)
+def test_init_refuses_a_target_that_is_no_number(recorded_repos: Repos, value: str, needle: str) -> None:
+    """Issue 15 (#6, #13), absurd values: init refuses a target that is no number."""
+    assert_refused(recorded_repos, EXIT_USAGE, "init", "other", "--target-metric", value, needle=needle)
+
+
+def test_a_long_target_is_kept_exactly(recorded_repos: Repos) -> None:
+    """Issue 15 (#6, #13), absurd values: a long target is kept exactly."""
+    assert (
+        run_statefile(
+            "-q", "init", "big", "--target-metric", "12345678901234567891", cwd=recorded_repos.work
+        ).returncode
+        == 0
+    )
+    shown = json.loads(run_statefile("show", "big", "--json", cwd=recorded_repos.work).stdout)
+    assert shown["machine_state"]["target_metric"] == "1.2345678901234567891e+19"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--metric", "1e999999999"], "beyond 1e±308"),
+        (["--at", "9999-12-31T23:59:59-12:00"], "not a time an iteration ran at"),
+        (["--at", "1901-01-01T00:00:00Z"], "not a time an iteration ran at"),
+        (["--iteration", "99999999999999999999"], "beyond 10,000,000"),
+    ],
+)
+def test_record_refuses_absurd_values(recorded_repos: Repos, args: list[str], needle: str) -> None:
+    """Issue 15 (#6, #13), absurd values: record refuses absurd values."""
+    assert_refused(recorded_repos, EXIT_USAGE, "record", "perf", "--status", "accepted", *args, needle=needle)
+
+
+def test_an_absurd_best_metric_in_the_file_is_an_error_naming_the_row(recorded_repos: Repos, tmp_path: Path) -> None:
+    """Issue 15 (#6, #13), absurd values: an absurd best metric in the file is an error naming the row."""
+    text = run_statefile("export", cwd=recorded_repos.work).stdout
+    data = json.loads(text)
+    perf = data["files"]["perf.md"]["text"].replace("| Best Metric | 5 |", "| Best Metric | 1e999999999 |")
+    assert "1e999999999" in perf
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "perf.md").write_text(perf, encoding="utf-8")
+    before = (folder / "perf.md").read_bytes()
+    proc = run_statefile("--dir", str(folder), "record", "perf", "--status", "accepted", "--metric", "6", cwd=tmp_path)
+    assert proc.returncode == EXIT_INVALID_DATA, proc.stderr
+    assert "'Best Metric'" in proc.stderr and "statefile edit perf" in proc.stderr
+    assert (folder / "perf.md").read_bytes() == before
+
+
+def test_an_editor_that_deletes_its_file_saves_nothing(recorded_repos: Repos) -> None:
+    """Issue 15 (#6, #13), absurd values: an editor that deletes its file saves nothing."""
+    before = newest_log(recorded_repos)
+    proc = run_statefile(
+        "edit", "perf", cwd=recorded_repos.work, env={"EDITOR": _editor("import os, sys; os.remove(sys.argv[1])")}
+    )
+    assert proc.returncode == EXIT_USAGE and "could not be read back" in proc.stderr, proc.stderr
+    assert newest_log(recorded_repos) == before
+
+
+def test_an_edit_that_deletes_the_history_archives_it(recorded_repos: Repos) -> None:
+    """The entries a hand edit removed are in the archive, and expand still finds them."""
+    entry = run_statefile("expand", "perf", "1", cwd=recorded_repos.work).stdout
+    cut = "import sys; p = sys.argv[1]; t = open(p).read(); open(p, 'w').write(t.split('### Iteration 1 ')[0])"
+    proc = run_statefile("edit", "perf", cwd=recorded_repos.work, env={"EDITOR": _editor(cut)})
+    assert proc.returncode == 0, proc.stderr
+    assert "### Iteration 1 " not in git("show", "memory/autoloop:perf.md", cwd=recorded_repos.work)
+    again = run_statefile("expand", "perf", "1", cwd=recorded_repos.work)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == entry.strip()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["record", "perf", "--status", "accepted", "--pr", "9" * 23],
+        ["record", "perf", "--status", "accepted", "--issue", "9" * 34],
+        ["record", "perf", "--status", "accepted", "--pr", "2147483648"],
+        ["record", "perf", "--status", "accepted", "--issue", "0"],
+        ["init", "other", "--pr", "9" * 5000],
+        ["init", "other", "--issue", "9" * 23],
+    ],
+    ids=["pr-23", "issue-34", "pr-2**31", "issue-0", "init-pr-5000", "init-issue-23"],
+)
+def test_issue_and_pr_numbers_github_cannot_have_are_refused(recorded_repos: Repos, args: list[str]) -> None:
+    """record --pr/--issue wrote 23- to 34-digit numbers into the Machine State; GitHub's stop at 2**31 - 1."""
+    assert_refused(recorded_repos, EXIT_USAGE, *args, needle="GitHub's go from 1 to 2,147,483,647")
+
+
+def test_the_largest_github_number_is_accepted_and_apply_is_bounded_too(recorded_repos: Repos) -> None:
+    """Issue 15 (#6, #13), absurd values: the largest github number is accepted and apply is bounded too."""
+    proc = run_statefile("-q", "record", "perf", "--status", "rejected", "--pr", "2147483647", cwd=recorded_repos.work)
+    assert proc.returncode == 0, proc.stderr
+    assert "| PR | #2147483647 |" in git("show", "memory/autoloop:perf.md", cwd=recorded_repos.work)
+    # apply and the Python API build the same request: the bound is there, not only on the flag.
+    with pytest.raises(UsageError, match="beyond 2,147,483,647"):
+        RecordRequest(status="accepted", issue=10**33)
+
+
+def test_a_mistyped_status_is_a_usage_error_with_did_you_mean(
+    guard_repo: GuardRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Guard rail (issue 13): a mistyped status is a usage error with did you mean; the memory is left exactly as it
+    was."""
+    before = guard_repo.refs()
+    result = guard_run(capsys, "--remote", "origin", "record", "perf", "--status", "acepted", "--metric", "5")
+    assert result.code == 2
+    assert "did you mean 'accepted'?" in result.error_line and "--new-status" in result.error_line
+    refs_unchanged(guard_repo, before)
+    forced = guard_run(capsys, "--remote", "origin", "record", "perf", "--status", "pending-ci", "--new-status")
+    assert forced.code == 0 and "pending-ci" in forced.out
+
+
+def test_record_reports_pause_unpause_best_and_completion(
+    guard_repo: GuardRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Guard rail (issue 13): record reports pause unpause best and completion; the memory is left exactly as it was."""
+    base = ["--remote", "origin"]
+    for _ in range(3):
+        result = guard_run(capsys, *base, "record", "latency", "--status", "error")
+    assert "paused: 3 consecutive errors" in result.out
+    again = guard_run(capsys, *base, "record", "latency", "--status", "rejected")
+    assert "note: the program is paused" in again.out
+    accepted = guard_run(capsys, *base, "--json", "record", "latency", "--status", "accepted", "--metric", "1e9")
+    data = json.loads(accepted.out)
+    assert data["unpaused"] is True and data["previous_pause_reason"].startswith("3 consecutive errors")
+    assert data["best_metric"]["new_best"] is True and data["paused"] is False
+    log = repo_git("log", "-1", "--format=%B", MEMORY_BRANCH, cwd=guard_repo.remote)
+    assert "unpaused: an accepted iteration un-pauses the program" in log  # the cleared reason is kept in git
+    with Store.open(".", remote="origin") as store:
+        text = store.read_text("latency") or ""
+        store.write_files({"latency.md": text.replace("| Target Metric | — |", "| Target Metric | 5 |")}, "t")
+    done = guard_run(capsys, *base, "record", "latency", "--status", "accepted", "--metric", "2e9")
+    assert "completed: target metric 5 reached" in done.out
+    after = guard_run(capsys, *base, "record", "latency", "--status", "rejected")
+    assert "note: the program was already completed" in after.out
+
+
+def test_no_op_commands_say_nothing_changed(guard_repo: GuardRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    """Guard rail (issue 13): no op commands say nothing changed; the memory is left exactly as it was."""
+    base = ["--remote", "origin"]
+    assert guard_run(capsys, *base, "lesson", "add", "perf", "Warm the cache first").code == 0
+    before = guard_repo.refs()
+    for args, says in (
+        (["lesson", "add", "perf", "Warm the cache first"], "perf already has this lesson"),
+        (["lesson", "unpin", "perf", "Warm the cache"], "the lesson is not pinned"),
+    ):
+        result = guard_run(capsys, *base, *args)
+        assert result.code == 0 and result.out.strip() == f"nothing changed: {says}", result.out
+    refs_unchanged(guard_repo, before)
+    assert guard_run(capsys, *base, "lesson", "promote", "perf", "Warm the cache").code == 0
+    before = guard_repo.refs()
+    promoted = guard_run(capsys, *base, "lesson", "promote", "perf", "Warm the cache")
+    assert promoted.out.strip() == "nothing changed: _shared.md already has this lesson"
+    refs_unchanged(guard_repo, before)
+    compacted = guard_run(capsys, *base, "compact", "pipeline")
+    assert compacted.out.startswith("pipeline: nothing changed")
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"),
+    [
+        ("import os, sys; os.remove(sys.argv[1]); os.mkfifo(sys.argv[1])", "is a FIFO"),
+        ("import os, sys; os.remove(sys.argv[1]); os.symlink('/dev/zero', sys.argv[1])", "character device"),
+        ("import sys; open(sys.argv[1], 'ab').write(b'x' * 9_000_000)", "more than the"),
+    ],
+    ids=["fifo", "dev-zero", "huge"],
+)
+def test_an_editor_that_leaves_no_regular_file_saves_nothing(initialized_repos: Repos, code: str, needle: str) -> None:
+    """Found by the hostile run (issue 15): an editor that leaves no regular file saves nothing."""
+    before = repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work)
+    editor = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+    proc = run_statefile("edit", "perf", cwd=initialized_repos.work, env={"EDITOR": editor})
+    assert proc.returncode == EXIT_USAGE
+    line = only_error_line(proc)
+    assert needle in line and "nothing was saved" in line, line
+    assert repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work) == before
+
+
+def test_a_misquoted_or_missing_editor_is_a_usage_error_not_a_hang(initialized_repos: Repos) -> None:
+    """With no $EDITOR and no terminal, click started vim, which waited for keys forever; a stray quote was exit 70."""
+    before = repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work)
+    for value, needle in (("", "no editor to run"), ('"unbalanced', "fix its quoting")):
+        env = {"EDITOR": value, "VISUAL": ""}
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name("statefile")), "edit", "perf"],
+            cwd=initialized_repos.work,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == EXIT_USAGE and needle in only_error_line(proc)
+    assert repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work) == before
+
+
+def test_compact_two_files_with_one_name_compacts_both(tmp_path: Path) -> None:
+    """As seen in issue 11: compact two files with one name compacts both."""
+    text = state_file_text("".join(entry_text(n, metric=str(n), notes="y" * 150) for n in range(40, 0, -1)))
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "perf.md").write_text(text, encoding="utf-8")
+    proc = run_statefile("compact", "a/perf.md", "b/perf.md", "--max-bytes", "8192", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for folder in ("a", "b"):
+        after = (tmp_path / folder / "perf.md").read_text(encoding="utf-8")
+        assert len(after.encode()) <= 8192 and after != text, folder
+        assert (tmp_path / folder / "archive" / "perf" / "0001.md").is_file(), folder
+        assert covered_numbers(after) == set(range(1, 41))
+    assert [line.split(":")[0] for line in proc.stdout.splitlines()] == ["a/perf.md", "b/perf.md"]
+
+
+def test_compact_labels_a_file_by_its_normalised_path_and_compacts_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 review: two spellings of one file are one target, named by its normalised path."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "perf.md").write_text(new_state_file("perf"), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    done = guard_run(capsys, "compact", "./a/perf.md", "a//perf.md")
+    assert done.code == 0, done.err
+    assert [line.split(":")[0] for line in done.out.splitlines()] == ["a/perf.md"]
+
+
+def test_repair_of_shared_is_a_usage_error_whether_or_not_it_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 review: `_shared` takes lessons only through `lesson promote`; naming it is a usage error (exit 2),
+    not a missing program (exit 3), as before the rewrite."""
+    for exists in (False, True):
+        if exists:
+            (tmp_path / "_shared.md").write_text(new_state_file("_shared"), encoding="utf-8")
+        done = guard_run(capsys, "--dir", str(tmp_path), "repair", "_shared")
+        assert done.code == EXIT_USAGE and "reserved for shared lessons" in done.err, done.err
+
+
+def test_record_checks_its_own_arguments_before_reading_autoloop_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 review: a bad --metric is reported as such (exit 2) before --autoloop-json is even looked at."""
+    args = ["--dir", str(tmp_path), "record", "perf", "--status", "accepted", "--autoloop-json", str(tmp_path / "no")]
+    bad = guard_run(capsys, *args, "--metric", "fast")
+    assert bad.code == EXIT_USAGE and "--metric" in bad.err, bad.err
+    assert guard_run(capsys, *args, "--metric", "1").code == 3  # the missing file, once the arguments are good
+
+
+def test_record_says_a_repeated_lesson_was_not_added_even_when_quiet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 review: nothing is dropped silently; a lesson already there is not added again, and stderr says so."""
+    (tmp_path / "perf.md").write_text(new_state_file("perf"), encoding="utf-8")
+    args = ["--quiet", "--dir", str(tmp_path), "record", "perf", "--status", "rejected", "--lesson", "Warm the cache"]
+    assert guard_run(capsys, *args).err == ""
+    again = guard_run(capsys, *args)
+    assert again.code == 0 and "1 lesson not added" in again.err, again.err
+    assert (tmp_path / "perf.md").read_text(encoding="utf-8").count("Warm the cache") == 1
+
+
+def test_a_dry_run_summary_counts_the_runs_it_does_not_show() -> None:
+    """Issue 23 review: past four runs of folded iterations the summary says how many more there are."""
+    folded = (1, 2, 4, 6, 8, 10, 12)
+    moved = tuple(MovedItem("iteration", f"Iteration {n}", "folded into Iters 1–12") for n in folded)
+    report = CompactionReport(9000, 5000, 6000, True, moved=moved, ranges_written=("### Iters 1–12 — x",))
+    (line,) = dry_run_summary(report, folded)
+    assert "(#1–2, #4, #6, #8, … (2 more runs))" in line, line
+
+
+def test_an_edit_that_cannot_be_saved_says_where_the_text_is_even_with_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 review: --quiet never hides where the user's edited text was saved when the save failed."""
+    state = tmp_path / "perf.md"
+    state.write_text(new_state_file("perf"), encoding="utf-8")
+    meanwhile = f"open({str(state)!r}, 'a').write('\\n')"  # another writer changes the file during the edit
+    monkeypatch.setenv("EDITOR", _editor(f"import sys; open(sys.argv[1], 'a').write('\\n'); {meanwhile}"))
+    done = guard_run(capsys, "--quiet", "--dir", str(tmp_path), "edit", "perf")
+    assert done.code != 0 and "changed on the branch while you were editing" in done.err, done.err
+    saved = Path(done.err.split("your edited text is saved in ", 1)[1].splitlines()[0])
+    assert saved.read_text(encoding="utf-8") == new_state_file("perf") + "\n"
+    saved.unlink()

@@ -964,6 +964,13 @@ add(
     K,
     "lessons-5000-long-lines",
     Neutralized((bullets("lessons", 5),), "lessons: kept the first 5 entries of at most 300 bytes each"),
+    victim(lessons="\n".join(f"{n} " + "x" * 1000 for n in range(5000))),  # distinct: a repeated lesson lands once
+    process=True,
+)
+add(
+    K,
+    "lessons-5000-identical-lines",  # a repeated lesson lands once, and the output says the others were not added
+    Neutralized((bullets("lessons", 1),), "4 lessons not added"),
     victim(lessons="\n".join("x" * 1000 for _ in range(5000))),
     process=True,
 )

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from ghaw.push_job import glob_to_regex, patch_size
 from gitutil import run_statefile
-
-from statefile.model.synthetic import synthetic_state
+from synthetic import synthetic_state
 
 WORKFLOW = """---
 on:
