@@ -1,21 +1,26 @@
 """The read side of the use cases: what commands that only look at the memory do, over a :class:`Store`.
 
-Kept apart from :mod:`statefile.app.writing` so that the scheduler's pre-step (``report``, ``check``, ``list``)
-loads no compaction or record rules: each import here is paid on every scheduled run.
+Apart from :mod:`statefile.app.writing` so that the scheduler's pre-step (``report``, ``check``, ``list``) loads no
+compaction or record rules.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timezone
+from pathlib import Path
 from typing import Any
 
 from statefile.app.config import Config
+from statefile.app.context import AppContext
 from statefile.defaults import SHARED_PROGRAM
-from statefile.errors import InvalidDataError, NotFoundError, StatefileError
-from statefile.integrations.autoloop import merge_report, program_report
+from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
+from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_json_atomic
 from statefile.integrations.ghaw import glob_matches
 from statefile.model.anomalies import history_gaps
 from statefile.model.archive import find_iteration_in_parts
@@ -24,35 +29,35 @@ from statefile.model.history import Iteration
 from statefile.model.spans import spans_text
 from statefile.numbers import budget_text, percent
 from statefile.store import Store
+from statefile.store.files import read_state_file
 from statefile.store.names import case_twins
-from statefile.views.charts import metric_sparkline
+from statefile.views.charts import metric_sparkline, trend_line
+from statefile.views.describe import describe
 from statefile.views.hints import CLI, Hints
 from statefile.views.history import ProgramHistory, history_rows, state_events
 from statefile.views.render import RenderedView, render_view
 from statefile.views.search import Hit, search
 from statefile.views.status import count_archived_entries, pressure
+from statefile.views.summary import step_summary
 
-# Warning codes that make ``check`` fail: the scheduler cannot read the program's state correctly.
+# Warning codes that fail ``check``: the scheduler cannot read the state (record refuses to go on from them too).
 CHECK_ERRORS = frozenset(
     {"empty", "missing-machine-state", "machine-state-heading", "empty-machine-state", "unclosed-block",
-     "implausible-machine-state"}  # record refuses to go on from these: the gate fails first
+     "implausible-machine-state"}
 )  # fmt: skip
 
 
 @dataclass
 class CheckOutcome:
-    """One program's (or file's) check: its size, errors (which fail the check) and warnings."""
+    """One program's (or file's) check: errors fail it; notes need nothing done; ``sized``: a file's, sized."""
 
     name: str
     size: int
     max_bytes: int
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Whether the outcome is one file's, with a size worth showing (not a check of names or of a push).
     sized: bool = True
-    #: What a person may want to know that needs nothing done (files the push leaves as they are).
     notes: list[str] = field(default_factory=list)
-    #: Warnings a maintainer accepted in the file (``<!-- statefile: gap 12–40 acknowledged -->``): shown, not warned.
     acknowledged: list[str] = field(default_factory=list)
 
     @property
@@ -62,28 +67,17 @@ class CheckOutcome:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "size": self.size,
-            "max_bytes": self.max_bytes,
-            "errors": self.errors,
-            "warnings": self.warnings,
-            "notes": self.notes,
-            "acknowledged": self.acknowledged,
-        }
+        keys = ("name", "ok", "size", "max_bytes", "errors", "warnings", "notes", "acknowledged")
+        return {key: getattr(self, key) for key in keys}
 
 
 def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, int]:
-    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob, read with gh-aw's own
-    semantics: ``*`` never crosses ``/``, ``?`` and ``[`` are literal), name → bytes."""
-
+    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob), name → bytes."""
     return {name: size for name, size in store.programs().items() if glob_matches(f"{name}.md", globs)}
 
 
 def unreadable_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, str]:
-    """Entries matching ``globs`` that look like state files but cannot be read (a symlink, a FIFO, a missing
-    object…): name → why.  Commands that go over every program report them as errors, never skip them."""
+    """State files matching ``globs`` that cannot be read (a symlink, a FIFO…), name → why: errors, never skipped."""
     return {name: why for name, why in store.unreadable().items() if glob_matches(f"{name}.md", globs)}
 
 
@@ -104,19 +98,18 @@ def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcom
 
 def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, ...] = ("*.md",)) -> list[CheckOutcome]:
     """Check the named programs (all when ``None``); unreadable files are errors, not exceptions."""
-
     sizes = state_files(store, globs)
-    names = programs if programs else sorted(sizes)
     outcomes: list[CheckOutcome] = []
     if not programs:
-        for name, why in unreadable_files(store, globs).items():
-            outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[why]))
+        outcomes += [
+            CheckOutcome(name, 0, store.max_bytes, errors=[why]) for name, why in unreadable_files(store, globs).items()
+        ]
         try:  # the shared lessons are no program, but a file every run reads: a link or a FIFO there is damage too
             store.read_text(SHARED_PROGRAM)
         except StatefileError as exc:
             outcomes.append(CheckOutcome(SHARED_PROGRAM, 0, store.max_bytes, errors=[str(exc)]))
-        outcomes.extend(_case_twins(store, globs))
-    for name in names:
+        outcomes += _case_twins(store, globs)
+    for name in programs or sorted(sizes):
         try:
             doc = store.read(name)
         except StatefileError as exc:
@@ -125,21 +118,31 @@ def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, .
         if doc is None:
             outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[f"no program '{name}'"]))
             continue
-        outcome = check_document(name, doc, store.max_bytes)
-        outcome.errors.extend(_archive_errors(store, name))
-        outcomes.append(outcome)
+        outcomes.append(check_document(name, doc, store.max_bytes))
+        outcomes[-1].errors.extend(_archive_errors(store, name))
     return outcomes
 
 
+def _archive_errors(store: Store, program: str) -> list[str]:
+    """What ``expand`` and ``search`` would fail on later in the archive (a link, not UTF-8…), found by the gate."""
+    errors = []
+    try:
+        for part in store.archive_parts(program):
+            try:
+                store.read_archive(program, part)
+            except StatefileError as exc:
+                errors.append(str(exc))
+    except StatefileError as exc:
+        errors.append(str(exc))
+    return errors
+
+
 def _case_twins(store: Store, globs: tuple[str, ...]) -> list[CheckOutcome]:
-    """State files or archive folders whose names differ only in case (``PERF.md`` and ``perf.md``, ``Archive/``
-    and ``archive/``): one file or folder on macOS and Windows, so a checkout there loses one of them; ``import``
-    and ``init`` refuse to make them.  Other files on the branch (a README, a workflow) are not statefile's to judge.
-    """
+    """Memory files or archive folders whose names differ only in case: a checkout on macOS or Windows loses one."""
     try:
         paths = store.paths()
     except StatefileError:
-        return []  # a store that cannot be listed (a link on the way) fails the check on what reading it found
+        return []  # a store that cannot be listed fails the check on what reading it found
 
     def ours(name: str) -> bool:
         name = name.rstrip("/")
@@ -155,57 +158,66 @@ def _case_twins(store: Store, globs: tuple[str, ...]) -> list[CheckOutcome]:
     ]  # fmt: skip
 
 
-def _archive_errors(store: Store, program: str) -> list[str]:
-    """Why parts of ``program``'s archive cannot be read back (a link, a FIFO, not UTF-8…): what ``expand`` and
-    ``search`` would fail on later, found by the gate instead."""
-    try:
-        parts = store.archive_parts(program)
-    except StatefileError as exc:
-        return [str(exc)]
-    errors = []
-    for part in parts:
+def is_path_argument(arg: str) -> bool:
+    """Whether a command argument names a file rather than a program (it has a path separator or ends in .md)."""
+    return arg.endswith(".md") or "/" in arg or os.sep in arg
+
+
+def describe_target(app: AppContext, target: str) -> dict[str, Any]:
+    """``show``'s data on a program or a state file by path, with the commit that paused (or completed) a program
+    when it is near in the branch history (a file has none)."""
+    on_disk = is_path_argument(target)
+    doc = read_state_file(Path(target), app.config().max_bytes.value) if on_disk else read_program(app.reader(), target)
+    info = describe(doc)
+    for event, reason in (("paused", "pause_reason"), ("completed", "completed_reason")):
+        if doc.machine_state.get(event):
+            since = None if on_disk else state_began(app.reader(), target, event)
+            info[event] = {"reason": doc.machine_state.get(reason), "since": since}
+    return info
+
+
+def check_targets(app: AppContext, targets: Sequence[str]) -> list[CheckOutcome]:
+    """``check``'s outcomes: state files by path, the named programs (all of them when no name is given) and, with
+    repo-memory, what its push would drop or refuse (file-glob, max-file-size, max-file-count, max-patch-size)."""
+    files = [t for t in targets if is_path_argument(t)]
+    programs = [t for t in targets if not is_path_argument(t)]
+    limit = int(app.config().max_bytes.value)
+    outcomes: list[CheckOutcome] = []
+    for name in files:
         try:
-            store.read_archive(program, part)
+            outcomes.append(check_document(name, read_state_file(Path(name), limit), limit))
         except StatefileError as exc:
-            errors.append(str(exc))
-    return errors
+            outcomes.append(CheckOutcome(name, 0, limit, errors=[str(exc)]))
+    if programs or not files:
+        outcomes.extend(check_programs(app.reader(require_branch=False), programs or None, app.globs))
+    if app.repo_memory:
+        memory = app.memory_folder()
+        found = memory.problems(programs or sorted(app.store().programs()))
+        outcomes.append(CheckOutcome(f"repo-memory push ({memory.folder})", 0, 1, sized=False, errors=found["error"],
+                                     warnings=found["warning"], notes=found["info"]))  # fmt: skip
+    return outcomes
 
 
 def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
-    """Every program with size, % of budget, iteration count, last run and status."""
-
+    """Every program with size, % of budget, iteration count, last run and status, by name."""
     rows = []
-    files = sorted(state_files(store, globs).items())
+    files = state_files(store, globs)
     errors: dict[str, StatefileError] = {}
-    texts = store.read_texts([name for name, _ in files], errors=errors)
-    for name, size in files:
-        if name in errors:
-            # One unreadable file must not hide the others: it is listed as such.
-            rows.append(_unreadable_row(name, size, store.max_bytes, str(errors[name])))
-            continue
-        text = texts.get(name)
+    texts = store.read_texts(sorted(files), errors=errors)
+    broken = {name: str(error) for name, error in errors.items()} | unreadable_files(store, globs)
+    for name in sorted({*files, *broken}):
+        text = None if name in broken else texts.get(name)
         state = read_machine_state(text) if text is not None else {}
-        if state.get("completed"):
-            status = "completed"
-        elif state.get("paused"):
-            status = "paused"
+        if name in broken:
+            status = "unreadable"  # one unreadable file must not hide the others
+        elif state.get("completed") or state.get("paused"):
+            status = "completed" if state.get("completed") else "paused"
         else:
-            recent = state.get("recent_statuses") or []
-            status = recent[-1] if recent else "new"
-        rows.append(
-            {
-                "program": name,
-                "size": size,
-                "percent_of_budget": percent(size, store.max_bytes),
-                "iteration_count": state.get("iteration_count"),
-                "last_run": state.get("last_run"),
-                "best_metric": state.get("best_metric"),
-                "status": status,
-            }
-        )
-    for name, why in unreadable_files(store, globs).items():
-        rows.append(_unreadable_row(name, 0, store.max_bytes, why))
-    rows.sort(key=lambda row: str(row["program"]))
+            status = (state.get("recent_statuses") or ["new"])[-1]
+        size = files.get(name, 0)
+        row = {"program": name, "size": size, "percent_of_budget": percent(size, store.max_bytes)}
+        rows.append(row | {key: state.get(key) for key in ("iteration_count", "last_run", "best_metric")}
+                    | {"status": status} | ({"error": broken[name]} if name in broken else {}))  # fmt: skip
     return rows
 
 
@@ -219,37 +231,69 @@ def list_trends(store: Store, programs: list[str], width: int = 12) -> dict[str,
     }
 
 
-def _unreadable_row(name: str, size: int, max_bytes: int, error: str) -> dict[str, Any]:
-    return {
-        "program": name,
-        "size": size,
-        "percent_of_budget": percent(size, max_bytes),
-        "iteration_count": None,
-        "last_run": None,
-        "best_metric": None,
-        "status": "unreadable",
-        "error": error,
-    }
+@dataclass(frozen=True)
+class StatusReport:
+    """Pressure reports by program, why the unreadable ones cannot be read, and trend lines."""
+
+    reports: dict[str, dict[str, Any]]
+    unreadable: dict[str, str]
+    trends: dict[str, str]
+
+
+def all_status(
+    store: Store, program: str | None, config: Config, globs: tuple[str, ...], *, trends: bool = False
+) -> StatusReport:
+    """The pressure of ``program``, or of every program (one that cannot be read is listed as such), with metric
+    trend lines when ``trends``."""
+    report = StatusReport({}, {} if program else unreadable_files(store, globs), {})
+    for name in [program] if program else sorted(state_files(store, globs)):
+        try:
+            doc = read_program(store, name)
+            texts = archive_texts(store, name)
+            # The next record's compaction reads these settings: status predicts with the same values.
+            report.reports[name] = pressure(
+                doc,
+                max_bytes=store.max_bytes,
+                archived_entries=count_archived_entries([text for _, text in texts]),
+                archive_parts=len(texts),
+                aggressive_at=config.aggressive_at.value,
+                keep_aggressive=config.aggressive_keep.value,
+            )
+        except StatefileError as exc:
+            if program:
+                raise
+            report.unreadable[name] = str(exc)
+            continue
+        if trends:
+            report.trends[name] = trend_line(history_rows(doc, name, texts))
+    return report
+
+
+def memory_summary(store: Store, programs: Sequence[str], max_charts: int, globs: tuple[str, ...]) -> tuple[str, int]:
+    """The summary of ``programs`` (all when none), charting the most recently run, and how many it lists."""
+    rows = list_programs(store, globs)
+    if programs:
+        known = {str(r["program"]) for r in rows}
+        for name in programs:
+            if name not in known:
+                raise missing_program(store, name)
+        rows = [r for r in rows if r["program"] in programs]
+    readable = [r for r in rows if r.get("status") != "unreadable"]
+    recent = sorted(readable, key=lambda r: (str(r.get("last_run") or ""), str(r["program"])), reverse=True)
+    histories = {str(r["program"]): program_history(store, str(r["program"])) for r in recent[:max_charts]}
+    omitted = len(readable) - len(histories)
+    return step_summary(rows, histories, max_bytes=store.max_bytes, omitted_charts=omitted), len(rows)
 
 
 def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]:
     """The verbatim text of iteration ``number``: ``(where, text)`` from the file itself or its archive."""
-
-    doc = store.read(program)
-    if doc is None:
-        raise missing_program(store, program)
+    doc = read_program(store, program)
     for entry in doc.history:
         if isinstance(entry, Iteration) and number in entry.covers:
             return f"{program}.md", entry.raw
     parts = store.archive_part_paths(program)  # every layout: a branch both gh-aw paths wrote holds two
-    texts: dict[int, str] = {}
-
-    def read(index: int) -> str:  # newest first, each part once, only as far as needed
-        if index not in texts:
-            texts[index] = store.read_path(parts[index])
-        return texts[index]
-
-    found = find_iteration_in_parts(read, len(parts), number)
+    # Newest first, each part once, only as far as needed.
+    found = find_iteration_in_parts(functools.cache(lambda index: store.read_path(parts[index])), len(parts), number)
     if found is not None:
         return parts[found[0]], found[1]
     ranges = [e for e in doc.ranges if number in e.covers]
@@ -258,8 +302,7 @@ def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]
 
 
 def archive_texts(store: Store, program: str) -> list[tuple[str, str]]:
-    """``(path, text)`` of every archive part of ``program`` in every layout (:meth:`Store.archive_part_paths`),
-    oldest first."""
+    """``(path, text)`` of every archive part of ``program`` in every layout, oldest first."""
     return [(path, store.read_path(path)) for path in store.archive_part_paths(program)]
 
 
@@ -271,29 +314,8 @@ def read_program(store: Store, program: str) -> StateDocument:
     return doc
 
 
-def program_status(
-    store: Store, program: str, config: Config
-) -> tuple[dict[str, Any], StateDocument, list[tuple[str, str]]]:
-    """The pressure report of ``program`` (:func:`statefile.views.status.pressure`), its document and archive
-    parts (``(name, text)``, oldest first) for callers that show more."""
-    doc = read_program(store, program)
-    texts = archive_texts(store, program)
-    archived = count_archived_entries([text for _, text in texts])
-    report = pressure(
-        doc,
-        max_bytes=store.max_bytes,
-        archived_entries=archived,
-        archive_parts=len(texts),
-        # The next record's compaction reads these settings; status must predict with the same values.
-        aggressive_at=config.aggressive_at.value,
-        keep_aggressive=config.aggressive_keep.value,
-    )
-    return report, doc, texts
-
-
 def render_program(store: Store, program: str, *, budget: int, level: str, hints: Hints = CLI) -> RenderedView:
-    """The budgeted view of ``program`` an agent reads, with the shared lessons of ``_shared.md``; ``hints`` names
-    what shows the rest (commands, or a gh-aw agent's tool calls)."""
+    """The budgeted view of ``program`` with the shared lessons; ``hints`` names what shows the rest."""
     doc = read_program(store, program)
     shared = store.read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
     return render_view(doc, program=program, budget=budget, level=level, shared=shared, hints=hints)
@@ -311,18 +333,13 @@ def program_history(store: Store, program: str) -> ProgramHistory:
     return history_rows(read_program(store, program), program, archive_texts(store, program))
 
 
-_ITERATION_IN_MESSAGE = re.compile(r"iteration (\d+)")
-
-
 def program_log(store: Store, program: str, limit: int, *, patch: bool = False) -> list[dict[str, Any]]:
-    """The branch history of ``{program}.md``: when (and in UTC), who, which iteration, what changed (commit
-    subject) and, with ``patch``, the unified diff of the file in that commit."""
+    """The commits of ``{program}.md``: when, who, which iteration, subject, state events (``patch``: and diffs)."""
     if store.read_text(program) is None and not store.log(program, 1):
         raise missing_program(store, program)
     patches = store.log_patches(program, limit) if patch else {}
-    # Pauses, un-pauses, completion and best-metric changes: the Machine State before and after each commit, read
-    # for the same -n commits (one more git log and one batch read).  The commit that created the file starts
-    # its state rather than changing one, and one that deleted it has none left: no events for either.
+    # The Machine State before and after each commit, for its events; the commits that created or deleted the file
+    # have none.
     states = {
         commit: (read_machine_state(old), read_machine_state(new))
         for commit, (old, new) in store.log_texts(program, limit).items()
@@ -331,7 +348,7 @@ def program_log(store: Store, program: str, limit: int, *, patch: bool = False) 
     rows = []
     for entry in store.log(program, limit):
         subject = entry.message.splitlines()[0] if entry.message else ""
-        match = _ITERATION_IN_MESSAGE.search(subject)
+        match = re.search(r"iteration (\d+)", subject)
         when = entry.when if entry.when.tzinfo is not None else entry.when.replace(tzinfo=timezone.utc)
         row: dict[str, Any] = {
             "commit": entry.commit,
@@ -350,8 +367,7 @@ def program_log(store: Store, program: str, limit: int, *, patch: bool = False) 
 
 
 def iteration_events(store: Store, program: str, limit: int) -> list[dict[str, Any]]:
-    """The state events (:func:`~statefile.views.history.state_events`) of the recorded iterations among the newest
-    ``limit`` commits, oldest first: ``{"iteration", "commit", "when_utc", "event", "reason", "text", …}``."""
+    """The state events of the recorded iterations among the newest ``limit`` commits, oldest first."""
     return [
         {"iteration": row["iteration"], "commit": row["commit"], "when_utc": row["when_utc"], **event}
         for row in reversed(program_log(store, program, limit))
@@ -361,80 +377,68 @@ def iteration_events(store: Store, program: str, limit: int) -> list[dict[str, A
 
 
 def state_began(store: Store, program: str, event: str, limit: int = 50) -> dict[str, Any] | None:
-    """The commit among the newest ``limit`` that put ``program`` in its current ``event`` state (``paused`` or
-    ``completed``): ``{"commit", "when_utc", "iteration", "reason"}``, or ``None`` when those commits do not show
-    it (a folder has no history; an older pause is beyond the bound, which keeps ``show`` fast)."""
+    """The commit among the newest ``limit`` that put ``program`` in its ``event`` state (``paused``, ``completed``),
+    or ``None`` (a folder has no history; the bound keeps ``show`` fast)."""
     undone = {"paused": "unpaused", "completed": "uncompleted"}[event]
     for row in program_log(store, program, limit):
         kinds = {e["event"]: e for e in row["events"]}
         if event in kinds:
             return {key: row[key] for key in ("commit", "when_utc", "iteration")} | {"reason": kinds[event]["reason"]}
         if undone in kinds:
-            return None  # it was undone since, so the state now began in a commit the log cannot tell apart
+            return None  # undone since: the state now began in a commit the log cannot tell apart
     return None
 
 
-def build_report(
-    store: Store,
-    existing: dict[str, Any],
-    *,
-    program: str | None,
-    all_programs: bool,
-    aggressive_at: float,
-    globs: tuple[str, ...] = ("*.md",),
-) -> dict[str, Any]:
-    """The scheduler's autoloop.json with statefile's sizes merged in (every existing key kept)."""
-
+def build_report(app: AppContext, out: Path | None, *, program: str | None, all_programs: bool) -> dict[str, Any]:
+    """The scheduler's autoloop.json ``out`` (it must exist; written atomically) with statefile's sizes merged in
+    (every existing key kept); without ``out``, the merge into an empty one."""
+    if program and all_programs:
+        raise UsageError("give --program or --all, not both")
+    if out is not None and not out.is_file():
+        # /dev/null or a folder is no autoloop.json; a mistyped path must not leave a file the scheduler never reads.
+        what = "not a regular file" if out.exists() else "no such file"
+        upstream = "check the path (the upstream one is /tmp/gh-aw/autoloop.json)"
+        fix = "pass that file's path" if out.exists() else upstream
+        error = UsageError if out.exists() else NotFoundError
+        raise error(f"--out {out}: {what}; report merges sizes into the autoloop.json the scheduler wrote — {fix}, "
+                    "or leave out --out to print the merged JSON")  # fmt: skip
+    aggressive_at = float(app.config().aggressive_at.value)
+    store, globs = app.reader(require_branch=False), app.globs
+    existing = read_json_object(out) if out is not None else {}
     sizes = state_files(store, globs)
     selected = program if program is not None else existing.get("selected")
     broken = unreadable_files(store, globs)
     if program is not None and program not in sizes:
-        if program in broken:
-            raise InvalidDataError(broken[program])
-        raise missing_program(store, program)
-    names = sorted(sizes) if all_programs or (program is None and not selected) else []
+        raise InvalidDataError(broken[program]) if program in broken else missing_program(store, program)
+    everything = all_programs or (program is None and not selected)
+    names = sorted(sizes) if everything else []
     if isinstance(selected, str) and selected not in names:
         names.append(selected)
-
     # One batch read at one tip, and only each file's Machine State: the scheduler's view of 1000 programs.
     errors: dict[str, StatefileError] = {}
     texts = store.read_texts([name for name in names if name in sizes], errors=errors)
+    broken |= {name: str(error) for name, error in errors.items()}
+    if isinstance(selected, str) and selected in broken:
+        # The scheduler's own program: fail loudly rather than report it as healthy.
+        raise errors.get(selected) or InvalidDataError(broken[selected])
     entries: dict[str, dict[str, Any]] = {}
-    for name in names:
-        if name in errors:
-            if name == selected:
-                raise errors[name]  # the scheduler's own program: fail loudly rather than report it as healthy
-            entries[name] = {**program_report(name, sizes[name], store.max_bytes, None, aggressive_at=aggressive_at),
-                             "error": str(errors[name])}  # fmt: skip
-            continue
+    for name in names + ([name for name in broken if name not in names] if everything else []):
         text = texts.get(name)
         state = read_machine_state(text) if text is not None else {}
-        entries[name] = program_report(
-            name, sizes.get(name, 0), store.max_bytes, None, aggressive_at=aggressive_at, state=state
-        )
-    for name, why in broken.items():
-        if name == selected:
-            raise InvalidDataError(why)  # the scheduler's own program: fail loudly rather than report it as healthy
-        if all_programs or (program is None and not selected):
-            entries[name] = {**program_report(name, 0, store.max_bytes, None, aggressive_at=aggressive_at),
-                             "error": why}  # fmt: skip
-    return merge_report(existing, entries, selected if isinstance(selected, str) else None)
-
-
-def closest_programs(store: Store, program: str) -> str:
-    """`` (did you mean 'perf'?)`` with the closest program names in the store, or "" when none is close.
-
-    Close is a near spelling (difflib) or the name cut short at a word (``perf`` for ``perf-comparison``): people
-    shorten long program names, which difflib alone does not see.
-    """
-    names = sorted(store.programs())
-    close = difflib.get_close_matches(program, names, n=3, cutoff=0.6)
-    wanted = program.casefold()
-    words = [n for n in names if n not in close and any(n.casefold().startswith(wanted + sep) for sep in "-_.")]
-    close = (close + words)[:3]
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+        report = program_report(name, sizes.get(name, 0), store.max_bytes, {} if name in broken else state,
+                                aggressive_at=aggressive_at)  # fmt: skip
+        entries[name] = report | ({"error": broken[name]} if name in broken else {})
+    merged = merge_report(existing, entries, selected if isinstance(selected, str) else None)
+    if out is not None:
+        write_json_atomic(out, merged)
+    return merged
 
 
 def missing_program(store: Store, program: str, *, hint: str = "'statefile list' shows the programs") -> NotFoundError:
-    """The error for a program that does not exist: the closest names in the store, and what to do."""
-    return NotFoundError(f"no program '{program}'{closest_programs(store, program)}; {hint}")
+    """The error for a missing program: the closest names (a near spelling, or ``perf`` for ``perf-comparison``)."""
+    names = sorted(store.programs())
+    close = difflib.get_close_matches(program, names, n=3, cutoff=0.6)
+    wanted = program.casefold()
+    close += [n for n in names if n not in close and any(n.casefold().startswith(wanted + sep) for sep in "-_.")]
+    mean = f" (did you mean {' or '.join(repr(c) for c in close[:3])}?)" if close else ""
+    return NotFoundError(f"no program '{program}'{mean}; {hint}")

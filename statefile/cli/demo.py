@@ -1,9 +1,5 @@
-"""``statefile demo``: the main job end to end, on throwaway repositories built from the bundled samples.
-
-A bare repository plays GitHub; a clone plays the CI runner.  The demo seeds the memory branch with the samples
-(one of them far over budget, as agents leave files today), then runs the real commands a workflow would run,
-printing each one before its output.
-"""
+"""``statefile demo``: the main job end to end, on throwaway repositories built from the bundled samples (a bare
+repository plays GitHub, a clone the CI runner), running the real commands a workflow would run."""
 
 from __future__ import annotations
 
@@ -16,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from unittest.mock import patch
 
 import click
 
@@ -39,12 +36,11 @@ def sample_text(name: str) -> str:
 
 
 def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env={**os.environ, **_DEMO_ENV})
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
 def build_demo_repos(root: Path) -> Path:
     """Create ``root/remote.git`` (bare, with a memory branch holding the samples) and a clone ``root/runner``."""
-
     remote = root / "remote.git"
     seed = root / "seed"
     runner = root / "runner"
@@ -66,56 +62,49 @@ def build_demo_repos(root: Path) -> Path:
 
 def run_demo(command: click.Command, echo: Callable[[str], None], *, keep: bool = False) -> None:
     """Run the demo with the root ``command``, printing each command line and its output through ``echo``."""
-
     root = Path(tempfile.mkdtemp(prefix="statefile-demo-"))
-    saved_env = {key: os.environ.get(key) for key in _DEMO_ENV}
-    os.environ.update(_DEMO_ENV)
     try:
-        runner = build_demo_repos(root)
-        autoloop_json = root / "autoloop.json"
-        autoloop_json.write_text(sample_text("autoloop.json"), encoding="utf-8")
-
-        def run(*args: str) -> None:
-            echo(f"\n$ {shlex.join(['statefile', *args])}")  # quoted: each line can be pasted into a shell
-            code = invoke(command, ["--repo", str(runner), "--remote", "origin", *args])
-            if code:
-                echo(f"(exit {code})")
-
-        echo(f"demo: a bare remote and a runner clone in {root}; memory branch seeded with the samples")
-        run("list")
-        run("check")
-        run("compact", "long-running")
-        for program, status, metric, change in (
-            ("mid-life", "accepted", "131.5", "Vectorize the tokenizer inner loop"),
-            ("mid-life", "rejected", "130.9", "Swap the hash map for a sorted vector"),
-            ("messy", "error", None, "Parallel parse (CI timed out)"),
-        ):
-            args = ["record", program, "--status", status, "--change", change]
-            if metric is not None:
-                args += ["--metric", metric]
-            run(*args)
-        run("check")
-        run("report", "--out", str(autoloop_json))
-        report = json.loads(autoloop_json.read_text(encoding="utf-8"))
-        echo(
-            f"autoloop.json now has state_file_size_bytes={report.get('state_file_size_bytes')} "
-            f"for selected={report.get('selected')!r}, every scheduler key kept"
-        )
-        run("log", "long-running")
-        run("expand", "long-running", "7")
-        run("render", "mid-life", "--level", "index")
-        run("render", "mid-life", "--budget", "1500")
-        echo("\nThat is the whole job: records, compaction with an archive, a scheduler report, a readable log.")
+        with patch.dict(os.environ, _DEMO_ENV):
+            _steps(command, echo, root)
     finally:
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         if keep:
             echo(f"kept: {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _steps(command: click.Command, echo: Callable[[str], None], root: Path) -> None:
+    runner = build_demo_repos(root)
+    autoloop_json = root / "autoloop.json"
+    autoloop_json.write_text(sample_text("autoloop.json"), encoding="utf-8")
+
+    def run(*args: str) -> None:
+        echo(f"\n$ {shlex.join(['statefile', *args])}")  # quoted: each line can be pasted into a shell
+        code = invoke(command, ["--repo", str(runner), "--remote", "origin", *args])
+        if code:
+            echo(f"(exit {code})")
+
+    echo(f"demo: a bare remote and a runner clone in {root}; memory branch seeded with the samples")
+    run("list")
+    run("check")
+    run("compact", "long-running")
+    run("record", "mid-life", "--status", "accepted", "--change", "Vectorize the tokenizer inner loop",
+        "--metric", "131.5")  # fmt: skip
+    run("record", "mid-life", "--status", "rejected", "--change", "Swap the hash map for a sorted vector",
+        "--metric", "130.9")  # fmt: skip
+    run("record", "messy", "--status", "error", "--change", "Parallel parse (CI timed out)")
+    run("check")
+    run("report", "--out", str(autoloop_json))
+    report = json.loads(autoloop_json.read_text(encoding="utf-8"))
+    echo(
+        f"autoloop.json now has state_file_size_bytes={report.get('state_file_size_bytes')} "
+        f"for selected={report.get('selected')!r}, every scheduler key kept"
+    )
+    run("log", "long-running")
+    run("expand", "long-running", "7")
+    run("render", "mid-life", "--level", "index")
+    run("render", "mid-life", "--budget", "1500")
+    echo("\nThat is the whole job: records, compaction with an archive, a scheduler report, a readable log.")
 
 
 @click.command("demo")

@@ -1,8 +1,6 @@
 """Commands that show a program's whole run: ``history`` (every iteration as a table, JSON or CSV) and ``summary``
-(markdown with Mermaid charts for ``$GITHUB_STEP_SUMMARY``).
-
-Read-only; apart from :mod:`statefile.cli.read` because they read every archive part, which the scheduler's
-pre-step never needs.
+(markdown with Mermaid charts for ``$GITHUB_STEP_SUMMARY``); apart from :mod:`statefile.cli.read` because they read
+every archive part, which the scheduler's pre-step never needs.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from pathlib import Path
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import iteration_events, list_programs, missing_program, program_history
+from statefile.app.reading import iteration_events, memory_summary, program_history
 from statefile.cli.run import escaped
 from statefile.cli.support import (
     MISSING,
@@ -36,11 +34,10 @@ from statefile.cli.support import (
 )
 from statefile.cli.types import whole_number
 from statefile.numbers import number_text
-from statefile.store import Store
 from statefile.store.atomic import write_output
 from statefile.views.hints import TOOL_HISTORY
 from statefile.views.history import HistoryRow, ProgramHistory
-from statefile.views.summary import step_summary, where_sentence
+from statefile.views.summary import where_sentence
 
 CSV_COLUMNS = ("first", "last", "kind", "date", "status", "metric", "best", "change", "source", "line")
 
@@ -55,17 +52,9 @@ def _status_text(row: HistoryRow) -> str:
 def history_table(history: ProgramHistory, width: int) -> list[str]:
     """The rows as aligned text columns, CHANGE cut to fit ``width`` terminal columns."""
     headers = ["ITER", "DATE", "STATUS", "METRIC", "BEST", "WHERE"]
-    cells = [
-        [
-            row.label if row.kind == "iteration" else f"{row.label} (range)",
-            row.date,
-            _status_text(row),
-            row.metric,
-            row.best,  # plain(): every digit the history has, never 6 significant ones in exponent form
-            f"{row.source}:{row.line}",
-        ]
-        for row in history.rows
-    ]
+    # BEST through plain(): every digit the history has, never 6 significant ones in exponent form.
+    cells = [[row.label if row.kind == "iteration" else f"{row.label} (range)", row.date, _status_text(row), row.metric,
+              row.best, f"{row.source}:{row.line}"] for row in history.rows]  # fmt: skip
     lead = max(display_width(line) for line in table(cells, headers, right=(3, 4)))
     room = max(20, width - lead - 2)
     # Escaped before it is cut, so the cut counts the columns printed.
@@ -94,35 +83,30 @@ def history_cmd(
 
     history = program_history(app.reader(), program)
     rows = history.rows[-last:] if last else history.rows
-    # Which of these iterations paused, un-paused or completed the program or moved its best metric: from the
-    # newest commits only (twice -n, or 50), so a long history stays fast.
-    shown_numbers = {row.first for row in rows if row.kind == "iteration"}
-    events = [
-        e for e in iteration_events(app.reader(), program, 2 * last if last else 50) if e["iteration"] in shown_numbers
-    ]
+    # The state events of these iterations, from the newest commits only (twice -n, or 50): a long history stays fast.
+    numbers = {row.first for row in rows if row.kind == "iteration"}
+    events = [e for e in iteration_events(app.reader(), program, 2 * last if last else 50) if e["iteration"] in numbers]
     if app.as_json:
-        emit_json({**history.as_dict(), "rows": [r.as_dict() for r in rows], "events": events})
+        rows_data = [dataclasses.asdict(row) for row in rows]
+        emit_json({"program": program, "direction": history.direction, "rows": rows_data, "events": events})
         return
     if as_csv:
         buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            writer.writerow(["" if (v := getattr(row, c)) is None else v for c in CSV_COLUMNS])
+        writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(dataclasses.asdict(row) for row in rows)
         echo(buffer.getvalue(), nl=False)
         return
     if not rows:
         say(app, f"{program} has no iterations yet")
         return
-    shown = dataclasses.replace(history, rows=rows)
-    if max_chars is not None or offset:
-        # Paged (a gh-aw tool's answer): the table, then one line with the call that gets the rest.
-        text = "".join(line + "\n" for line in history_table(shown, shutil.get_terminal_size((120, 24)).columns))
+    lines = history_table(dataclasses.replace(history, rows=rows), shutil.get_terminal_size((120, 24)).columns)
+    if max_chars is not None or offset:  # paged (a gh-aw tool's answer): the table, then the call that gets the rest
         command = f"history {program} --max-chars {max_chars}" + (f" --last {last}" if last else "")
-        echo_page(text, max_chars=max_chars, offset=offset,
+        echo_page("".join(line + "\n" for line in lines), max_chars=max_chars, offset=offset,
                   more=lambda at: hints_of(app, hint_style).more(TOOL_HISTORY, command, at))  # fmt: skip
         return
-    for text in history_table(shown, shutil.get_terminal_size((120, 24)).columns):
+    for text in lines:
         echo(text)
     for event in events:
         echo(escaped(f"iteration {event['iteration']}: {event['text']}"))
@@ -139,18 +123,10 @@ def history_cmd(
 
 @click.command("summary")
 @click.argument("programs", nargs=-1)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Append to this file (e.g. $GITHUB_STEP_SUMMARY) instead of printing.",
-)
-@click.option(
-    "--max-charts",
-    type=whole_number(0),
-    default=20,
-    show_default=True,
-    help="Chart at most this many programs (the most recently run).",
-)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False),
+              help="Append to this file (e.g. $GITHUB_STEP_SUMMARY) instead of printing.")  # fmt: skip
+@click.option("--max-charts", type=whole_number(0), default=20, show_default=True,
+              help="Chart at most this many programs (the most recently run).")  # fmt: skip
 @example('statefile --remote origin summary --out "$GITHUB_STEP_SUMMARY"', "statefile summary perf")
 @pass_app
 def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, max_charts: int) -> None:
@@ -159,34 +135,11 @@ def summary_cmd(app: AppContext, programs: tuple[str, ...], out: Path | None, ma
     With PROGRAMS, only those.  GitHub renders the charts in the run's summary page (and in any markdown file).
     """
 
-    with without_checkout(app) as app:
-        text, count = _summary(app, programs, max_charts)
+    # A job summary on the very first run (no branch yet) has nothing to show, which is not an error.
+    with without_checkout(app) as app, app.reader(require_branch=False) as store:
+        text, count = memory_summary(store, programs, max_charts, app.globs)
     if out is None:
         echo(text, nl=False)
         return
     write_output(out, (text + "\n").encode("utf-8"), append=True)  # $GITHUB_STEP_SUMMARY, a file or a device
     say(app, f"appended the summary of {plural(count, 'program')} to {out}")
-
-
-def _summary(app: AppContext, programs: tuple[str, ...], max_charts: int) -> tuple[str, int]:
-    """The summary's markdown and how many programs it lists (the store is closed afterwards: a scratch
-    repository is removed right after)."""
-    # A job summary on the very first run (no branch yet) has nothing to show, which is not an error.
-    with app.reader(require_branch=False) as store:
-        return _summary_of(app, store, programs, max_charts)
-
-
-def _summary_of(app: AppContext, store: Store, programs: tuple[str, ...], max_charts: int) -> tuple[str, int]:
-    rows = list_programs(store, app.globs)
-    if programs:
-        known = {str(r["program"]) for r in rows}
-        missing = [p for p in programs if p not in known]
-        if missing:
-            raise missing_program(store, missing[0])
-        rows = [r for r in rows if r["program"] in programs]
-    readable = [r for r in rows if r.get("status") != "unreadable"]
-    recent = sorted(readable, key=lambda r: (str(r.get("last_run") or ""), str(r["program"])), reverse=True)
-    charted = recent[:max_charts]
-    histories = {str(r["program"]): program_history(store, str(r["program"])) for r in charted}
-    text = step_summary(rows, histories, max_bytes=store.max_bytes, omitted_charts=len(readable) - len(charted))
-    return text, len(rows)

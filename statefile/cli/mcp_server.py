@@ -1,17 +1,9 @@
 """``statefile mcp``: the memory's read side as an MCP server over stdio, for agents that call tools by name.
 
-Six tools — ``render``, ``search``, ``expand``, ``history``, ``status``, ``list`` — each a thin call of the same
-read use case the command of that name runs (:mod:`statefile.app.reading`).  Read-only by design: nothing the
-server loads is on the write side (a test builds it, calls every tool and looks at what was imported), every tool
-is annotated ``readOnlyHint``, and writes go through the gh-aw safe-output job.  Each call opens the store afresh
-(with ``--remote``, one fetch), so a long-lived server always answers from the branch as it is now, and concurrent
-calls (the SDK runs sync tools in worker threads) share nothing.
-
-The MCP SDK (package ``mcp``, an optional extra: ``pip install 'statefile[mcp]'``) costs about 0.7 s to import, so
-it is imported only here, inside :func:`build_server`; no other command loads it (a test checks).
-
-Deliberately no ``from __future__ import annotations``: the SDK reads the tool functions' annotations to build
-their input schemas, and the ``Annotated``/``Field`` names it needs are imported inside :func:`build_server`.
+Six read-only tools, each the read use case of the command of that name (:mod:`statefile.app.reading`); nothing on
+the write side loads (a test checks).  Each call opens the store afresh, so a long-lived server answers from the
+branch as it is now.  The SDK (the optional extra ``mcp``) takes 0.7 s to import: only :func:`build_server` does.
+No ``from __future__ import annotations``: the SDK reads the tools' annotations to build their input schemas.
 """
 
 import dataclasses
@@ -23,10 +15,11 @@ import click
 from statefile import __version__
 from statefile.app.context import AppContext
 from statefile.app.reading import (
+    StatusReport,
+    all_status,
     expand_iteration,
     list_programs,
     program_history,
-    program_status,
     render_program,
     search_memory,
 )
@@ -34,11 +27,11 @@ from statefile.cli.support import echo, example, hints_of, pass_app, without_che
 from statefile.errors import EnvironmentFailure, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
-from statefile.store import Store
 from statefile.views.history import HistoryRow
+from statefile.views.render import DEFAULT_BUDGET, DEFAULT_LEVEL, MAX_BUDGET, MIN_BUDGET
 from statefile.views.search import hit_dict
 
-#: What the ``mcp`` extra in pyproject.toml requires (a test keeps them equal): what to install without the extra.
+#: What the ``mcp`` extra in pyproject.toml requires (a test keeps them equal).
 SDK_REQUIREMENT = "mcp>=2.3,<3"
 
 if TYPE_CHECKING:
@@ -65,17 +58,14 @@ def build_server(app: AppContext) -> "MCPServer":
         from mcp.types import ToolAnnotations
         from pydantic import BaseModel, Field
     except ModuleNotFoundError as exc:
-        # The SDK itself is what is missing, and `pip install 'statefile[mcp]'` only works once statefile is on
-        # PyPI: name the SDK, and the extra for a checkout.
+        # statefile is not on PyPI, so 'statefile[mcp]' cannot be installed: name the SDK, and the extra for a checkout.
         raise EnvironmentFailure(
             f"statefile mcp needs the MCP SDK ({exc.name} is not installed); install it into statefile's Python "
             f"with pip install '{SDK_REQUIREMENT}' (statefile's extra 'mcp': pip install '.[mcp]' in a checkout)"
         ) from None
 
-    # The answers' shapes: the SDK turns them into each tool's output schema and structured content.
+    # The answers' shapes: the SDK makes them each tool's output schema and structured content.
     class ProgramRow(BaseModel):
-        """One program in ``list``."""
-
         program: str
         size: int
         percent_of_budget: float
@@ -86,14 +76,10 @@ def build_server(app: AppContext) -> "MCPServer":
         error: str | None = None
 
     class ListResult(BaseModel):
-        """The ``list`` tool's answer."""
-
         programs: list[ProgramRow]
         max_bytes: int
 
     class SearchHit(BaseModel):
-        """One ``search`` result: where the line is (``path:line_no``, section, iteration) and what it says."""
-
         program: str
         path: str
         line_no: int
@@ -106,18 +92,14 @@ def build_server(app: AppContext) -> "MCPServer":
         expand: str | None
 
     class SearchResult(BaseModel):
-        """The ``search`` tool's answer, best first."""
-
         query: str
         hits: list[SearchHit]
 
-    class HistoryResult(BaseModel):
-        """The ``history`` tool's answer: the newest ``rows`` of ``total``, oldest first."""
-
+    class HistoryResult(BaseModel):  # the newest rows of total, oldest first
         program: str
         direction: str
         total: int
-        rows: list[HistoryRow]  # the same rows as `statefile history --json` (a dataclass pydantic reads as is)
+        rows: list[HistoryRow]  # the rows of `statefile history --json`
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)  # fmt: skip
@@ -126,31 +108,26 @@ def build_server(app: AppContext) -> "MCPServer":
     def call(work: Any) -> Any:
         """Run ``work(store)`` on a fresh store; statefile's own errors become the tool's one-line error."""
         ctx = dataclasses.replace(app, _store=None, _read_checked=False)
-        store: Store | None = None
         try:
-            store = ctx.store()
-            # As the read commands do: a missing branch is "not found", a diverged one is read at the remote's tip.
-            return work(ctx.reader())
+            with ctx.store():
+                return work(ctx.reader())
         except StatefileError as exc:
             raise ToolError(one_line(redact(str(exc)))) from None
-        finally:
-            if store is not None:
-                store.close()
 
-    def pick(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in data.items() if key in model.model_fields}
+    def pick(model: type[BaseModel], data: dict[str, Any]) -> Any:
+        return model(**{key: value for key, value in data.items() if key in model.model_fields})
 
     Program = Annotated[str, Field(description="Program name: a state file PROGRAM.md on the memory branch.")]
 
     @server.tool(annotations=read_only, structured_output=False)
     def render(
         program: Program,
-        budget: Annotated[int, Field(ge=200, le=200_000, description="Characters at most.")] = 8000,
-        level: Literal["index", "timeline", "full"] = "full",
+        budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters at most.")] = DEFAULT_BUDGET,
+        level: Literal["index", "timeline", "full"] = DEFAULT_LEVEL,
     ) -> str:
         """The view of PROGRAM's memory an agent should read, at most `budget` characters; its last line says
         what was left out and which tool call shows it."""
-        hints = hints_of(app, "cli")  # the commands it names carry the options this server was started with
+        hints = hints_of(app, "cli")  # commands with the options this server was started with
         return str(call(lambda store: render_program(store, program, budget=budget, level=level, hints=hints).text))
 
     @server.tool(annotations=read_only)
@@ -162,20 +139,16 @@ def build_server(app: AppContext) -> "MCPServer":
         """Ranked lines from every program's file, its archive and the shared lessons, each naming the file,
         line, section and iteration it comes from (`expand` shows a whole iteration)."""
         hits = call(lambda store: search_memory(store, query, program=program, limit=limit))
-        return SearchResult(query=query, hits=[SearchHit(**pick(SearchHit, hit_dict(hit))) for hit in hits])
+        return SearchResult(query=query, hits=[pick(SearchHit, hit_dict(hit)) for hit in hits])
 
     @server.tool(annotations=read_only, structured_output=False)
-    def expand(
-        program: Program,
-        iteration: Annotated[int, Field(ge=1, description="The iteration number.")],
-    ) -> str:
+    def expand(program: Program, iteration: Annotated[int, Field(ge=1, description="The iteration number.")]) -> str:
         """Iteration ITERATION of PROGRAM verbatim, from the state file or, after compaction, from its archive."""
         return str(call(lambda store: expand_iteration(store, program, iteration)[1]))
 
     @server.tool(annotations=read_only)
     def history(
-        program: Program,
-        last: Annotated[int, Field(ge=1, le=10_000, description="Only the newest rows.")] = 50,
+        program: Program, last: Annotated[int, Field(ge=1, le=10_000, description="Only the newest rows.")] = 50
     ) -> HistoryResult:
         """Every iteration of PROGRAM the file, its range lines and its archive know, oldest first: number,
         date, status, metric, best so far, what changed and where the text lives."""
@@ -187,29 +160,21 @@ def build_server(app: AppContext) -> "MCPServer":
     def status(program: Program) -> dict[str, Any]:
         """How full PROGRAM's state file is: bytes and % of budget, estimated tokens per section, counts, and
         whether the next record will compact aggressively."""
-        report: dict[str, Any] = call(lambda store: program_status(store, program, app.config())[0])
-        return report
+        found: StatusReport = call(lambda store: all_status(store, program, app.config(), app.globs))
+        return found.reports[program]
 
     @server.tool(name="list", annotations=read_only)
     def list_tool() -> ListResult:
         """Every program on the memory branch: size, % of budget, iteration count, last run, best metric, status."""
-
-        def work(store: Store) -> ListResult:
-            rows = [ProgramRow(**pick(ProgramRow, row)) for row in list_programs(store, app.globs)]
-            return ListResult(programs=rows, max_bytes=store.max_bytes)
-
-        result: ListResult = call(work)
-        return result
+        rows, max_bytes = call(lambda store: (list_programs(store, app.globs), store.max_bytes))
+        return ListResult(programs=[pick(ProgramRow, row) for row in rows], max_bytes=max_bytes)
 
     return server
 
 
 @click.command("mcp")
-@click.option(
-    "--check",
-    is_flag=True,
-    help="Start the server, list its tools and exit instead of serving: checks the SDK and the memory are there.",
-)
+@click.option("--check", is_flag=True, help="Start the server, list its tools and exit instead of serving: checks "
+              "the SDK and the memory are there.")  # fmt: skip
 @example("statefile --remote origin mcp --check")
 @pass_app
 def mcp_cmd(app: AppContext, check: bool) -> None:
@@ -220,16 +185,14 @@ def mcp_cmd(app: AppContext, check: bool) -> None:
     (or the gh-aw safe-output job).  Global options (--remote, --dir, --branch) choose the memory it serves.
     """
 
-    # With --remote URL and no checkout around (a container), the branch is fetched into a scratch repository.
     with without_checkout(app) as app:
-        # A bad --repo/--dir/--remote fails here, as one line, before the SDK's imports; a branch that does not
-        # exist yet is fine (the first run creates it), each call says so until then.
+        # A bad --repo/--dir/--remote fails here, before the SDK's imports; a branch not there yet is fine.
         store = app.reader(require_branch=False)
         where = str(store).strip("<>").replace("GitStore ", "the repository ").replace("FolderStore ", "the folder ")
         store.close()
         server = build_server(app)
         if check:
-            import anyio  # the SDK's event loop library, there whenever the SDK is
+            import anyio  # the SDK's event loop library
 
             tools = sorted(tool.name for tool in anyio.run(server.list_tools))
             echo(f"statefile mcp: ready to serve {where} read-only; tools: {', '.join(tools)}")

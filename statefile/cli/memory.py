@@ -1,7 +1,6 @@
 """What an agent reads: its memory within a budget (render), how full it is (status), and search across it all.
 
-Read-only, like :mod:`statefile.cli.read`, but apart from it: the views cost imports the scheduler's pre-step
-(``report``, ``check``) does not need.
+Apart from :mod:`statefile.cli.read`: the views cost imports the scheduler's pre-step does not need.
 """
 
 from __future__ import annotations
@@ -12,24 +11,22 @@ import sys
 import click
 
 from statefile.app.context import AppContext
-from statefile.app.reading import program_status, render_program, search_memory, state_files, unreadable_files
+from statefile.app.reading import all_status, render_program, search_memory
 from statefile.cli.run import shown
 from statefile.cli.support import echo, echo_page, emit_json, example, hints_of, pass_app, reader_options, say
 from statefile.cli.types import whole_number
-from statefile.errors import StatefileError
 from statefile.model.text import clip
-from statefile.views.charts import metric_sparkline
 from statefile.views.hints import TOOL_SEARCH, TOOL_VIEW
-from statefile.views.history import ProgramHistory, history_rows
-from statefile.views.render import LEVELS
+from statefile.views.render import DEFAULT_BUDGET, DEFAULT_LEVEL, LEVELS, MIN_BUDGET
 from statefile.views.search import hit_dict, hit_line
 from statefile.views.status import pressure_lines
 
 
 @click.command("render")
 @click.argument("program")
-@click.option("--budget", type=whole_number(200), default=8000, show_default=True, help="Characters at most.")
-@click.option("--level", type=click.Choice(LEVELS), default="full", show_default=True)
+@click.option("--budget", type=whole_number(MIN_BUDGET), default=DEFAULT_BUDGET, show_default=True,
+              help="Characters at most.")  # fmt: skip
+@click.option("--level", type=click.Choice(LEVELS), default=DEFAULT_LEVEL, show_default=True)
 @reader_options
 @example("statefile render perf --budget 8000", "statefile render perf --level index",
          "statefile render perf --level core --budget 3000 --hints tools")  # fmt: skip
@@ -62,52 +59,21 @@ def render_cmd(
 def status_cmd(app: AppContext, program: str | None) -> None:
     """Pressure at a glance: size and % of budget, tokens per section, counts, next-record forecast."""
 
-    store = app.reader()
-    config = app.config()
-
-    names = [program] if program else sorted(state_files(store, app.globs))
-    # Over every program, one that cannot be read (a link, a FIFO, a missing object, a broken archive part) is
-    # shown as such, as `list` shows it: never left out, and never the end of the others' report.
-    unreadable = {} if program else unreadable_files(store, app.globs)
-    reports = {}
-    trends: dict[str, str] = {}
     # The sparkline is for people at a terminal: piped or --json output stays data.
-    chart = not app.as_json and sys.stdout.isatty()
-    for name in names:
-        try:
-            reports[name], doc, texts = program_status(store, name, config)
-        except StatefileError as exc:
-            if program:
-                raise
-            unreadable[name] = str(exc)
-            continue
-        if chart:
-            trends[name] = trend_line(history_rows(doc, name, texts))
+    found = all_status(app.reader(), program, app.config(), app.globs, trends=not app.as_json and sys.stdout.isatty())
     if app.as_json:
-        broken = {name: {"status": "unreadable", "error": why} for name, why in unreadable.items()}
-        emit_json(reports[program] if program else dict(sorted({**reports, **broken}.items())))
+        broken = {name: {"status": "unreadable", "error": why} for name, why in found.unreadable.items()}
+        emit_json(found.reports[program] if program else dict(sorted({**found.reports, **broken}.items())))
         return
-    for name in sorted({*reports, *unreadable}):
-        if name in unreadable:
-            echo(f"{name}: unreadable: {shown(unreadable[name])}")
+    for name in sorted({*found.reports, *found.unreadable}):
+        if name in found.unreadable:
+            echo(f"{name}: unreadable: {shown(found.unreadable[name])}")
             continue
-        lines = pressure_lines(reports[name], program=name)
-        if trends.get(name):
-            lines.insert(1, trends[name])
+        lines = pressure_lines(found.reports[name], program=name)
+        if found.trends.get(name):
+            lines.insert(1, found.trends[name])
         for line in lines:
             echo(line)
-
-
-def trend_line(history: ProgramHistory) -> str:
-    """``  metric ▁▂▄▆█ 100.65 → 270 over 241 iterations (best 270, higher is better)``, or ``""``."""
-    points = history.points()
-    if not points:
-        return ""
-    best = history.best_points()
-    return (
-        f"  metric {metric_sparkline(history, 32)} {points[0][1]:g} → {points[-1][1]:g} over "
-        f"{history.iterations} iterations" + (f" (best {best[-1][1]:g}, {history.direction} is better)" if best else "")
-    )
 
 
 @click.command("search")
@@ -138,8 +104,7 @@ def search_cmd(
     first = next((hit for hit in hits if hit.iteration is not None), None)
     if first is not None and first.iteration is not None and not app.quiet:
         lines.append(f"whole entries: {hints.expand(first.program, first.iteration)}")
-    text = "".join(line + "\n" for line in lines)
     scope = f" --program {program}" if program else ""
     command = f"search {shlex.quote(clip(query, 200))}{scope} --limit {limit} --max-chars {max_chars}"
-    echo_page(text, max_chars=max_chars, offset=offset,
+    echo_page("".join(line + "\n" for line in lines), max_chars=max_chars, offset=offset,
               more=lambda at: hints.more(TOOL_SEARCH, command, at, query=query))  # fmt: skip

@@ -1,13 +1,5 @@
-"""Charts of a metric over iterations: a one-line sparkline for terminals, a Mermaid ``xychart-beta`` for GitHub.
-
-GitHub renders Mermaid in markdown files and in job summaries (``$GITHUB_STEP_SUMMARY``), so a chart there is
-plain text.  The chart type is the XY chart (``xychart-beta``): a categorical x-axis of iteration numbers and two
-line series, the metric of each iteration that has one and the best metric so far.  Its data lists cannot hold
-gaps, so only iterations with a numeric metric are drawn; long runs are thinned to at most ``max_points`` evenly
-spaced iterations (the newest always kept).
-
-Pure functions over :class:`statefile.views.history.ProgramHistory`.
-"""
+"""Charts of a metric over iterations: a one-line sparkline for terminals, a Mermaid ``xychart-beta`` for GitHub
+(which renders Mermaid in markdown files and job summaries); only iterations with a numeric metric are drawn."""
 
 from __future__ import annotations
 
@@ -17,19 +9,15 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from statefile.views.history import ProgramHistory
 
 SPARK_LEVELS = "▁▂▃▄▅▆▇█"
-#: Points a Mermaid chart draws at most: GitHub renders the chart about 700 px wide, so more would be unreadable.
+#: Points a Mermaid chart draws at most: GitHub renders it about 700 px wide.
 MAX_CHART_POINTS = 60
 
 
 def sparkline(values: Sequence[float], width: int = 24) -> str:
-    """``values`` as a line of block characters, at most ``width`` wide (neighbours averaged when longer).
-
-    The lowest value is ``▁`` and the highest ``█``; a flat series is a row of ``▄``; no values, ``""``.
-    """
+    """``values`` as ``▁`` (lowest) to ``█`` (highest), at most ``width`` wide (neighbours averaged)."""
     if not values or width < 1:
         return ""
-    # Scaled into [-1, 1] first: metrics may be as large as 1e±308, and the sums and differences below would
-    # overflow to inf (then NaN) on the raw values.
+    # Scaled into [-1, 1]: sums of metrics near 1e308 would overflow.
     scale = max(abs(v) for v in values) or 1.0
     values = [v / scale for v in values]
     if len(values) > width:
@@ -47,14 +35,8 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
 
 
 def metric_series(history: ProgramHistory) -> list[tuple[int, float, float | None]]:
-    """``(iteration, metric, best so far)`` per iteration number, sorted by iteration, one point per number.
-
-    Rows come sorted by where they start, and a range row's point sits at its end, so an agent's range line that
-    overlaps detailed entries (``Iters 172–180`` beside ``Iteration 173`` … ``180``) would put ``180`` before
-    ``173`` and twice.  A detailed iteration wins its number over a range's end.  The best so far is computed here,
-    over the sorted points and in the program's Metric Direction (accepted iterations and range band ends count,
-    as in :mod:`statefile.views.history`), so the line can only ever improve.
-    """
+    """``(iteration, metric, best so far)``, one point per number in order (a detailed iteration wins its number
+    over an overlapping range's end), the best recomputed over the sorted points so that it only improves."""
     chosen: dict[int, tuple[float, bool]] = {}
     for row in history.rows:
         if row.value is None:
@@ -78,18 +60,21 @@ def metric_sparkline(history: ProgramHistory, width: int = 24) -> str:
     return sparkline([value for _, value, _ in metric_series(history)], width)
 
 
-def final_best(history: ProgramHistory) -> float | None:
-    """The best metric the history reaches in its Metric Direction (``None`` before any accepted metric)."""
-    series = metric_series(history)
-    return series[-1][2] if series else None
+def trend_line(history: ProgramHistory) -> str:
+    """``  metric ▁▂▄▆█ 100.65 → 270 over 241 iterations (best 270, higher is better)``, or ``""``."""
+    points = history.points()
+    if not points:
+        return ""
+    best = history.best_points()
+    return (
+        f"  metric {metric_sparkline(history, 32)} {points[0][1]:g} → {points[-1][1]:g} over "
+        f"{history.iterations} iterations" + (f" (best {best[-1][1]:g}, {history.direction} is better)" if best else "")
+    )
 
 
 def nice_bounds(low: float, high: float, ticks: int = 6) -> tuple[Decimal, Decimal]:
-    """Axis bounds around ``[low, high]`` on a round step (1, 2, 2.5 or 5 × 10ⁿ, about ``ticks`` steps across).
-
-    Unrounded bounds (``35.0115 --> 606.759``) put the axis labels at odd numbers; these are where a person would
-    draw them (``0 --> 700``).  A flat series gets a band of about 10 % of its value around it (1 around 0).
-    """
+    """Axis bounds around ``[low, high]`` on a round step (1, 2, 2.5 or 5 × 10ⁿ, about ``ticks`` steps across);
+    a flat series gets a band of about 10 % around it."""
     lo, hi = Decimal(repr(low)), Decimal(repr(high))
     span = hi - lo
     if span == 0:
@@ -130,23 +115,18 @@ def _decimal_text(value: Decimal) -> str:
 
 
 def _quoted(text: str) -> str:
-    # A quoted string in the grammar runs to the next double quote; nothing can escape one.
+    """A Mermaid string: nothing can escape a double quote in one."""
     return '"' + text.replace('"', "'").replace("\n", " ") + '"'
 
 
 def mermaid_xychart(history: ProgramHistory, *, max_points: int = MAX_CHART_POINTS) -> str | None:
-    """A Mermaid ``xychart-beta`` of ``history``'s metric per iteration and best so far (``None``: no metric).
-
-    The text is the diagram only (no code fence); :mod:`statefile.views.summary` wraps it in a ```` ```mermaid ````
-    block.
-    """
+    """A Mermaid ``xychart-beta`` (no fence) of the metric per iteration and best so far; ``None``: no metric."""
     series = metric_series(history)
     if not series:
         return None
     chosen = thin([(n, v) for n, v, _ in series], max_points)
     best_at = {n: b for n, _, b in series}
     values = [value for _, value in chosen]
-    # Before the first accepted metric there is no best yet; the line starts flat at the first best there is.
     first_best = next((b for _, _, b in series if b is not None), None)
     best = [b if (b := best_at[n]) is not None else first_best for n, _ in chosen]
     drawn = [b for b in best if b is not None]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from statefile.model.document import StateDocument
@@ -10,16 +11,15 @@ from statefile.model.document import StateDocument
 def describe(doc: StateDocument) -> dict[str, Any]:
     """Structure, machine state, history summary and warnings of ``doc`` as JSON-ready data."""
     entries = doc.history
-    iterations = [e for e in entries if e.kind == "iteration"]
-    ranges = [e for e in entries if e.kind == "range"]
+    kinds = Counter(entry.kind for entry in entries)
     return {
         "size_bytes": doc.size,
         "sections": [{"kind": s.kind, "title": s.title, "line": s.start + 1, "bytes": s.size} for s in doc.sections],
         "machine_state": doc.machine_state,
         "history": {
-            "iterations": len(iterations),
-            "ranges": len(ranges),
-            "other": len(entries) - len(iterations) - len(ranges),
+            "iterations": kinds["iteration"],
+            "ranges": kinds["range"],
+            "other": len(entries) - kinds["iteration"] - kinds["range"],
             "highest_iteration": doc.highest_iteration,
             "newest": entries[0].heading if entries else None,
         },

@@ -1,25 +1,16 @@
 """A program's whole run as data: every iteration the file and its archive know, one row each, oldest first.
 
-The state file keeps the newest iterations in full and older ones as range lines; the archive keeps the folded
-detail verbatim.  :func:`history_rows` puts them back together:
-
-- every detailed entry, from the file or the archive (both read by :func:`statefile.model.history.parse_entry`),
-  once per iteration number: the file's copy wins over an archived one, a complete entry over a ``(partial)`` one,
-  a later archived copy over an earlier one;
-- a range line becomes one aggregated row (counts, date span, metric band, summary) only for numbers no detailed
-  entry covers, the file's range lines first, then archived ones (newest first) — so the superseded copies of a
-  range line that every compaction archives never show twice;
-- each row carries the best metric so far in the program's Metric Direction, which is what a chart of "is it
-  getting better" draws.
-
-Pure functions over documents and texts; :mod:`statefile.app.reading` does the reading.
+A detailed entry counts once per iteration number (the file's copy over an archived one, a complete one over a
+``(partial)`` one, a later archived copy over an earlier one); a range line becomes one aggregated row only for
+numbers no detailed entry covers (the file's first, then the archive's newest first, so archived copies of a range
+line never show twice).  Each row carries the best metric so far in the Metric Direction.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from statefile.model.archive import archive_entries
@@ -34,7 +25,7 @@ _BUCKET_WORDS = ("accepted", "rejected", "error", "other")
 
 
 def _value(text: str | None) -> float | None:
-    """A metric's number for charts and sorting (read exactly, then as a float: a chart needs no more)."""
+    """A metric's number for charts and sorting."""
     found = first_number(text)
     return float(found) if found is not None else None
 
@@ -49,23 +40,15 @@ class HistoryRow:
     kind: str
     first: int
     last: int
-    #: Iterations: ``2026-01-05 14:16``; ranges: the date span ``2026-01-01…2026-01-04`` (``None``: unknown).
-    date: str | None
-    #: Iterations: the status word; ranges: the status glyph the line shows, if it shows one.
-    status: str | None
-    #: Iterations: the metric as written; ranges: the band ``100→118.22``.
-    metric: str | None
-    #: The metric as a number (ranges: the band's end), for sorting and charts.
-    value: float | None
-    #: The best metric so far, this row included, in the Metric Direction (``None`` before any).
-    best: float | None
-    #: What was tried (iterations: the Change line or the heading's words; ranges: the summary).
+    date: str | None  # a range's is the span 2026-01-01…2026-01-04
+    status: str | None  # a range's is the glyphs it shows
+    metric: str | None  # a range's is the band 100→118.22
+    value: float | None  # the metric as a number (a range's band end)
+    best: float | None  # the best metric so far, this row included
     change: str | None
-    #: Where the text lives: ``perf.md`` or ``archive/perf/0001.md``, and the 1-based line there.
-    source: str
+    source: str  # where the text lives (perf.md, archive/perf/0001.md) and its 1-based line
     line: int
-    #: Ranges only: how many of its iterations were accepted, rejected, errors, other (all 0 when it says none).
-    counts: dict[str, int] | None = None
+    counts: dict[str, int] | None = None  # a range's accepted, rejected, error, other
 
     @property
     def label(self) -> str:
@@ -73,10 +56,6 @@ class HistoryRow:
         if self.first == self.last:
             return str(self.first)
         return f"{self.first}+{self.last}" if self.kind == "iteration" else f"{self.first}–{self.last}"
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -86,10 +65,8 @@ class ProgramHistory:
     program: str
     direction: str
     rows: tuple[HistoryRow, ...]
-    #: Every iteration number known, by a detailed entry or a range line (merged intervals).
-    covered: tuple[Span, ...] = ()
-    #: How many of those numbers have a detailed entry in the state file, and in the archive only.
-    in_file: int = 0
+    covered: tuple[Span, ...] = ()  # every iteration number known (merged intervals)
+    in_file: int = 0  # of those with a detailed entry: in the file, and in the archive only
     archived: int = 0
 
     @property
@@ -110,26 +87,17 @@ class ProgramHistory:
         """``(iteration, best so far)`` for every row once a best exists, oldest first."""
         return [(row.last, row.best) for row in self.rows if row.best is not None]
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"program": self.program, "direction": self.direction, "rows": [r.as_dict() for r in self.rows]}
-
 
 @dataclass(frozen=True)
 class _Found:
     entry: Entry
     source: str
     line: int
-    #: Precedence among copies of one iteration: (complete, from the file, position); the highest wins.
-    rank: tuple[int, int, int]
+    rank: tuple[int, int, int]  # (complete, from the file, position): the highest copy wins
 
 
 def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tuple[str, str]] = ()) -> ProgramHistory:
-    """Every iteration of ``program`` that ``doc`` and its archive parts know (see the module docstring).
-
-    ``archives`` are ``(part file name, text)`` pairs, oldest part first, as :meth:`Store.archive_parts` lists
-    them.  Rows come oldest first.
-    """
+    """Every iteration of ``program`` that ``doc`` and its archive parts (``(name, text)``, oldest first) know."""
     found: list[_Found] = []
     position = 0
     for part, text in archives:
@@ -144,7 +112,6 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
             if entry.kind == "opaque":
                 continue
             partial = isinstance(entry, Iteration) and entry.partial
-            # File entries are newest first; the top one is the most recent copy.
             found.append(_Found(entry, f"{program}.md", lines[index] + 1, (not partial, 1, -index)))
     direction = state_direction(doc.machine_state) if doc is not None else "higher"
 
@@ -157,9 +124,7 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
     chosen = {id(item): item for item in winner.values()}
     rows = [_iteration_row(item) for item in chosen.values()]
 
-    # Ranges can stand for any number of iterations: what they claim is kept as intervals, never listed.
-    claimed = of_numbers(winner)
-    # Ranges: the file's first (they are current), then the archive's newest first.
+    claimed = of_numbers(winner)  # intervals: a range can stand for any number of iterations
     for item in sorted((f for f in found if isinstance(f.entry, IterationRange)), key=lambda f: f.rank[1:],
                        reverse=True):  # fmt: skip
         entry = item.entry
@@ -241,13 +206,8 @@ def _with_best(rows: list[HistoryRow], direction: str) -> list[HistoryRow]:
 
 
 def state_events(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """The events between two Machine States (the scheduler's view before and after one commit): ``paused`` /
-    ``unpaused`` / ``completed`` / ``uncompleted`` with the reason, and ``best_metric`` with the value before and
-    after.  Each has a ``text`` for people.
-
-    Computed with :func:`~statefile.model.machine_state.state_changes`, the rule ``record`` reports its own changes
-    with; the words say what happened, not why (an edit un-pauses as well as an accepted iteration does).
-    """
+    """What one commit did to the Machine State (``paused``, ``unpaused``, ``completed``, ``uncompleted`` with the
+    reason, ``best_metric`` before and after), each with a ``text``, by the rule ``record`` reports with."""
     changes = state_changes(before, after)
     events: list[dict[str, Any]] = []
     if changes["paused_now"]:

@@ -1,49 +1,27 @@
 """The view of a state file an agent should read: budgeted, with a fixed drop order and a notice of what is missing.
 
-``render_view`` never returns more characters than its budget.  It cuts the file into *units* (a line of the
-Machine State table, a lesson bullet, an iteration entry, …), keeps units by priority while they fit, and prints
-the kept ones in file order, followed by one notice line saying what was left out and which command shows it.
+``render_view`` cuts the file into *units* (a Machine State line, a lesson bullet, an iteration entry, …), keeps
+them by (tier, rank) while they fit, prints the kept ones in file order and ends with one notice line saying what
+was left out and what shows it; it never returns more than its budget.  Levels: ``core`` (gh-aw's ``memory.md``:
+state, priorities, pinned and important lessons, the newest :data:`NEWEST_IN_CORE` iterations, one index line for
+the older history, foreclosed avenues one line each), ``index`` (a few hundred characters), ``timeline`` (one line
+per history entry) and ``full``.
 
-Levels (progressive disclosure):
-
-- ``core`` – what an agent reads first (gh-aw's ``memory.md``): Machine State and Current Priorities, pinned and
-  important lessons whole, the newest iterations (:data:`NEWEST_IN_CORE`), one index line for the older history
-  (how many iterations, where they are, the outcomes of the detailed ones) and each foreclosed avenue as one
-  line; everything else is a search or an expand away, and the notice says how.
-- ``index`` – a few hundred characters: status, best metric, counts, the first line of Current Priorities and the
-  last three outcomes.
-- ``timeline`` – Machine State and Current Priorities, then one line per history entry or range, newest first.
-- ``full`` – everything, within the budget.
-
-Fill order of ``full`` (the drop order is the reverse: the last tier goes first):
-
-0. Machine State and Current Priorities – always, line by line (a line too long for the budget is left out and
-   the notice says so; the view never exceeds the budget);
-1. Program Info (the goal and what the metric means: without it the numbers above say little), then pinned
-   lessons (``📌`` or ``<!-- pin -->``), the program's and then the shared ones;
-2. the three newest detailed iterations;
-3. lessons, the program's newest first (bottom of the list first), then shared lessons from ``_shared.md``, then
-   the bullets an agent reported through gh-aw (marked ``*(agent, iteration N)*``): never where maintainer text
-   stands;
-4. foreclosed avenues, newest first (agent-reported ones last);
-5. older detailed iterations, newest first – an entry that does not fit in full is shown as one line;
-6. range lines and other history entries, newest first;
-7. everything else (Future Directions, unknown sections), top to bottom.
-
-The order is strict: a tier is shown only when every tier above it fits (history entries may shrink to one line
-to fit), so a view is always "everything above the cut, and part of the tier at the cut".  Within a tier a long
-unit that does not fit is skipped and shorter ones after it may still go in, except in the history, which stays a
-gap-free newest-first run.
-
-Template boilerplate (rules, the banner, intro sentences, HTML comments, ``*(none yet)*`` placeholders) is never
-shown: it costs tokens and says nothing.  Line endings become ``\\n``; undecodable bytes show as ``\\ufffd``.
+Tiers of ``full`` (dropped last first): 0 Machine State and Current Priorities, line by line; 1 Program Info, then
+pinned lessons (the program's, then the shared ones); 2 the three newest detailed iterations; 3 lessons newest
+first, then shared ones, agent-reported bullets last; 4 foreclosed avenues; 5 older iterations (one line when the
+whole entry does not fit); 6 range lines and other entries; 7 everything else.  A tier shows only when every tier
+above it fits; within a tier a long unit may be skipped, except in the history, which stays a gap-free run.
+Template boilerplate (rules, banners, intro sentences, comments, placeholders) is never shown.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from statefile.errors import UsageError
 from statefile.model import spans as intervals
@@ -58,22 +36,19 @@ from statefile.numbers import number_text, plural, size_text
 from statefile.policy.pruning import is_important, is_pinned
 from statefile.views.hints import CLI, Hints
 
+# The render defaults every caller shares (render, the MCP server, gh-aw's prepare).
 LEVELS = ("core", "index", "timeline", "full")
+DEFAULT_LEVEL: Final = "full"
 DEFAULT_BUDGET = 8000
-#: The budget of ``memory.md`` (``statefile prepare``), from benchmarks/bench_tokens.py's real replays: the core view
-#: is 1,460 and 2,160 characters on average; 3,000 holds it whole in 118 of 126 iterations (2,500: 111; 2,000: 72;
-#: 4,000: all, for 70 more characters on average, the cost of the few huge newest entries that shrink to one line
-#: here and stay one statefile_expand call away).
-CORE_BUDGET = 3000
-#: The newest detailed iterations the core view shows whole.
-NEWEST_IN_CORE = 2
-# Below this a view cannot hold even a status line and the notice; the CLI reports it as a usage error.
+#: Below this a view cannot hold even a status line and the notice.
 MIN_BUDGET = 200
-# Added to the rank of an agent-marked bullet: past every unmarked one (shared lessons start at 10**6).
-_AGENT_RANK = 10**8
-# The newest detailed iterations that come right after pinned lessons (tier 2).
+MAX_BUDGET = 200_000
+#: ``memory.md``'s budget: benchmarks/bench_tokens.py's replays hold the core view whole in 118 of 126 iterations.
+CORE_BUDGET = 3000
+NEWEST_IN_CORE = 2
 NEWEST_IN_FULL = 3
-# Width of generated one-line summaries: timeline lines, and the shorter lines of the index.
+# Added to an agent-marked bullet's rank: past every unmarked one (shared lessons start at 10**6).
+_AGENT_RANK = 10**8
 LINE_WIDTH = 140
 INDEX_WIDTH = 100
 
@@ -97,8 +72,7 @@ class RenderedView:
     omitted: list[str]
     level: str
     budget: int
-    # The budget ``--level full`` needs to show everything (what the notice suggests).
-    full_chars: int
+    full_chars: int  # the budget --level full needs to show everything
 
     @property
     def chars(self) -> int:
@@ -145,16 +119,12 @@ def render_view(
     *,
     program: str,
     budget: int = DEFAULT_BUDGET,
-    level: str = "full",
+    level: str = DEFAULT_LEVEL,
     shared: StateDocument | None = None,
     hints: Hints = CLI,
 ) -> RenderedView:
-    """The view of ``doc`` an agent should read, at most ``budget`` characters (see the module docstring).
-
-    ``shared`` is the repository-wide ``_shared.md``; its lessons are shown to every program.  ``hints`` says how
-    the notice names what shows the rest: commands (a maintainer's) or the agent's tool calls (gh-aw).  Raises
-    :class:`UsageError` for an unknown level or a budget under :data:`MIN_BUDGET`.
-    """
+    """The view of ``doc`` an agent should read, at most ``budget`` characters, with the lessons of ``shared``
+    (``_shared.md``); ``hints`` names what shows the rest.  A usage error for an unknown level or a tiny budget."""
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r}; use one of: {', '.join(LEVELS)}")
     if budget < MIN_BUDGET:
@@ -171,15 +141,13 @@ def render_view(
         shown, by_design = _core_model(doc, model, name)
     else:
         shown, by_design = _index_model(doc, model, name)
-    # First try to show everything (the notice then only says so); otherwise reserve room for a real notice,
-    # and whatever the units leave unused is the notice's too.
+    # Everything if it fits with the short notice; else room kept for a real notice.
     chosen, used = _pack(shown, budget - len(_COMPLETE) - 1)
     if len(chosen) < len(shown.units):
         chosen, used = _pack(shown, budget - min(400, max(100, budget // 8)))
     omitted = by_design + _describe_omitted(shown, chosen)
-    # The iterations left out whose whole entry is in this file: the expand hint names the newest of them.  Not a
-    # number known only from a range line: an agent's range may have no archive behind it, and a hint must work
-    # where it is read (the archive is reached by the search hint instead).
+    # The expand hint names the newest iteration left out whose whole entry is in this file (a range's may not be
+    # archived anywhere).
     if level == "full":
         hidden = [
             n
@@ -206,16 +174,19 @@ def render_view(
 
 
 def _clean(line: str) -> str:
-    """One output line: no line ending, no trailing blanks, undecodable bytes as U+FFFD."""
+    """One output line: no line ending or trailing blanks, undecodable bytes as U+FFFD."""
     return _SURROGATE.sub("\ufffd", line_body(line).rstrip())
+
+
+def _is_filler(block: Block, text: str) -> bool:
+    """A rule or a whole comment."""
+    return block.kind == RULE or (block.kind == HTML and _COMMENT.match(text) is not None)
 
 
 def _says_nothing(block: Block, lines: Sequence[str]) -> bool:
     """Template boilerplate: rules, whole comments, placeholders, intro sentences and the 🤖 notes."""
     text = "".join(lines[block.start : block.end]).strip()
-    if block.kind == RULE or (block.kind == HTML and _COMMENT.match(text)):
-        return True
-    if block.kind in (PARAGRAPH, ITEM) and (is_placeholder(text) or text in _BOILERPLATE):
+    if _is_filler(block, text) or (block.kind in (PARAGRAPH, ITEM) and (is_placeholder(text) or text in _BOILERPLATE)):
         return True
     return block.kind in (PARAGRAPH, QUOTE) and text.lstrip("> ").startswith("🤖")
 
@@ -227,12 +198,7 @@ def _block_lines(block: Block, lines: Sequence[str]) -> list[str]:
 
 
 def _units_of(lines: Sequence[str]) -> list[list[str]]:
-    """Split a section body into display units: bullets, numbered items, paragraphs, code, and ``###`` blocks.
-
-    The blocks come from the one markdown scanner (:func:`statefile.model.blocks.outline`).  A heading inside a
-    section starts a unit that runs to the next heading, so a sub-heading is never shown without its content.
-    Boilerplate (rules, whole-line comments, placeholders, the template's intro sentences) is dropped.
-    """
+    """A section body as display units (items, paragraphs, code); a sub-heading's unit runs to the next one."""
     units: list[list[str]] = []
     heading: list[str] | None = None
     for block in outline("".join(lines)):
@@ -249,14 +215,11 @@ def _units_of(lines: Sequence[str]) -> list[list[str]]:
 
 
 def _entry_lines(entry: Entry) -> list[str]:
-    """An entry's lines for display: its heading and blocks, without blank lines, rules and whole comments."""
+    """An entry's lines for display, without blank lines, rules and whole comments."""
     lines = split_lines(entry.raw)
-    out: list[str] = []
-    for block in outline(entry.raw, lists=False):
-        if block.kind == RULE or (block.kind == HTML and _COMMENT.match("".join(lines[block.start : block.end]))):
-            continue
-        out.extend(_block_lines(block, lines))
-    return out
+    blocks = outline(entry.raw, lists=False)
+    kept = (b for b in blocks if not _is_filler(b, "".join(lines[b.start : b.end])))
+    return [line for block in kept for line in _block_lines(block, lines)]
 
 
 def _cut(text: str, width: int = LINE_WIDTH) -> str:
@@ -307,9 +270,8 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
         body: Sequence[str] = section.lines[1:] if section.title is not None else section.lines
         if cut is not None and cut[0] == index:
             body = section.lines[1 : cut[1]]
-        first_of_kind = section.kind not in seen
+        kind = section.kind if section.kind not in seen else "other"
         seen.add(section.kind)
-        kind = section.kind if first_of_kind else "other"
         if kind == "title":
             body = [line for line in body if not line.lstrip().startswith("🤖")]
             _add_section(model, index, None, body, label="text under the title")
@@ -329,16 +291,13 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
         elif kind == "history":
             _add_section(model, index, section.title, body, label="history intro")
         elif kind == "program_info":
-            # Ahead of the lessons: the goal and the metric's definition are what the state table's numbers mean.
             _add_section(model, index, section.title, body, label=section.title or "Program Info", tier=1, rank=-1)
         else:
-            title = section.title or "(before the title)"
-            _add_section(model, index, section.title, body, label=title)
+            _add_section(model, index, section.title, body, label=section.title or "(before the title)")
         if cut is not None and cut[0] == index:
             _add_history(model, doc, index + 0.25)
     shared_lessons = shared.section("lessons") if shared is not None else None
     if shared_lessons is not None:
-        # Right after the program's own lessons (at the end when the program has none); ranked after them.
         key = model.group("shared", shared_at, ["", "## 📚 Shared lessons (_shared.md)"])
         _add_items(model, key, shared_lessons.lines[1:], pinned_tier=1, tier=3, rank_base=10**6, category="shared")
     return model
@@ -350,12 +309,10 @@ def _add_items(
     units = _units_of(body)
     for position, lines in enumerate(units):
         pinned = is_pinned("\n".join(lines))
-        # Newest first: agents append lessons at the bottom, so the last bullet is the most recent.
+        # Agents append at the bottom: the last bullet is the newest.
         rank = rank_base + len(units) - position
         if lines and is_agent_bullet(lines[0]):
-            # A bullet an agent reported through gh-aw (statefile apply marks it) never stands where maintainer
-            # text does: after every unmarked bullet of its tier, the program's and the shared ones, so it is the
-            # first to go when the budget is short.
+            # An agent's bullet (apply marks it) goes after every maintainer's: the first to go when short.
             rank += _AGENT_RANK
         model.add(_Unit(key, 0, pinned_tier if pinned else tier, rank, lines, category=category))
 
@@ -383,20 +340,13 @@ def _add_section(
 def _add_history(model: _Model, doc: StateDocument, order: float) -> None:
     key = model.group("history", order, ["", SECTION_KINDS["history"][0] + " (newest first)"])
     entries = doc.history
-    newest = sorted((e for e in entries if isinstance(e, Iteration)), key=lambda e: max(e.covers), reverse=True)[
-        :NEWEST_IN_FULL
-    ]
-    top = {id(e) for e in newest}
+    newest = sorted((e for e in entries if isinstance(e, Iteration)), key=lambda e: max(e.covers), reverse=True)
+    top = {id(e) for e in newest[:NEWEST_IN_FULL]}
     for position, entry in enumerate(entries):
         covers = tuple(entry.spans)
-        newness = -intervals.highest(covers)
-        if isinstance(entry, Iteration):
-            tier, category = (2 if id(entry) in top else 5), "iteration"
-        elif isinstance(entry, IterationRange):
-            tier, category = 6, "range"
-        else:
-            tier, category = 6, "other entry"
-        rank = newness * 10_000 + position
+        tier = (2 if id(entry) in top else 5) if isinstance(entry, Iteration) else 6
+        category = {Iteration: "iteration", IterationRange: "range"}.get(type(entry), "other entry")
+        rank = -intervals.highest(covers) * 10_000 + position
         model.add(_Unit(key, 0, tier, rank, _entry_lines(entry), [entry_line(entry)], category=category, spans=covers))
 
 
@@ -433,10 +383,9 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     if not state:
         add("- status: unknown (no Machine State table)", 0)
     else:
-        if state.get("completed"):
-            status = "completed" + (f" ({state['completed_reason']})" if state.get("completed_reason") else "")
-        elif state.get("paused"):
-            status = "paused" + (f" ({state['pause_reason']})" if state.get("pause_reason") else "")
+        status, why = ("completed", "completed_reason") if state.get("completed") else ("paused", "pause_reason")
+        if state.get(status):
+            status += f" ({state[why]})" if state.get(why) else ""
         else:
             status = "active"
         errors = state.get("consecutive_errors") or 0
@@ -457,7 +406,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     if priorities:
         more = f" (+{plural(len(priorities) - 1, 'more line')})" if len(priorities) > 1 else ""
         add(f"- priorities: {_cut(priorities[0].lines[0], 90)}{more}", 0)
-    counts = _counts(full)
+    counts = Counter(u.category for u in full.units)
     lessons = counts.get("lesson", 0) + counts.get("shared", 0)
     highest = doc.highest_iteration
     add(
@@ -468,14 +417,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
         + f", {number_text(counts.get('foreclosed', 0))} foreclosed; {size_text(doc.size)}",
         1,
     )
-    recent = (
-        sorted(
-            (u for u in full.units if u.category == "iteration"), key=lambda u: intervals.highest(u.spans), reverse=True
-        )[:NEWEST_IN_FULL]
-        or sorted(
-            (u for u in full.units if u.category == "range"), key=lambda u: intervals.highest(u.spans), reverse=True
-        )[:NEWEST_IN_FULL]
-    )
+    recent = _newest(full, "iteration", NEWEST_IN_FULL) or _newest(full, "range", NEWEST_IN_FULL)
     for position, unit in enumerate(recent):
         assert unit.alt is not None
         add(("- last outcomes: " if position == 0 else "  ") + unit.alt[0][2:], 2)
@@ -488,19 +430,11 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
 
 
 def _core_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
-    """The core view: what an agent needs every iteration, everything else one tool call away.
-
-    Tier 0: the title, Machine State and Current Priorities; tier 1: pinned and important lessons (the program's,
-    then the shared ones) and the index line of the older history; tier 2: the newest :data:`NEWEST_IN_CORE`
-    iterations (one line each when they do not fit whole); tier 3: foreclosed avenues, one line each.
-    """
+    """Tiers: state 0; pinned/important lessons and the older history's line 1; newest iterations 2; foreclosed 3."""
     model = _Model(groups=dict(full.groups))
     model.groups["title"] = _Group("title", -1, [])
     model.add(_Unit("title", 0, 0, 0, [f"# Autoloop: {program} — memory"], category="title"))
-    newest = sorted(
-        (u for u in full.units if u.category == "iteration"), key=lambda u: intervals.highest(u.spans), reverse=True
-    )[:NEWEST_IN_CORE]
-    kept = {u.order for u in newest}
+    kept = {u.order for u in _newest(full, "iteration", NEWEST_IN_CORE)}
     for unit in full.units:
         if unit.tier == 0 and unit.category == "state":
             model.add(replace(unit))
@@ -525,31 +459,24 @@ def _core_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model,
 
 
 def _older_line(doc: StateDocument, older: Sequence[_Unit]) -> str:
-    """``- older: 59 iterations (#1–59): 9 detailed (5 accepted, 3 rejected, 1 error), 50 in 3 range lines`` —
-    the history the core view does not show, counted, with where its text is."""
+    """``- older: 59 iterations (#1–59); 9 detailed (5 accepted, …); the rest in 3 range lines and the archive``."""
     spans = [n for u in older for n in u.spans]
-    detailed = [e for e in doc.history if isinstance(e, Iteration)]
-    shown_numbers = {n for u in older if u.category == "iteration" for n in u.spans}
-    statuses: dict[str, int] = {}
-    for entry in detailed:
-        if any(span in shown_numbers for span in entry.spans) and entry.status:
-            statuses[entry.status] = statuses.get(entry.status, 0) + 1
+    numbers = {n for u in older if u.category == "iteration" for n in u.spans}
+    statuses = Counter(e.status for e in doc.iterations if e.status and any(span in numbers for span in e.spans))
     iterations = [u for u in older if u.category == "iteration"]
     ranges = [u for u in older if u.category == "range"]
     parts = [f"{plural(size(merge(spans)), 'iteration')} ({_spans(spans)})"] if spans else []
     if iterations:
-        counts = ", ".join(f"{number_text(n)} {word}" for word, n in sorted(statuses.items(), key=lambda kv: -kv[1]))
+        counts = ", ".join(f"{number_text(n)} {word}" for word, n in statuses.most_common())
         parts.append(f"{number_text(len(iterations))} detailed" + (f" ({counts})" if counts else ""))
     if ranges:
         parts.append(f"the rest in {plural(len(ranges), 'range line')} and the archive")
     return "- older: " + "; ".join(parts)
 
 
-def _counts(model: _Model) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for unit in model.units:
-        counts[unit.category] = counts.get(unit.category, 0) + 1
-    return counts
+def _newest(model: _Model, category: str, count: int) -> list[_Unit]:
+    return sorted((u for u in model.units if u.category == category), key=lambda u: intervals.highest(u.spans),
+                  reverse=True)[:count]  # fmt: skip
 
 
 # -- packing and the notice --------------------------------------------------------------------------------------
@@ -560,12 +487,7 @@ def _cost(lines: Sequence[str]) -> int:
 
 
 def _pack(model: _Model, room: int) -> tuple[dict[int, list[str]], int]:
-    """Fill by (tier, rank): each unit goes in whole, or as its one-line form, or not at all.
-
-    The order is strict across tiers: once a unit of some tier is left out, no lower tier is shown, so what a view
-    holds is always "every tier above the cut, and part of the tier at the cut" (the documented drop order).  The
-    always-kept tier 0 is the exception: an over-long Machine State line left out does not hide the lessons.
-    """
+    """Fill by (tier, rank), each unit whole or as its one line; nothing below a tier with a unit left out (but 0)."""
     chosen: dict[int, list[str]] = {}
     opened: set[str] = set()
     blocked: set[int] = set()
@@ -585,7 +507,7 @@ def _pack(model: _Model, room: int) -> tuple[dict[int, list[str]], int]:
             if unit.tier > 0:
                 cut = unit.tier
             if unit.group == "history":
-                # History is shown as a newest-first run without gaps: a gap would read as a missing iteration.
+                # A gap in the history would read as a missing iteration.
                 blocked.add(unit.tier)
     return chosen, used
 
@@ -603,17 +525,14 @@ def _assemble(model: _Model, chosen: dict[int, list[str]]) -> list[str]:
 
 
 def _full_size(model: _Model) -> int:
-    groups = {u.group for u in model.units}
-    body = sum(_cost(model.groups[g].header) for g in groups) + sum(_cost(u.lines) for u in model.units)
-    return body + len(_COMPLETE) + 1
+    return _cost(_assemble(model, {u.order: u.lines for u in model.units})) + len(_COMPLETE) + 1
 
 
 _COMPLETE = "[statefile] complete: nothing left out"
 
 
 def _spans(spans: Iterable[Span]) -> str:
-    """``[(1, 3), (7, 7), (9, 10)]`` → ``"#1–3, #7, #9–10"`` (or ``"#1–97 (40 in 12 runs)"`` when there are many
-    gaps)."""
+    """``#1–3, #7, #9–10``, or ``#1–97 (40 in 12 runs)`` when there are many gaps."""
     runs = merge(spans)
     if len(runs) > 4:
         return f"#{runs[0][0]}–{runs[-1][1]} ({number_text(size(runs))} in {plural(len(runs), 'run')})"
@@ -636,36 +555,28 @@ def _label(unit: _Unit) -> str:
 
 
 def _summaries(omitted: Sequence[_Unit], *, degraded: Sequence[_Unit], everything: Sequence[_Unit] = ()) -> list[str]:
-    """Human descriptions of left-out units, grouped by what they are (``"7 of 20 lessons"``).
-
-    ``everything`` is every unit of the view, to say "k of n" when only some of a kind were left out.
-    """
+    """Left-out units by kind (``7 of 20 lessons``; ``everything``: the view's units, for the "of")."""
     out: list[str] = []
     if degraded:
         nums = [n for u in degraded for n in u.spans]
         out.append(f"full text of {plural(len(degraded), 'entry', 'entries')} ({_spans(nums)}; one line each here)")
-    totals: dict[str, int] = {}
-    for unit in everything:
-        totals[_label(unit)] = totals.get(_label(unit), 0) + 1
+    totals = Counter(_label(unit) for unit in everything)
     by_label: dict[str, list[_Unit]] = {}
     for unit in omitted:
         if unit.category not in ("title", "index"):
             by_label.setdefault(_label(unit), []).append(unit)
     for label, units in by_label.items():
         count = len(units)
-        of = (
-            f"{number_text(count)} of {number_text(totals[label])}"
-            if totals.get(label, count) > count
-            else number_text(count)
-        )
+        total = totals.get(label, count)
+        of = f"{number_text(count)} of {number_text(total)}" if total > count else number_text(count)
         if label in _PLURALS:
             one, many = _PLURALS[label]
-            text = f"{of} {one if totals.get(label, count) == 1 else many}"
+            text = f"{of} {one if total == 1 else many}"
             nums = [n for u in units for n in u.spans]
             if nums and label in ("iteration", "range"):
                 text += f" ({_spans(nums)})"
         else:
-            text = f"{label.split(':', 1)[1]} ({of} part{'s' if totals.get(label, count) != 1 else ''})"
+            text = f"{label.split(':', 1)[1]} ({of} part{'s' if total != 1 else ''})"
         out.append(text)
     return out
 
@@ -677,22 +588,14 @@ def _describe_omitted(model: _Model, chosen: dict[int, list[str]]) -> list[str]:
 
 
 def _notice(
-    program: str,
-    level: str,
-    omitted: list[str],
-    hidden: list[Span],
-    full_chars: int,
-    room: int,
-    hints: Hints = CLI,
+    program: str, level: str, omitted: list[str], hidden: list[Span], full_chars: int, room: int, hints: Hints = CLI
 ) -> str:
-    """The last line: what was left out and what shows it (commands or tool calls, as ``hints`` says), as long as
-    ``room`` allows."""
+    """The last line: what was left out and what shows it, the longest form ``room`` allows."""
     newest_hidden = intervals.highest(hidden) if hidden else None
     expand = [hints.expand(program, newest_hidden)] if newest_hidden is not None else []
     if not omitted:
         options = [_COMPLETE]
     elif level == "index":
-        # The index already gives the counts; its notice only says where to go next.
         wider = hints.view(program, "timeline")
         options = [
             f"[statefile] index only — more: {wider}" + (f" · {expand[0]}" if expand else ""),
@@ -726,5 +629,5 @@ def _notice(
 
 
 def _short(description: str) -> str:
-    # "5 iterations (#90–97)" → "5 iterations": numbers are the first thing to go when the notice is tight.
+    """``5 iterations (#90–97)`` → ``5 iterations``: numbers go first when the notice is tight."""
     return re.sub(r"\s*\([^)]*\)", "", description)

@@ -1,16 +1,13 @@
 """Memory pressure at a glance: how full a state file is, what each section costs, what the next record will do.
 
-The token figures are an *estimate*, ``ceil(UTF-8 bytes / 4)``: about four bytes per token for English prose and
-code, which is what common tokenizers average on these files.  Counting bytes rather than characters keeps emoji
-(4 bytes, usually 1–3 tokens) and non-Latin text from being undercounted.  It is meant for comparing costs (the
-whole file against a rendered view), not for billing.
-
-Pure functions; the CLI (``statefile status``) prints the dict or turns it into lines with :func:`pressure_lines`.
+Tokens are estimated as ``ceil(UTF-8 bytes / 4)`` (bytes, not characters, so emoji and non-Latin text are not
+undercounted): for comparing costs, not for billing.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from statistics import median
 from typing import Any
@@ -22,16 +19,13 @@ from statefile.model.text import utf8_size
 from statefile.numbers import budget_text, number_text, percent, percent_text, plural, size_text
 from statefile.policy.pruning import is_pinned
 
-# The median size of a detailed iteration entry in the real corpus (154 entries, 27 files): used when a file has
-# no detailed entry of its own to measure.
+# The corpus's median detailed entry (154 entries, 27 files), for a file with none of its own.
 TYPICAL_ENTRY_BYTES = 640
-# How many of the newest detailed entries the typical size is measured on: recent entries say more about the
-# next one than entries written by an older prompt.
-_TYPICAL_SAMPLE = 10
+_TYPICAL_SAMPLE = 10  # the newest entries say most about the next one
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: ``ceil(UTF-8 bytes / 4)`` (see the module docstring)."""
+    """Estimated tokens of ``text``: ``ceil(UTF-8 bytes / 4)``."""
     return math.ceil(utf8_size(text) / 4)
 
 
@@ -42,11 +36,7 @@ def typical_entry_bytes(doc: StateDocument) -> int:
 
 
 def count_archived_entries(archive_texts: Sequence[str]) -> int:
-    """How many history entries (iterations and ranges) a program's archive parts hold, for :func:`pressure`.
-
-    The parts are read with the state file's own entry parser (:func:`statefile.model.archive.archive_entries`);
-    tombstones and other archived text are not entries.
-    """
+    """How many history entries (iterations and ranges) a program's archive parts hold."""
     return sum(len(archive.archive_entries(text)) for text in archive_texts)
 
 
@@ -59,21 +49,13 @@ def pressure(
     aggressive_at: float = AGGRESSIVE_AT,
     keep_aggressive: int = AGGRESSIVE_KEEP,
 ) -> dict[str, Any]:
-    """How close ``doc`` is to ``max_bytes``, per-section sizes and token estimates, and what comes next.
-
-    ``archived_entries``/``archive_parts`` describe the program's archive (count the first with
-    :func:`count_archived_entries`); they are reported, not computed here.  ``aggressive_at`` and
-    ``keep_aggressive`` are the compaction settings in force (``statefile status`` passes the configured ones, the
-    same ``record`` and ``report`` use); the defaults are the compaction policy's.
-
-    ``next_record_triggers_aggressive`` is true when ``size + typical entry size > aggressive_at × max_bytes``: the
-    next ``record`` will fold the history down to the newest ``keep_aggressive`` entries and merge ranges.
-    """
+    """How close ``doc`` is to ``max_bytes``, per-section sizes and tokens, and whether the next record (a typical
+    entry more) passes ``aggressive_at`` of the budget, with the compaction settings in force."""
     size = doc.size
     typical = typical_entry_bytes(doc)
     threshold = int(aggressive_at * max_bytes)
     lessons = [item for item in doc.list_items("lessons") if not item.is_placeholder]
-    history = doc.history
+    kinds = Counter(entry.kind for entry in doc.history)
     room = threshold - size
     return {
         "size_bytes": size,
@@ -84,18 +66,12 @@ def pressure(
         "tokens": estimate_tokens(doc.render()),
         "token_estimate": "ceil(utf8_bytes / 4)",
         "sections": [
-            {
-                "kind": section.kind,
-                "title": section.title,
-                "bytes": section.size,
-                "tokens": estimate_tokens(section.text),
-            }
-            for section in doc.sections
+            {"kind": s.kind, "title": s.title, "bytes": s.size, "tokens": estimate_tokens(s.text)} for s in doc.sections
         ],
         "counts": {
-            "iterations": sum(1 for e in history if e.kind == "iteration"),
-            "ranges": sum(1 for e in history if e.kind == "range"),
-            "other_entries": sum(1 for e in history if e.kind == "opaque"),
+            "iterations": kinds["iteration"],
+            "ranges": kinds["range"],
+            "other_entries": kinds["opaque"],
             "lessons": len(lessons),
             "pinned_lessons": sum(1 for item in lessons if is_pinned(item.text)),
             "foreclosed": sum(1 for item in doc.list_items("foreclosed") if not item.is_placeholder),
@@ -109,13 +85,12 @@ def pressure(
         "keep_aggressive": keep_aggressive,
         "next_record_bytes": size + typical,
         "next_record_triggers_aggressive": size + typical > threshold,
-        # Records that still fit before compaction turns aggressive (0 when the next one already does).
         "records_until_aggressive": max(0, room // typical),
     }
 
 
 def pressure_lines(report: dict[str, Any], *, program: str | None = None) -> list[str]:
-    """Human-readable lines for a :func:`pressure` report (what ``statefile status`` prints without --json)."""
+    """Human-readable lines for a :func:`pressure` report."""
     counts = report["counts"]
     name = f"{program}: " if program else ""
     n = number_text

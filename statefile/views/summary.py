@@ -1,10 +1,5 @@
-"""The memory at a glance as GitHub-flavoured markdown, for ``$GITHUB_STEP_SUMMARY`` (or any markdown file).
-
-One table row per program (status, iterations, best metric, trend, last run, size against the budget), then for
-each charted program a Mermaid ``xychart-beta`` of its metric over iterations and one sentence saying what the
-chart shows and where the iterations live.  GitHub renders both in a job's summary page.  Pure: it formats what
-:func:`statefile.app.reading.list_programs` and :func:`statefile.app.reading.program_history` read.
-"""
+"""The memory at a glance as GitHub-flavoured markdown for ``$GITHUB_STEP_SUMMARY``: a table row per program,
+then a Mermaid chart of each charted program's metric and where its iterations live."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ from typing import Any
 
 from statefile.model.patterns import first_number
 from statefile.numbers import budget_text, number_text, plural
-from statefile.views.charts import final_best, mermaid_xychart, metric_sparkline
+from statefile.views.charts import mermaid_xychart, metric_series, metric_sparkline
 from statefile.views.charts import number_text as metric_text
 from statefile.views.history import ProgramHistory
 
@@ -30,20 +25,17 @@ def _size(row: Mapping[str, Any], max_bytes: int) -> str:
     return budget_text(size, max_bytes) + (" ⚠️ over budget" if size > max_bytes else "")
 
 
-def _count(value: Any) -> Any:
-    """A count from a Machine State (an int, or None when unknown) with separators: ``1,234``."""
+def count_text(value: Any) -> Any:
+    """A Machine State count (an int, or whatever the file holds) with separators: ``1,234``."""
     return number_text(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _best_disagrees(history: ProgramHistory, best_metric: Any) -> str:
-    """A sentence when the chart's best so far does not end at the Machine State's Best Metric, else ``""``.
-
-    The chart follows the history; the scheduler and ``record`` follow the table.  They part when an agent reset
-    the best (the metric changed meaning) or wrote a range line's band in other units, and a chart that silently
-    disagrees with the table row above it would mislead.
-    """
+    """A sentence when the chart's best (the history's) does not end at the Machine State's, which the scheduler
+    and ``record`` follow (an agent reset the best, or wrote a band in other units), else ``""``."""
     stated = first_number(str(best_metric)) if best_metric is not None else None
-    reached = final_best(history)
+    series = metric_series(history)
+    reached = series[-1][2] if series else None  # the best the history reaches in its Metric Direction
     if stated is None or reached is None or float(stated) == reached:
         return ""
     return (
@@ -67,16 +59,12 @@ def step_summary(
     histories: Mapping[str, ProgramHistory],
     *,
     max_bytes: int,
-    title: str = "Autoloop memory",
     omitted_charts: int = 0,
 ) -> str:
-    """The markdown summary of ``rows`` (from ``list_programs``), with a chart for each program in ``histories``.
-
-    ``omitted_charts`` is how many programs were left without a chart (the caller charts the most recently run
-    ones); the summary says so and how to see the others.
-    """
+    """The markdown summary of ``rows`` (from ``list_programs``), a chart for each program in ``histories``, and
+    a line for the ``omitted_charts`` programs left without one."""
     count = len(rows)
-    out = [f"## {title} — {plural(count, 'program')}", ""]
+    out = [f"## Autoloop memory — {plural(count, 'program')}", ""]
     if not rows:
         return "\n".join([*out, "No programs on the memory branch yet.", ""])
     out += [
@@ -88,7 +76,7 @@ def step_summary(
         history = histories.get(name)
         trend = metric_sparkline(history, 16) if history is not None else ""
         out.append(
-            f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(_count(row.get('iteration_count')))} | "
+            f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(count_text(row.get('iteration_count')))} | "
             f"{_cell(row.get('best_metric'))} | {_cell(trend)} | {_cell(row.get('last_run'))} | "
             f"{_cell(_size(row, max_bytes))} |"
         )

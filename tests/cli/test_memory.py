@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import all_corpus_files, read_raw
-from gitutil import Repos, git, make_repos, run_statefile
+from gitutil import Repos, make_repos, run_statefile
 
 from statefile.cli.demo import sample_text
+from statefile.model.template import new_state_file
 from statefile.store import Store
 
 
@@ -57,36 +59,6 @@ def test_search_finds_text_that_lives_only_in_the_archive(repos: Repos) -> None:
     hits = json.loads(sf(repos, "--json", "search", marker).stdout)
     assert hits and hits[0]["path"].startswith("archive/long-running/")
     assert hits[0]["iteration"] == 3
-
-
-def test_export_then_import_into_an_empty_branch_is_byte_identical(repos: Repos, tmp_path: Path) -> None:
-    seed(repos, {"messy.md": sample_text("messy"), "long-running.md": sample_text("long-running")})
-    assert sf(repos, "compact", "--all").returncode == 0
-    out = tmp_path / "export.json"
-    assert sf(repos, "export", "--out", str(out)).returncode == 0
-    proc = sf(repos, "--branch", "memory/restored", "import", str(out))
-    assert proc.returncode == 0, proc.stderr
-    original = git("ls-tree", "-r", "memory/autoloop", cwd=repos.remote)
-    restored = git("ls-tree", "-r", "memory/restored", cwd=repos.remote)
-    assert original == restored and "archive/long-running/0001.md" in original
-
-
-def test_import_rejects_damaged_exports_and_changes_nothing(repos: Repos, tmp_path: Path) -> None:
-    seed(repos, {"messy.md": sample_text("messy")})
-    out = tmp_path / "export.json"
-    sf(repos, "export", "--out", str(out))
-    data = json.loads(out.read_text())
-    data["files"]["../escape.md"] = data["files"].pop("messy.md")
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(data))
-    tip = repos.remote_tip()
-    for source in (bad, tmp_path / "missing.json"):
-        proc = sf(repos, "import", str(source))
-        assert proc.returncode in (2, 3) and "Traceback" not in proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1
-    (tmp_path / "notjson.json").write_text("{nope")
-    assert sf(repos, "import", str(tmp_path / "notjson.json")).returncode == 2
-    assert repos.remote_tip() == tip
 
 
 def test_lesson_lifecycle(repos: Repos) -> None:
@@ -178,3 +150,25 @@ def test_a_cli_hint_repeats_the_options_that_chose_the_memory(
     for hint in hints:
         assert invoke(cli, shlex.split(hint)[1:]) == 0, hint
         capsys.readouterr()
+
+
+def test_status_over_every_program_shows_the_unreadable_ones(unreadable_folder: Path) -> None:
+    """`status` left a link or FIFO named as a program out, silently (list and check named them)."""
+    broken = {"linked", *({"piped"} if hasattr(os, "mkfifo") else set())}
+    proc = run_statefile("--dir", str(unreadable_folder), "status", cwd=unreadable_folder.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "perf: " in proc.stdout
+    for name in broken:
+        assert f"{name}: unreadable: " in proc.stdout, proc.stdout
+    data = json.loads(
+        run_statefile("--dir", str(unreadable_folder), "--json", "status", cwd=unreadable_folder.parent).stdout
+    )
+    assert sorted(data) == sorted({"perf", *broken})
+    assert all(data[name]["status"] == "unreadable" and data[name]["error"] for name in broken)
+    assert data["perf"]["size_bytes"] == len(new_state_file("perf").encode())
+
+
+def test_status_of_a_named_unreadable_program_is_still_an_error(unreadable_folder: Path) -> None:
+    """Found by the cold review of issue 15: status of a named unreadable program is still an error."""
+    proc = run_statefile("--dir", str(unreadable_folder), "status", "linked", cwd=unreadable_folder.parent)
+    assert proc.returncode == 7 and proc.stderr.count("\n") == 1 and "symbolic link" in proc.stderr

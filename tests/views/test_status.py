@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import corpus_params, read_raw
+from conftest import corpus_params, entry_text, read_raw, state_file_text
+from gitutil import run_statefile
 
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import parse
@@ -138,3 +139,28 @@ def test_count_archived_entries_counts_entry_headings_only() -> None:
     parts = [content for _, content in plan_append("perf", None, chunk, 30720)]
     assert count_archived_entries(parts) == 3
     assert count_archived_entries([]) == 0
+
+
+def test_status_forecasts_with_the_configured_aggressive_settings(tmp_path: Path) -> None:
+    """As seen in issue 11: status forecasts with the configured aggressive settings."""
+    text = state_file_text("".join(entry_text(n, metric=str(n), notes="x" * 200) for n in range(12, 0, -1)))
+    (tmp_path / "perf.md").write_text(text, encoding="utf-8")
+    size = len(text.encode())
+    env = {
+        "STATEFILE_AGGRESSIVE_AT": "0.5",
+        "STATEFILE_AGGRESSIVE_KEEP": "3",
+        "STATEFILE_MAX_BYTES": str(size * 3 // 2),
+    }
+    status = run_statefile("--dir", str(tmp_path), "--json", "status", "perf", cwd=tmp_path, env=env)
+    assert status.returncode == 0, status.stderr
+    report = json.loads(status.stdout)
+    assert (report["aggressive_at"], report["keep_aggressive"]) == (0.5, 3)
+    assert report["next_record_triggers_aggressive"]  # 2/3 of the budget: past 0.5, short of the default 0.8
+    words = run_statefile("--dir", str(tmp_path), "status", "perf", cwd=tmp_path, env=env).stdout
+    assert "passes 50.0% of the budget: compaction will keep only the newest 3 entries" in words
+    out = tmp_path / "autoloop.json"
+    out.write_text("{}\n")  # what the scheduler wrote; report merges into it
+    reported = run_statefile("--dir", str(tmp_path), "report", "--program", "perf", "--out", str(out), cwd=tmp_path,
+                             env=env)  # fmt: skip
+    assert reported.returncode == 0, reported.stderr
+    assert json.loads(out.read_text())["statefile"]["programs"]["perf"]["needs_compaction"] is True
