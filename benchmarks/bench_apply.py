@@ -19,13 +19,13 @@ import argparse
 import json
 from datetime import datetime, timezone
 
+from _fixtures import synthetic_state
 from _timing import Row, compare, measure
 
-from statefile.app.ghaw import RunContext, item_marker, request_from_item
-from statefile.app.writing import record_update
+from statefile.app.ghaw import item_marker, request_from_item
+from statefile.app.writing import RunContext, record_update
 from statefile.integrations.ghaw import parse_agent_output
 from statefile.model.document import StateDocument, parse
-from statefile.model.synthetic import synthetic_state
 from statefile.policy.compaction import CompactionPolicy
 from statefile.store.base import Store
 

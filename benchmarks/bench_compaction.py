@@ -2,7 +2,7 @@
 
     python benchmarks/bench_compaction.py [--reps N] [--sizes 100,1000,10000] [--budget 30720]
 
-For each size, a synthetic state file (statefile.model.synthetic, upstream template format) with that many detailed
+For each size, a synthetic state file (tests/synthetic.py, upstream template format) with that many detailed
 iteration entries is timed through:
 
   parse     statefile.parse(text)                      (the document model; markdown-it block scan)
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 
+from _fixtures import synthetic_state
 from _timing import Row, median_ms
 
 from statefile.model.document import parse
-from statefile.model.synthetic import synthetic_state
 from statefile.policy.compaction import CompactionPolicy, compact
 
 

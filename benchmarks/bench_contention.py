@@ -33,9 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from _fixtures import synthetic_state
 from _timing import Row, pin_identity, sh
 
-from statefile.model.synthetic import synthetic_state
 from statefile.store import Store
 
 BENCH = "contention"

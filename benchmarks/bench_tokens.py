@@ -6,7 +6,7 @@ A long history is replayed one iteration at a time through statefile (`record` b
 policy, the archive in a folder store): the real corpus's longest program histories when the corpus is there
 (``$STATEFILE_CORPUS`` or ../shared/corpus/real: every distinct detailed entry of a program across its snapshots,
 oldest first, its lessons added along the way), and always a synthetic one with the same shape
-(statefile.model.synthetic: the upstream template, lessons, foreclosed avenues).  At each iteration it counts
+(tests/synthetic.py: the upstream template, lessons, foreclosed avenues).  At each iteration it counts
 what the agent reads and writes:
   statefile      reads memory.md as `statefile prepare` writes it (the core view, CORE_BUDGET characters at most, its
                  hints naming the component's tools), plus every read-tool call it has to make, and the tools'
@@ -53,6 +53,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from _fixtures import synthetic_state
 from _timing import Row
 
 from statefile.app.reading import expand_iteration, render_program, search_memory
@@ -62,7 +63,6 @@ from statefile.cli.run import invoke
 from statefile.errors import NotFoundError, UsageError
 from statefile.model.document import parse
 from statefile.model.history import Iteration
-from statefile.model.synthetic import synthetic_state
 from statefile.model.template import new_state_file
 from statefile.model.text import utf8_size
 from statefile.policy.compaction import CompactionPolicy
@@ -188,7 +188,7 @@ def corpus_histories(corpus: Path, count: int = 2) -> list[tuple[str, list[Step]
 
 
 def synthetic_history(iterations: int) -> list[Step]:
-    """A synthetic history in the upstream template's shape (statefile.model.synthetic), oldest first."""
+    """A synthetic history in the upstream template's shape (tests/synthetic.py), oldest first."""
     doc = parse(synthetic_state("synthetic", iterations, seed=11, lessons=12))
     entries = sorted(doc.iterations, key=lambda e: e.number)
     pool = [item.text for item in numbered_lessons(doc)]

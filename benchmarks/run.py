@@ -11,6 +11,7 @@ medians (see benchmarks/_timing.py).  The benchmarks, in order:
   startup      statefile --version / report whole-process against python -c pass     (bench_startup.py)
   scheduler    report --all against the upstream clone + regex pre-step, P=10/300/1000 (bench_scheduler.py)
   record       one recorded iteration, whole process, against naive git and pygit2     (bench_record.py)
+  git          git processes per command; record local and --remote against naive git  (bench_git.py)
   store        in-process update cost at P=1/100/1000                                  (bench_store.py)
   compaction   parse and compaction at 100/1,000/10,000 iterations                     (bench_compaction.py)
   contention   W=2/4/8 (and 32×10) writers through a bare remote: time, retries, lost   (bench_contention.py)
@@ -35,11 +36,12 @@ from pathlib import Path
 from _timing import Row, machine, pin_identity
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("startup", "scheduler", "record", "store", "compaction", "contention", "tokens", "apply")
+BENCHES = ("startup", "scheduler", "record", "git", "store", "compaction", "contention", "tokens", "apply")
 TITLES = {
     "startup": "Start-up (whole process)",
     "scheduler": "Scheduler view of P programs from a remote memory branch (whole process)",
     "record": "One recorded iteration (whole process)",
+    "git": "Git processes per command, and record against the naive git flow (whole process)",
     "store": "In-process update cost (P files on the branch)",
     "compaction": "Parse and compaction",
     "contention": "Contention: W writers, K records each, one program, through a bare remote",

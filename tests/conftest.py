@@ -1,4 +1,5 @@
-"""Shared fixtures: the fixture corpus (tests/data/corpus), the real corpus when present, a pinned git identity.
+"""Shared fixtures: the fixture corpus (tests/data/corpus), the real corpus when present, a pinned git identity,
+and the prepared repositories and state-file texts tests in several modules share (at the end).
 
 Two corpora of state files:
 
@@ -13,22 +14,35 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from gitutil import Repos, copy_repos, make_repos, run_statefile
+from gitutil import git as repo_git
 from hypothesis import HealthCheck, settings
+from synthetic import synthetic_state
+
+from statefile.cli import cli
+from statefile.cli.run import invoke
+from statefile.model.document import parse
+from statefile.model.history import render_iteration
+from statefile.model.template import new_state_file
+from statefile.store import Store
 
 # The suite says the same every run.  The default profile, "ci", draws the same examples each time (derandomize),
 # keeps no example database between runs (nothing found once is replayed later), and has no timing-based failures
 # (no deadline, no too-slow health check: a loaded machine must not change the outcome).  Its example budget is
 # fixed: each property states its count at the test with examples(N) (4,010 in all today), and the whole suite
-# draws at most EXAMPLE_BUDGET (tests/test_what_was_seen.py checks both).  Exploring for new counterexamples is a
+# draws at most EXAMPLE_BUDGET (tests/test_suite.py checks both).  Exploring for new counterexamples is a
 # separate, opt-in run with fresh randomness and EXPLORE_SCALE times the examples (docs/development.md, "Tests"):
-#   HYPOTHESIS_PROFILE=explore python -m pytest tests/policy/test_compaction_properties.py tests/e2e/test_fuzz.py
+#   HYPOTHESIS_PROFILE=explore python -m pytest tests/policy/test_compaction.py tests/e2e/test_fuzz.py
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 # STATEFILE_SOAK=1 makes the few exhaustive loops exhaustive (every budget step, …); the default run stays lean.
 SOAK = bool(os.environ.get("STATEFILE_SOAK"))
@@ -150,3 +164,189 @@ def installed_tool(name: str) -> str:
     if found is None:
         pytest.skip(f"{name} is not installed (it is in the test extra: pip install -e '.[test]')")
     return found
+
+
+# -- shared by tests in several modules ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def unreadable_folder(tmp_path: Path) -> Path:
+    """A folder store with one good program, a link and a FIFO named as programs."""
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    (memory / "perf.md").write_text(new_state_file("perf"), "utf-8")
+    (memory / "linked.md").symlink_to(memory / "perf.md")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(memory / "piped.md")
+    return memory
+
+
+@pytest.fixture(scope="session")  # copied for each test, never changed
+def recorded_template(tmp_path_factory: pytest.TempPathFactory) -> Repos:
+    """A remote and a clone whose memory holds ``perf`` with one recorded iteration, built once a module."""
+    with pinned_identity(tmp_path_factory):
+        repos = make_repos(tmp_path_factory.mktemp("recorded_template"))
+        assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
+        recorded = run_statefile("-q", "record", "perf", "--status", "accepted", "--metric", "5", cwd=repos.work)
+        assert recorded.returncode == 0
+    return repos
+
+
+@pytest.fixture
+def recorded_repos(recorded_template: Repos, tmp_path: Path) -> Repos:
+    """A copy of :func:`recorded_template` of this test's own."""
+    return copy_repos(recorded_template, tmp_path)
+
+
+def newest_log(recorded_repos: Repos) -> str:
+    """``log perf -n 1 --json``: what changes when anything is written."""
+    return run_statefile("log", "perf", "-n", "1", "--json", cwd=recorded_repos.work).stdout
+
+
+def assert_refused(recorded_repos: Repos, code: int, *args: str, needle: str) -> None:
+    """The command fails with ``code`` and one line holding ``needle``, and writes nothing."""
+    before = newest_log(recorded_repos)
+    proc = run_statefile(*args, cwd=recorded_repos.work)
+    assert proc.returncode == code, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and needle in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert newest_log(recorded_repos) == before
+
+
+MEMORY_BRANCH = "memory/autoloop"
+
+
+@dataclass
+class GuardResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def error_line(self) -> str:
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, self.err
+        assert "Traceback" not in self.err
+        return lines[0]
+
+
+@dataclass
+class GuardRepo:
+    root: Path
+    work: Path
+    remote: Path
+
+    def refs(self) -> dict[str, str]:
+        """Every ref here and on the remote (the memory, and anything a mistake could have created)."""
+        here = repo_git("for-each-ref", "--format=%(refname) %(objectname)", cwd=self.work)
+        there = repo_git("for-each-ref", "--format=%(refname) %(objectname)", cwd=self.remote)
+        refs = {f"work:{line.split()[0]}": line.split()[1] for line in here.splitlines()}
+        refs.update({f"remote:{line.split()[0]}": line.split()[1] for line in there.splitlines()})
+        return refs
+
+    def remote_file(self, path: str, branch: str = MEMORY_BRANCH) -> str:
+        return repo_git("show", f"{branch}:{path}", cwd=self.remote)
+
+
+@pytest.fixture(scope="session")  # copied for each test, never changed
+def guard_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bare remote and a work clone; memory/autoloop (on the remote only) holds perf, latency and pipeline."""
+    root = tmp_path_factory.mktemp("guard")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x.invalid"}  # fmt: skip
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        repos = make_repos(root)
+        repo_git("remote", "set-url", "origin", "../remote.git", cwd=repos.work)  # copies of root keep working
+        files = {
+            "perf.md": synthetic_state("perf", 12, seed=1, lessons=4),
+            "latency.md": synthetic_state("latency", 3, seed=2),
+            "pipeline.md": synthetic_state("pipeline", 2, seed=3),
+        }
+        with Store.open(repos.work, remote="origin") as store:
+            store.write_files(files, "seed")
+        repo_git(
+            "branch", "-D", MEMORY_BRANCH, cwd=repos.work
+        )  # a CI clone: the memory branch only as origin/memory/autoloop
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return root
+
+
+@pytest.fixture
+def guard_repo(guard_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GuardRepo]:
+    root = tmp_path / "copy"
+    shutil.copytree(guard_template, root, symlinks=True)
+    work = root / "work"
+    monkeypatch.chdir(work)
+    for key in ("STATEFILE_REMOTE", "STATEFILE_BRANCH", "STATEFILE_DIR", "STATEFILE_JSON", "NO_COLOR",
+                "STATEFILE_AUTOLOOP_JSON"):  # fmt: skip
+        monkeypatch.delenv(key, raising=False)
+    yield GuardRepo(root, work, root / "remote.git")
+
+
+def guard_run(capsys: pytest.CaptureFixture[str], *args: str) -> GuardResult:
+    """Run a command in-process, exactly as the console script does (statefile.cli.main → invoke)."""
+    capsys.readouterr()
+    code = invoke(cli, list(args))
+    captured = capsys.readouterr()
+    return GuardResult(code, captured.out, captured.err)
+
+
+def refs_unchanged(guard_repo: GuardRepo, before: dict[str, str]) -> None:
+    assert guard_repo.refs() == before
+
+
+DRIFTED_HEADING = "## Machine State\n"
+
+
+def drift_heading(capsys: pytest.CaptureFixture[str], program: str) -> None:
+    with Store.open(".", remote="origin") as store:
+        text = store.read_text(program) or ""
+        store.write_files({f"{program}.md": text.replace("## ⚙️ Machine State\n", DRIFTED_HEADING, 1)}, "drift")
+
+
+@pytest.fixture(scope="session")  # copied for each test, never changed
+def initialized_template(tmp_path_factory: pytest.TempPathFactory) -> Repos:
+    with pinned_identity(tmp_path_factory):
+        repos = make_repos(tmp_path_factory.mktemp("template"))
+        assert run_statefile("-q", "init", "perf", cwd=repos.work).returncode == 0
+    return repos
+
+
+@pytest.fixture
+def initialized_repos(initialized_template: Repos, tmp_path: Path) -> Repos:
+    return copy_repos(initialized_template, tmp_path)
+
+
+def only_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+FIXED_NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def entry_text(n: int, *, status: str = "accepted", metric: str | None = None, notes: str | None = None) -> str:
+    return render_iteration(number=n, when=f"2026-03-{n % 28 + 1:02d} 10:00", status=status, metric=metric,
+                            change=f"change {n}", notes=notes)  # fmt: skip
+
+
+def state_file_text(entries: str, **fields: object) -> str:
+    return new_state_file("perf", **fields).replace("*(No iterations yet.)*\n", entries)
+
+
+def covered_numbers(text: str) -> set[int]:
+    return {n for e in parse(text).history for n in e.covers}
+
+
+SECTION_PREFIXES = ["", "📚 ", "[WIP] ", "3. ", "2) ", "IV. ", "#4 ", "🧠 [agent] 1. ", "**", "Section 5: ", "— ", "» "]
+
+
+SECTION_SUFFIXES = ["", " (pruned)", " — newest first", " [auto]", " 📌", "**", " & more", ":"]

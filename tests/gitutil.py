@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,8 +58,18 @@ class Repos:
         return out.strip() or None
 
 
+_TEMPLATE: list[Repos] = []
+
+
 def make_repos(root: Path) -> Repos:
-    """Create a bare remote and a clone with an initial commit on main pushed to it."""
+    """A bare remote and a clone with an initial commit on main pushed to it: a copy of the pair this process built
+    first (git's start-up is most of the cost of building one)."""
+    if not _TEMPLATE or not _TEMPLATE[0].work.is_dir():
+        _TEMPLATE[:] = [_build_repos(Path(tempfile.mkdtemp(prefix="statefile-repos-")))]
+    return copy_repos(_TEMPLATE[0], root)
+
+
+def _build_repos(root: Path) -> Repos:
     remote = root / "remote.git"
     work = root / "work"
     git("init", "--quiet", "--bare", "--initial-branch=main", str(remote), cwd=root)
@@ -79,14 +95,73 @@ def copy_repos(template: Repos, root: Path) -> Repos:
     return Repos(root, remote, work)
 
 
-def run_statefile(
+def run_console_script(
     *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed console script."""
+    """Run the installed console script as a process: for tests about the script itself (tests/e2e)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [STATEFILE, *args], cwd=cwd, capture_output=True, text=True, env=full_env, input=stdin, check=False
     )
+
+
+class _Kept(io.BytesIO):
+    """Output that outlives a close: ``statefile list | head`` closes stderr, and the test still reads it."""
+
+    def close(self) -> None:
+        pass
+
+
+class _Hung(BaseException):
+    """Raised by the alarm into a command that did not finish in time (BaseException: nothing in statefile
+    catches it)."""
+
+
+def _hung(signum: int, frame: object) -> None:
+    raise _Hung
+
+
+def run_statefile(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run statefile in-process as the console script would run in ``cwd``, with ``env`` added to the environment
+    and ``stdin`` (else nothing) as its input: the same exit code, stdout and stderr, decoded as
+    ``subprocess.run(text=True)`` decodes them, without a process's start-up (a tenth of a second or more).
+    A command still running after ``timeout`` seconds (a FIFO opened blindly) fails the test instead of hanging it."""
+    out, err = _Kept(), _Kept()
+    saved_env, saved_cwd, saved_streams = dict(os.environ), os.getcwd(), (sys.stdin, sys.stdout, sys.stderr)
+    # Only the main thread may set a signal handler (and only it gets the alarm).
+    saved_alarm = (
+        signal.signal(signal.SIGALRM, _hung) if threading.current_thread() is threading.main_thread() else None
+    )
+    if saved_alarm is not None:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        os.environ.update(env or {})
+        os.chdir(cwd)
+        sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+        sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+        try:
+            code = invoke(cli, list(args))
+        except Exception:  # what a process would print on its way out (STATEFILE_DEBUG=1 re-raises bugs)
+            traceback.print_exc()
+            code = 1
+    except _Hung:
+        raise AssertionError(f"statefile {shlex.join(args)} was still running after {timeout:g}s") from None
+    finally:
+        if saved_alarm is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, saved_alarm)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+    def text(stream: io.BytesIO) -> str:
+        return stream.getvalue().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+    return subprocess.CompletedProcess([STATEFILE, *args], code, text(out), text(err))
 
 
 @dataclass

@@ -111,7 +111,7 @@ def test_layers_only_import_downwards() -> None:
             continue
         for target, line, _, _ in imports(module):
             if target in FACADES and target == "statefile":
-                continue  # __version__ only: the facade's names load lazily
+                continue  # __version__ only
             if target.startswith("statefile.") and target in MODULES and layer_of(target) > layer_of(module):
                 wrong.append(f"{module}:{line} imports {target} ({LAYERS[layer_of(target)][0]} is above "
                              f"{LAYERS[layer_of(module)][0]})")  # fmt: skip

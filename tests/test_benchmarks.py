@@ -10,6 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
@@ -19,6 +21,7 @@ from statefile.model.text import utf8_size  # noqa: E402
 from statefile.views.render import CORE_BUDGET  # noqa: E402
 
 
+@pytest.mark.slow  # a benchmark replay
 def test_a_short_replay_counts_each_way(tmp_path: Path) -> None:
     steps = bench_tokens.synthetic_history(20)
     assert len(steps) == 20 and all(step.change for step in steps)

@@ -70,6 +70,7 @@ def test_the_version_has_one_source() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+", VERSION), VERSION
 
 
+@pytest.mark.slow
 def test_the_changelog_has_this_versions_section(tmp_path: Path) -> None:
     """What the release workflow publishes as the GitHub release's notes (``scriv print``), and the newest entry."""
     notes = tmp_path / "notes.md"

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # mypy over every test file: tens of seconds
+
 TESTS = Path(__file__).resolve().parent
 CONFIG = """\
 [mypy]

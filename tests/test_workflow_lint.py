@@ -141,11 +141,13 @@ def test_the_shipped_files_are_all_there() -> None:
     assert all(path.is_file() for path in [*WORKFLOWS, *ACTIONS, DEPENDABOT])
 
 
+@pytest.mark.slow
 def test_zizmor_finds_nothing_in_the_workflows_and_the_action(tmp_path: Path) -> None:
     findings, report = zizmor(*WORKFLOWS, *ACTIONS, DEPENDABOT, component_workflow(tmp_path))
     assert findings == [], report
 
 
+@pytest.mark.slow
 def test_zizmor_finds_what_is_wrong(tmp_path: Path) -> None:
     """The same run sees a broken workflow's problems: the clean result above is zizmor looking, not skipping."""
     broken = tmp_path / "broken.yml"
@@ -154,21 +156,25 @@ def test_zizmor_finds_what_is_wrong(tmp_path: Path) -> None:
     assert {"unpinned-uses", "artipacked", "template-injection"} <= {f["ident"] for f in findings}, report
 
 
+@pytest.mark.slow
 def test_the_workflows_follow_githubs_workflow_schema(tmp_path: Path) -> None:
     done = check_jsonschema("vendor.github-workflows", *WORKFLOWS, component_workflow(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_action_follows_githubs_action_schema() -> None:
     done = check_jsonschema("vendor.github-actions", *ACTIONS)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_dependabot_follows_its_schema() -> None:
     done = check_jsonschema("vendor.dependabot", DEPENDABOT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_schema_check_can_fail(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yml"
     broken.write_text(BROKEN.replace("runs-on:", "runs_on:"), encoding="utf-8")

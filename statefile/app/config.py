@@ -1,18 +1,7 @@
-"""Settings, and where each one came from: one answer to "what is the budget?".
-
-Every setting is resolved from the first of these that sets it:
-
-1. a command-line flag (``--max-bytes 20000``);
-2. an environment variable (``STATEFILE_MAX_BYTES=20000``; an empty value counts as unset);
-3. ``.statefile.toml`` (top-level keys) or ``[tool.statefile]`` in ``pyproject.toml`` at the repository root, the
-   former winning when both set a key;
-4. the gh-aw workflow's frontmatter: ``tools.repo-memory`` in ``.github/workflows/*.md`` gives ``max-file-size``,
-   ``branch-name`` and ``file-glob`` — the budget repo-memory actually enforces;
-5. the default.
-
-Each option carries its own documentation (:data:`OPTIONS`), which ``statefile config`` and docs/configuration.md
-show.  Bad keys and values are :class:`~statefile.errors.UsageError` with a one-line message naming the file and key.
-"""
+"""Settings, and where each came from: a flag > an environment variable (empty is unset) > ``.statefile.toml``
+(top-level keys) > ``[tool.statefile]`` in ``pyproject.toml`` > the gh-aw workflow's ``tools.repo-memory``
+frontmatter (the budget repo-memory enforces) > the default.  A bad key or value is a one-line UsageError naming
+the file and the key."""
 
 from __future__ import annotations
 
@@ -23,22 +12,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from statefile.defaults import (
-    AGGRESSIVE_AT,
-    AGGRESSIVE_KEEP,
-    DEFAULT_BRANCH,
-    DEFAULT_MAX_BYTES,
-    KEEP_RECENT,
-    SUMMARIZER_TIMEOUT,
-    parse_size,
-)
+from statefile import defaults
+from statefile.defaults import DEFAULT_BRANCH, parse_size
 from statefile.errors import UsageError
-from statefile.integrations.ghaw import (
-    DEFAULT_MAX_FILE_COUNT,
-    DEFAULT_MAX_PATCH_SIZE,
-    DEFAULT_MEMORY_ID,
-    REPO_MEMORY_ROOT,
-)
+from statefile.integrations import ghaw
+from statefile.integrations.ghaw import DEFAULT_MEMORY_ID, REPO_MEMORY_ROOT
 from statefile.redaction import redact, redact_value
 from statefile.store.atomic import INPUT_LIMIT, read_regular_file
 from statefile.store.names import validate_branch
@@ -66,18 +44,21 @@ class Setting(Generic[T]):
 
 @dataclass(frozen=True)
 class Option:
-    """One setting's specification: its TOML key, environment variable, default, parser and documentation."""
+    """One setting: its name, default, documentation, parser, and the ``tools.repo-memory`` key that sets it."""
 
     name: str
     default: object
-    doc: str
     parse: Callable[[object], object]
-    #: The key under ``tools.repo-memory`` in a gh-aw workflow that also sets this option, if any.
     frontmatter_key: str | None = None
 
     @property
+    def doc(self) -> str:
+        """What the option is for, as ``statefile config`` and docs/configuration.md say it."""
+        return _DOCS[self.name]
+
+    @property
     def key(self) -> str:
-        """The key in TOML files, which is also the flag name without ``--``: ``max-bytes``."""
+        """The key in TOML files, and the flag without ``--``: ``max-bytes``."""
         return self.name.replace("_", "-")
 
     @property
@@ -85,186 +66,95 @@ class Option:
         """The environment variable: ``STATEFILE_MAX_BYTES``."""
         return "STATEFILE_" + self.name.upper()
 
-    @property
-    def flag(self) -> str:
-        """The command-line flag: ``--max-bytes``."""
-        return "--" + self.key
+
+def _must_be(wants: str, convert: Callable[[Any], Any]) -> Callable[[object], Any]:
+    """A parser of what a flag, variable, TOML or YAML gives: ``convert``'s None, an error or a boolean is refused."""
+
+    def parse(raw: object) -> Any:
+        try:
+            value = None if isinstance(raw, bool) else convert(raw)
+        except (ValueError, TypeError, AttributeError):
+            value = None
+        if value is None:
+            raise ValueError(f"must be {wants}, got {raw!r}")
+        return value
+
+    return parse
 
 
-# -- value parsers: each takes what a flag, variable, TOML or YAML gives and returns the value or raises ValueError --
+def _whole(raw: Any) -> int | None:
+    number = int(raw.strip()) if isinstance(raw, str) and raw.strip().isdigit() else raw
+    return number if isinstance(number, int) and number >= 1 else None
 
 
-def _positive_int(raw: object) -> int:
-    if isinstance(raw, bool):
-        raise ValueError(f"must be a whole number of 1 or more, got {raw!r}")
-    if isinstance(raw, str) and raw.strip().isdigit():
-        raw = int(raw.strip())
-    if not isinstance(raw, int) or raw < 1:
-        raise ValueError(f"must be a whole number of 1 or more, got {raw!r}")
-    return raw
+def _within(value: float, high: float) -> float | None:
+    return value if 0 < value <= high else None
 
 
-def _fraction(raw: object) -> float:
-    try:
-        value = float(raw) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
-    except ValueError:
-        value = None
-    if value is None or not 0 < value <= 1:
-        raise ValueError(f"must be a fraction greater than 0 and at most 1 (such as 0.8), got {raw!r}")
-    return value
-
-
-def _seconds(raw: object) -> float:
-    try:
-        value = float(raw) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
-    except ValueError:
-        value = None
-    if value is None or not 0 < value < float("inf"):
-        raise ValueError(f"must be a number of seconds greater than 0, got {raw!r}")
-    return value
+def _globs(raw: Any) -> tuple[str, ...] | None:
+    # As in gh-aw (which joins a list with spaces and splits on whitespace) a string holds several globs; so do commas.
+    items = raw.replace(",", " ").split() if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not items or not all(isinstance(i, str) and i.strip() for i in items):
+        return None
+    return tuple(part for item in items for part in item.split())
 
 
 def _branch(raw: object) -> str:
-    if not isinstance(raw, str) or not raw.strip():
-        raise ValueError(f"must be a branch name such as 'memory/autoloop', got {raw!r}")
-    name = raw.strip().removeprefix("refs/heads/")
+    name = _must_be("a branch name such as 'memory/autoloop'", lambda raw: raw.strip() or None)(raw)
     try:
-        return validate_branch(name)
+        return validate_branch(name.removeprefix("refs/heads/"))
     except UsageError:
         raise ValueError(f"{raw!r} is not a valid git branch name") from None
 
 
-def _word(raw: object) -> str:
-    if not isinstance(raw, str) or not raw.strip() or any(ch.isspace() for ch in raw.strip()):
-        raise ValueError(f"must be a single word without spaces, got {raw!r}")
-    return raw.strip()
-
-
-def _globs(raw: object) -> tuple[str, ...]:
-    # A list (TOML, YAML) or one string.  As in gh-aw (which joins a list with spaces and splits on whitespace),
-    # a string holds several globs separated by spaces; commas separate them too (handy in env variables).
-    message = f"must be a glob such as '*.md' or a list of globs, got {raw!r}"
-    if isinstance(raw, str):
-        items: list[object] = [part for part in raw.replace(",", " ").split() if part]
-    elif isinstance(raw, (list, tuple)):
-        items = list(raw)
-    else:
-        raise ValueError(message)
-    if not items or not all(isinstance(item, str) and item.strip() for item in items):
-        raise ValueError(message)
-    return tuple(part for item in items for part in str(item).split())
-
-
-def _folder(raw: object) -> str:
-    if not isinstance(raw, str) or not raw.strip():
-        raise ValueError(f"must be a folder path such as /tmp/gh-aw/repo-memory/default, got {raw!r}")
-    return raw.strip()
-
-
 def _optional_text(raw: object) -> str | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, str):
+    if raw is not None and not isinstance(raw, str):
         raise ValueError(f"must be text, got {raw!r}")
-    return raw.strip() or None
+    return raw.strip() or None if raw is not None else None
 
 
+# What each option is for, as ``statefile config`` and docs/configuration.md say it.
+_DOCS = {
+    "max_bytes": "Byte budget of one state file.  repo-memory rejects a bigger file after the agent exits, losing the "
+    "iteration, so statefile compacts to stay under it.  Accepts 30720 or '30KB'.",
+    "branch": "Branch holding the state files (repo-memory's branch-name).",
+    "remote": "Git remote (a name, or a URL) the branch is fetched from and pushed to (unset: the local branch only).",
+    "file_glob": "Which files on the branch are state files (repo-memory's file-glob): a list, or commas in one.",
+    "keep_recent": "Newest iteration entries compaction keeps in full; older ones fold into range lines.",
+    "aggressive_at": "Fraction of max-bytes above which compaction becomes aggressive (keeps aggressive-keep entries) "
+    "and 'statefile report' says needs_compaction.",
+    "aggressive_keep": "Newest entries kept in full when the file is above aggressive-at of its budget.",
+    "summarizer": "Command that summarizes entries folded into a range line (the entries on stdin, one line on "
+    "stdout).  Unset: statefile's built-in deterministic summary.",
+    "summarizer_timeout": "Seconds the summarizer may run before statefile falls back to the built-in summary.",
+    "author_name": "Author name of statefile's commits.  Unset: git's (GIT_AUTHOR_NAME, user.name), else 'statefile'.",
+    "author_email": "Author email of statefile's commits.  Unset: git's own identity (GIT_AUTHOR_EMAIL, user.email).",
+    "max_patch_size": "repo-memory's max-patch-size: the bytes of lines one push may add (its push job aborts above "
+    "1.2 times this).  With --repo-memory, statefile spreads a large compaction over several runs to stay under it.",
+    "max_file_count": "repo-memory's max-file-count: more matched files abort its push; 'check --repo-memory' warns.",
+    "repo_memory_dir": "The folder gh-aw clones the memory branch into for the agent, /tmp/gh-aw/repo-memory/{id} "
+    "({id} is 'default' for a repo-memory given as one object).  Used with --repo-memory.",
+}
+_POSITIVE = _must_be("a whole number of 1 or more", _whole)
+_FRACTION = _must_be("a fraction greater than 0 and at most 1 (such as 0.8)", lambda raw: _within(float(raw), 1.0))
+_SECONDS = _must_be("a number of seconds greater than 0", lambda raw: _within(float(raw), sys.float_info.max))
+_WORD = _must_be("a single word without spaces", lambda raw: raw.strip() if len(raw.split()) == 1 else None)
+_FOLDER = _must_be("a folder path such as /tmp/gh-aw/repo-memory/default", lambda raw: raw.strip() or None)
 OPTIONS: tuple[Option, ...] = (
-    Option(
-        "max_bytes",
-        DEFAULT_MAX_BYTES,
-        "Byte budget of one state file.  repo-memory rejects a bigger file after the agent exits, losing the "
-        "iteration, so statefile compacts to stay under it.  Accepts 30720 or '30KB'.",
-        parse_size,
-        "max-file-size",
-    ),
-    Option(
-        "branch",
-        DEFAULT_BRANCH,
-        "Branch holding the state files (repo-memory's branch-name).",
-        _branch,
-        "branch-name",
-    ),
-    Option(
-        "remote",
-        None,
-        "Git remote (a name, or a URL) the branch is fetched from and pushed to (unset: the local branch only).",
-        _word,
-    ),
-    Option(
-        "file_glob",
-        ("*.md",),
-        "Which files on the branch are state files (repo-memory's file-glob); a list, or commas in a variable.",
-        _globs,
-        "file-glob",
-    ),
-    Option(
-        "keep_recent",
-        KEEP_RECENT,
-        "Newest iteration entries compaction keeps in full; older ones fold into range lines.",
-        _positive_int,
-    ),
-    Option(
-        "aggressive_at",
-        AGGRESSIVE_AT,
-        "Fraction of max-bytes above which compaction becomes aggressive (keeps aggressive-keep entries) and "
-        "'statefile report' says needs_compaction.",
-        _fraction,
-    ),
-    Option(
-        "aggressive_keep",
-        AGGRESSIVE_KEEP,
-        "Newest entries kept in full when the file is above aggressive-at of its budget.",
-        _positive_int,
-    ),
-    Option(
-        "summarizer",
-        None,
-        "Command that summarizes entries folded into a range line (the entries on stdin, one line on stdout).  "
-        "Unset: statefile's built-in deterministic summary.",
-        _optional_text,
-    ),
-    Option(
-        "summarizer_timeout",
-        SUMMARIZER_TIMEOUT,
-        "Seconds the summarizer may run before statefile falls back to the built-in summary.",
-        _seconds,
-    ),
-    Option(
-        "author_name",
-        None,
-        "Author name of statefile's commits.  Unset: git's own identity (GIT_AUTHOR_NAME, user.name), else "
-        "'statefile'.",
-        _optional_text,
-    ),
-    Option(
-        "author_email",
-        None,
-        "Author email of statefile's commits.  Unset: git's own identity (GIT_AUTHOR_EMAIL, user.email).",
-        _optional_text,
-    ),
-    Option(
-        "max_patch_size",
-        DEFAULT_MAX_PATCH_SIZE,
-        "repo-memory's max-patch-size: the bytes of lines one push may add (its push job aborts above 1.2 times "
-        "this).  With --repo-memory, statefile spreads a large compaction over several runs to stay under it.",
-        parse_size,
-        "max-patch-size",
-    ),
-    Option(
-        "max_file_count",
-        DEFAULT_MAX_FILE_COUNT,
-        "repo-memory's max-file-count: more matched files than this abort its push ('check --repo-memory' says so).",
-        _positive_int,
-        "max-file-count",
-    ),
-    Option(
-        "repo_memory_dir",
-        f"{REPO_MEMORY_ROOT}/{DEFAULT_MEMORY_ID}",
-        "The folder gh-aw clones the memory branch into for the agent: /tmp/gh-aw/repo-memory/{id}, where {id} is "
-        "the memory's id (always 'default' for a repo-memory given as one object).  Used with --repo-memory.",
-        _folder,
-    ),
+    Option("max_bytes", defaults.DEFAULT_MAX_BYTES, parse_size, "max-file-size"),
+    Option("branch", DEFAULT_BRANCH, _branch, "branch-name"),
+    Option("remote", None, _WORD),
+    Option("file_glob", ("*.md",), _must_be("a glob such as '*.md' or a list of globs", _globs), "file-glob"),
+    Option("keep_recent", defaults.KEEP_RECENT, _POSITIVE),
+    Option("aggressive_at", defaults.AGGRESSIVE_AT, _FRACTION),
+    Option("aggressive_keep", defaults.AGGRESSIVE_KEEP, _POSITIVE),
+    Option("summarizer", None, _optional_text),
+    Option("summarizer_timeout", defaults.SUMMARIZER_TIMEOUT, _SECONDS),
+    Option("author_name", None, _optional_text),
+    Option("author_email", None, _optional_text),
+    Option("max_patch_size", ghaw.DEFAULT_MAX_PATCH_SIZE, parse_size, "max-patch-size"),
+    Option("max_file_count", ghaw.DEFAULT_MAX_FILE_COUNT, _POSITIVE, "max-file-count"),
+    Option("repo_memory_dir", f"{REPO_MEMORY_ROOT}/{DEFAULT_MEMORY_ID}", _FOLDER),
 )
 _BY_NAME = {option.name: option for option in OPTIONS}
 _BY_KEY = {option.key: option for option in OPTIONS}
@@ -290,10 +180,8 @@ class Config:
     repo_memory_dir: Setting[str]
 
     def origin(self, name: str) -> str:
-        """Where setting ``name`` came from, in words a person can act on: ``flag --remote``, ``env
-        STATEFILE_REMOTE``, ``remote in .statefile.toml``, ``tools.repo-memory.file-glob in
-        .github/workflows/autoloop.md frontmatter`` or ``default``.  A file alone does not say which line to change:
-        messages name the key in it."""
+        """Where setting ``name`` came from, naming the key to change: ``flag --remote``, ``env STATEFILE_REMOTE``,
+        ``remote in .statefile.toml``, ``tools.repo-memory.file-glob in .github/workflows/a.md frontmatter``…"""
         option = _BY_NAME[name]
         source: str = getattr(self, name).source
         if source.startswith(SOURCE_DEFAULT) or self.explicit(name):
@@ -303,53 +191,50 @@ class Config:
         return f"{option.key} in {source}"
 
     def explicit(self, name: str) -> bool:
-        """Whether setting ``name`` was given for this run (a flag or an environment variable), not read from a
-        file or left at its default: an explicit choice outranks anything a file says."""
-        source: str = getattr(self, name).source
-        return source.startswith(("flag ", "env "))
+        """Whether setting ``name`` was given for this run (a flag or a variable): it outranks what files say."""
+        return str(getattr(self, name).source).startswith(("flag ", "env "))
 
     def describe(self) -> list[tuple[str, object, str]]:
-        """``(key, value, source)`` for every setting, in documentation order (what ``statefile config`` prints).
-
-        Values are redacted: a remote given as ``https://user:token@host`` is printed with the token hidden.
-        """
+        """``(key, value, source)`` for every setting in documentation order (``statefile config``), redacted."""
         return [
-            (option.key, redact_value(getattr(self, option.name).value), redact(getattr(self, option.name).source))
-            for option in OPTIONS
+            (o.key, redact_value(getattr(self, o.name).value), redact(getattr(self, o.name).source)) for o in OPTIONS
         ]
 
 
 def option_docs() -> list[tuple[str, str, str, object, str]]:
     """``(key, flag, environment variable, default, doc)`` for every option: help texts, docs/configuration.md."""
-    return [(o.key, o.flag, o.env, o.default, o.doc) for o in OPTIONS]
+    return [(o.key, f"--{o.key}", o.env, o.default, o.doc) for o in OPTIONS]
 
 
 def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[str, str]) -> Config:
     """Resolve every setting from ``flags`` > ``env`` > config files > workflow frontmatter > defaults.
 
-    ``flags`` maps option names (``max_bytes`` or ``max-bytes``) to values; ``None`` means "not given", and keys
-    that are not options are ignored, so a command can pass its parameters as they are.  ``env`` is usually
-    ``os.environ``.  ``root`` is the repository root; ``None`` reads no files.
+    ``flags`` maps option names (``max_bytes`` or ``max-bytes``) to values; ``None`` is "not given" and keys that
+    are not options are ignored, so a command can pass its parameters as they are.  ``root`` ``None`` reads no files.
     """
     resolved: dict[str, Setting[Any]] = {}
+
+    def take(option: Option, raw: object, source: str, key: str | None = None) -> None:
+        if option.name not in resolved:
+            try:
+                resolved[option.name] = Setting(option.parse(raw), source)
+            except ValueError as exc:
+                raise UsageError(f"{source}: {key or option.key} {exc}") from None
+
     for raw_name, raw in flags.items():
         option = _BY_NAME.get(raw_name) or _BY_KEY.get(raw_name)
         if option is not None and raw is not None:
-            resolved[option.name] = _setting(option, raw, f"flag {option.flag}")
+            take(option, raw, f"flag --{option.key}")
     for option in OPTIONS:
-        raw_env = env.get(option.env)
-        if option.name not in resolved and raw_env is not None and raw_env.strip():
-            resolved[option.name] = _setting(option, raw_env, f"env {option.env}")
-    if root is not None:
-        for source, table in _config_files(root):
-            for option in OPTIONS:
-                if option.name not in resolved and option.key in table:
-                    resolved[option.name] = _setting(option, table[option.key], source)
-        branch = resolved.get("branch")
-        for option, raw, source in _frontmatter_values(root, branch.value if branch else None):
-            if option.name not in resolved:
-                key = f"tools.repo-memory.{option.frontmatter_key or 'id'}"
-                resolved[option.name] = _setting(option, raw, source, key)
+        if env.get(option.env, "").strip():
+            take(option, env[option.env], f"env {option.env}")
+    for source, table in _config_files(root) if root is not None else []:
+        for option in OPTIONS:
+            if option.key in table:
+                take(option, table[option.key], source)
+    branch = resolved.get("branch")
+    for option, raw, source in _frontmatter_values(root, branch.value if branch else None) if root else []:
+        take(option, raw, source, f"tools.repo-memory.{option.frontmatter_key or 'id'}")
     for option in OPTIONS:
         resolved.setdefault(option.name, Setting(option.default, SOURCE_DEFAULT))
     config = Config(**resolved)
@@ -365,16 +250,6 @@ def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[
     return config
 
 
-def _setting(option: Option, raw: object, source: str, key: str | None = None) -> Setting[Any]:
-    try:
-        return Setting(option.parse(raw), source)
-    except ValueError as exc:
-        raise UsageError(f"{source}: {key or option.key} {exc}") from None
-
-
-# -- config files -------------------------------------------------------------------------------------------------
-
-
 def _config_files(root: Path) -> list[tuple[str, dict[str, object]]]:
     """``(source, table)`` pairs in precedence order: ``.statefile.toml`` first, then ``pyproject.toml``."""
     found: list[tuple[str, dict[str, object]]] = []
@@ -383,16 +258,12 @@ def _config_files(root: Path) -> list[tuple[str, dict[str, object]]]:
         if "tool" in dedicated and set(dedicated) == {"tool"}:
             raise UsageError(f"{STATEFILE_TOML}: put the settings at the top level, without a [tool.statefile] table")
         found.append((STATEFILE_TOML, _checked_table(dedicated, STATEFILE_TOML)))
-    pyproject = _read_toml(root / PYPROJECT, PYPROJECT)
-    if pyproject is not None:
-        tool = pyproject.get("tool")
-        table = tool.get("statefile") if isinstance(tool, dict) else None
-        source = f"{PYPROJECT} [tool.statefile]"
-        if table is not None:
-            if not isinstance(table, dict):
-                raise UsageError(f"{source}: must be a table of settings, got {type(table).__name__}")
-            found.append((source, _checked_table(table, source)))
-    return found
+    tool = (_read_toml(root / PYPROJECT, PYPROJECT) or {}).get("tool")
+    table = tool.get("statefile") if isinstance(tool, dict) else None
+    source = f"{PYPROJECT} [tool.statefile]"
+    if table is not None and not isinstance(table, dict):
+        raise UsageError(f"{source}: must be a table of settings, got {type(table).__name__}")
+    return [*found, (source, _checked_table(table, source))] if table is not None else found
 
 
 def _read_toml(path: Path, name: str) -> dict[str, Any] | None:
@@ -426,38 +297,20 @@ def _checked_table(table: dict[str, Any], source: str) -> dict[str, object]:
     return checked
 
 
-# -- gh-aw workflow frontmatter -----------------------------------------------------------------------------------
-
-
 def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, object, str]]:
-    """Values from the repo-memory entry of the workflow that writes ``branch`` (default memory/autoloop).
-
-    A workflow's ``tools.repo-memory`` is ``true``, a mapping, or a list of mappings.  The entry whose branch is
-    the one we manage wins; when no branch was configured above and there is exactly one entry, that one is used.
-    Files whose frontmatter is not YAML are skipped: not every markdown file under workflows is a gh-aw workflow.
-    """
-    folder = root / WORKFLOWS_DIR
-    try:
-        paths = sorted(folder.glob("*.md"), key=lambda p: (p.name != "autoloop.md", p.name))
-    except OSError:  # pragma: no cover - an unreadable folder reads as no workflows
-        return []
-    if not paths:
-        return []
-    entries: list[tuple[str, dict[str, Any], str]] = []
-    for path in paths:
-        source = f"{WORKFLOWS_DIR}/{path.name} frontmatter"
-        entries.extend((source, entry, memory_id) for entry, memory_id in _repo_memory_entries(path, source))
-    wanted = branch or DEFAULT_BRANCH
-    matching = [(s, e, i) for s, e, i in entries if _entry_branch(e) == wanted]
+    """Values from the workflow's repo-memory entry for ``branch`` (else the only entry, if no branch was set)."""
+    paths = sorted((root / WORKFLOWS_DIR).glob("*.md"), key=lambda p: (p.name != "autoloop.md", p.name))
+    sources = {path: f"{WORKFLOWS_DIR}/{path.name} frontmatter" for path in paths}
+    entries = [(s, e, i) for path, s in sources.items() for e, i in _repo_memory_entries(path, s)]
+    matching = [(s, e, i) for s, e, i in entries if _entry_branch(e) == (branch or DEFAULT_BRANCH)]
     if not matching and branch is None and len(entries) == 1:
         matching = entries
     if not matching:
         return []
     source, entry, memory_id = matching[0]
-    values: list[tuple[Option, object, str]] = []
-    for option in OPTIONS:
-        if option.frontmatter_key and option.frontmatter_key in entry:
-            values.append((option, entry[option.frontmatter_key], source))
+    values = [
+        (o, entry[o.frontmatter_key], source) for o in OPTIONS if o.frontmatter_key and o.frontmatter_key in entry
+    ]
     if "branch-name" not in entry:
         # The branch gh-aw derives from the entry's id and prefix: that is where its files are.
         values.append((_BY_NAME["branch"], _entry_branch(entry), source))
@@ -467,42 +320,31 @@ def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, ob
 
 
 def _repo_memory_entries(path: Path, source: str) -> list[tuple[dict[str, Any], str]]:
-    """The repo-memory entries of one workflow, each with its memory id.
-
-    gh-aw's compiler (``repo_memory.go``) gives ``true`` and the one-object form the id ``default`` whatever the
-    object says; only the list form reads each entry's ``id`` (default ``default``).
-    """
+    """A workflow's repo-memory entries and their ids (as gh-aw's ``repo_memory.go``: ``default`` unless in a list);
+    none when the frontmatter is not YAML, as not every markdown file under workflows is a gh-aw workflow."""
     import frontmatter
     import yaml
 
     try:
         text = read_regular_file(path, limit=INPUT_LIMIT, what="the workflow").decode("utf-8")
-        # frontmatter.parse, not loads(): a workflow's "on:" key is the boolean True in YAML 1.1, and loads()
-        # passes the keys as keyword arguments, which fails on a non-string key.
+        # parse, not loads(): "on:" is the boolean True in YAML 1.1, which loads() cannot pass as a keyword.
         metadata, _ = frontmatter.parse(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
         return []
     tools = metadata.get("tools") if isinstance(metadata, dict) else None
     memory = tools.get("repo-memory") if isinstance(tools, dict) else None
-    if memory is None or memory is False:
-        return []
-    if memory is True:
-        return [({}, DEFAULT_MEMORY_ID)]
-    raw_entries = memory if isinstance(memory, list) else [memory]
+    if memory is None or isinstance(memory, bool):
+        return [({}, DEFAULT_MEMORY_ID)] if memory else []
     entries: list[tuple[dict[str, Any], str]] = []
-    for item in raw_entries:
+    for item in memory if isinstance(memory, list) else [memory]:
         if not isinstance(item, dict):
             # The kind, never the value: a list of lists of YAML aliases would take a billion lines to show.
-            raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got a {_yaml_kind(item)}")
+            kinds = {list: "sequence", str: "string", bool: "boolean", int: "number", float: "number"}
+            kind = "null" if item is None else kinds.get(type(item), type(item).__name__)
+            raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got a {kind}")
         memory_id = str(item.get("id") or DEFAULT_MEMORY_ID) if isinstance(memory, list) else DEFAULT_MEMORY_ID
         entries.append((item, memory_id))
     return entries
-
-
-def _yaml_kind(value: object) -> str:
-    """What a YAML value is, in the words of YAML."""
-    kinds = {list: "sequence", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
 
 
 def _entry_branch(entry: dict[str, Any]) -> str:
@@ -510,21 +352,8 @@ def _entry_branch(entry: dict[str, Any]) -> str:
     name = entry.get("branch-name")
     if isinstance(name, str) and name.strip():
         return name.strip()
-    prefix = entry.get("branch-prefix") or "memory"
-    return f"{prefix}/{entry.get('id') or 'default'}"
+    return f"{entry.get('branch-prefix') or 'memory'}/{entry.get('id') or 'default'}"
 
-
-__all__ = [
-    "DEFAULT_BRANCH",
-    "DEFAULT_MAX_BYTES",
-    "OPTIONS",
-    "Config",
-    "Option",
-    "Setting",
-    "option_docs",
-    "parse_size",
-    "resolve_config",
-]
 
 # Keep the dataclass and the option table in step: a new option needs a Config field and vice versa.
 assert [f.name for f in fields(Config)] == [o.name for o in OPTIONS], "Config fields and OPTIONS disagree"

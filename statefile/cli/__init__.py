@@ -1,47 +1,32 @@
-"""The ``statefile`` command: global options, the command table, and turning errors into exit codes.
-
-Commands live in :mod:`statefile.cli.read` (the read side, which the scheduler's pre-step runs every time),
-:mod:`statefile.cli.memory` (what an agent reads), :mod:`statefile.cli.write`, :mod:`statefile.cli.backup` and
-:mod:`statefile.cli.demo`; each parses its arguments and calls the use cases in :mod:`statefile.app`.  A
-command's module is imported only when that command runs, so ``statefile --version`` and ``statefile report`` do
-not pay for compaction.  Global options (``--json``, ``--remote``, …) work before the command and after it:
-``statefile status perf --json`` is ``statefile --json status perf``.
-"""
+"""The ``statefile`` command: global options (before the command or after it), the command table (a command's
+module is imported only when it runs: ``statefile --version`` does not pay for compaction), and the entry point."""
 
 from __future__ import annotations
 
-import os
 import signal
-import types
 
-
-def _interrupted_while_loading(signum: int, frame: types.FrameType | None) -> None:
-    """Ctrl-C while the command line loads (click, the command table: tens of milliseconds, before any command
-    has read or written anything): one line and the interrupt's exit code, not the traceback of an import."""
-    try:
-        os.write(2, b"statefile: interrupted while starting; nothing was read or written\n")
-    finally:
-        os._exit(130)
-
+# The package's own handler: it already covers statefile's imports, and here covers the command line's.
+from statefile import _interrupted_while_loading
 
 try:
-    # Only for the imports below: the module's end puts the previous handler back, so a program that imports the
-    # CLI (a test) keeps its own Ctrl-C, and a running command gets Python's KeyboardInterrupt, which it reports.
+    # Only for the imports below: the previous handler comes back at the module's end, so a program that imports
+    # the CLI keeps its own Ctrl-C, and a running command gets the KeyboardInterrupt it reports.
     _BEFORE_LOADING = signal.signal(signal.SIGINT, _interrupted_while_loading)
 except ValueError:  # not the main thread, which alone may set handlers (and alone receives the signal)
     _BEFORE_LOADING = None
 
-import difflib  # noqa: E402 - after the handler, which must cover these imports
-import importlib  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import difflib
+import functools
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
 
-import click  # noqa: E402
+import click
 
-from statefile import __version__  # noqa: E402
-from statefile.cli.run import invoke  # noqa: E402
-from statefile.cli.types import SIZE  # noqa: E402
+from statefile import __version__
+from statefile.cli.run import invoke
+from statefile.cli.types import SIZE
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -73,61 +58,32 @@ COMMANDS: dict[str, str] = {
     "summary": "statefile.cli.insight:summary_cmd",
     "sync": "statefile.cli.write:sync_cmd",
 }
+# Global options the group reads from the environment; the others are settings, which app.config resolves.
+_GROUP_ENV = ("repo", "folder", "repo_memory", "no_fetch", "as_json", "quiet")
 
 
 def _global_options() -> list[click.Option]:
-    """The options every command accepts; the group reads them from the environment too."""
+    """The options every command accepts, before it or after it."""
+    folder = click.Path(path_type=Path, file_okay=False)
     return [
-        click.Option(
-            ["--repo"],
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Git repository holding the memory branch (default: the one around the current directory). "
-            "[env STATEFILE_REPO]",
-        ),
+        click.Option(["--repo"], type=folder, help="Git repository holding the memory branch (default: the one "
+                     "around the current directory). [env STATEFILE_REPO]"),
         click.Option(["--branch"], help="Memory branch (default memory/autoloop). [env STATEFILE_BRANCH]"),
-        click.Option(
-            ["--remote"],
-            help="Fetch from and push to this remote: a name (origin) or a URL; GITHUB_TOKEN/GH_TOKEN is sent to "
-            "github.com as a header, never stored. [env STATEFILE_REMOTE]",
-        ),
-        click.Option(
-            ["--dir", "folder"],
-            type=click.Path(path_type=Path, file_okay=False),
-            help="Work on a plain folder instead of a branch, e.g. /tmp/gh-aw/repo-memory/default. [env STATEFILE_DIR]",
-        ),
-        click.Option(
-            ["--repo-memory"],
-            is_flag=True,
-            default=None,
-            help="Work on gh-aw's repo-memory folder (/tmp/gh-aw/repo-memory/{id} from the workflow frontmatter; "
-            "--dir overrides) within its file-glob, max-file-size and max-patch-size. [env STATEFILE_REPO_MEMORY]",
-        ),
-        click.Option(
-            ["--max-bytes"],
-            type=SIZE,
-            help="Byte budget per state file, such as 30720 or 30KB (default: config, else 30720). "
-            "[env STATEFILE_MAX_BYTES]",
-        ),
-        click.Option(
-            ["--no-fetch"],
-            is_flag=True,
-            default=None,
-            help="Read the memory branch as last fetched: no fetch before a read in a clone whose remote holds it "
-            "(the output says how old the copy is). [env STATEFILE_NO_FETCH]",
-        ),
+        click.Option(["--remote"], help="Fetch from and push to this remote: a name (origin) or a URL; GITHUB_TOKEN/"
+                     "GH_TOKEN is sent to github.com as a header, never stored. [env STATEFILE_REMOTE]"),
+        click.Option(["--dir", "folder"], type=folder, help="Work on a plain folder instead of a branch, e.g. "
+                     "/tmp/gh-aw/repo-memory/default. [env STATEFILE_DIR]"),
+        click.Option(["--repo-memory"], is_flag=True, default=None, help="Work on gh-aw's repo-memory folder "
+                     "(/tmp/gh-aw/repo-memory/{id} from the workflow frontmatter; --dir overrides) within its "
+                     "file-glob, max-file-size and max-patch-size. [env STATEFILE_REPO_MEMORY]"),
+        click.Option(["--max-bytes"], type=SIZE, help="Byte budget per state file, such as 30720 or 30KB (default: "
+                     "config, else 30720). [env STATEFILE_MAX_BYTES]"),
+        click.Option(["--no-fetch"], is_flag=True, default=None, help="Read the memory branch as last fetched: no "
+                     "fetch before a read in a clone whose remote holds it (the output says how old the copy is). "
+                     "[env STATEFILE_NO_FETCH]"),
         click.Option(["--json", "as_json"], is_flag=True, default=None, help="Machine-readable JSON output."),
         click.Option(["--quiet", "-q"], is_flag=True, default=None, help="Print only errors and data."),
-    ]
-
-
-_ENV = {
-    "repo": "STATEFILE_REPO",
-    "folder": "STATEFILE_DIR",
-    "repo_memory": "STATEFILE_REPO_MEMORY",
-    "no_fetch": "STATEFILE_NO_FETCH",
-    "as_json": "STATEFILE_JSON",
-    "quiet": "STATEFILE_QUIET",
-}
+    ]  # fmt: skip
 
 
 def _set_on_app(ctx: click.Context, param: click.Parameter, value: object) -> None:
@@ -139,9 +95,8 @@ def _set_on_app(ctx: click.Context, param: click.Parameter, value: object) -> No
 
 def _with_global_options(command: click.Command) -> click.Command:
     """Let ``command`` (and a group's subcommands) accept the global options after its own arguments."""
-    if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            _with_global_options(sub)
+    for sub in command.commands.values() if isinstance(command, click.Group) else ():
+        _with_global_options(sub)
     own = {param.name for param in command.params}
     for option in _global_options():
         if option.name not in own:
@@ -151,6 +106,13 @@ def _with_global_options(command: click.Command) -> click.Command:
     return command
 
 
+@functools.cache
+def _load(target: str) -> click.Command:
+    """The command ``module:attribute`` names, imported now, with the global options."""
+    module, _, attribute = target.partition(":")
+    return _with_global_options(getattr(importlib.import_module(module), attribute))
+
+
 class _LazyGroup(click.Group):
     """A group that imports a command's module only when that command is used (or listed by ``--help``)."""
 
@@ -158,29 +120,15 @@ class _LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        module, _, attribute = target.partition(":")
-        command = getattr(importlib.import_module(module), attribute)
-        if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
-            raise TypeError(f"{target} is not a click command")
-        if not getattr(command, "_statefile_globals", False):
-            _with_global_options(command)
-            command._statefile_globals = True  # type: ignore[attr-defined]
-        return command
+        return _load(COMMANDS[cmd_name]) if cmd_name in COMMANDS else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list of ``statefile --help``: each command's whole first sentence, wrapped (click cuts it at
-        about 45 characters with "...", which left most descriptions unfinished)."""
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=sys.maxsize)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        """``statefile --help``'s command list: each first sentence whole, wrapped (click cuts it with "...")."""
+        commands = [(name, _load(target)) for name, target in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(
+                [(name, cmd.get_short_help_str(limit=sys.maxsize)) for name, cmd in commands if not cmd.hidden]
+            )
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -213,10 +161,9 @@ def cli(ctx: click.Context, /, **options: Any) -> None:
 
 
 for _option in _global_options():
-    if _option.name in _ENV:
-        _option.envvar = _ENV[_option.name]
+    if _option.name in _GROUP_ENV:
+        _option.envvar = "STATEFILE_" + _option.opts[0].removeprefix("--").replace("-", "_").upper()
     cli.params.append(_option)
-
 
 if _BEFORE_LOADING is not None:
     signal.signal(signal.SIGINT, _BEFORE_LOADING)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
+from conftest import only_error_line
+from gitutil import Repos, run_statefile
 
 from statefile.app.config import OPTIONS, Config, option_docs, parse_size, resolve_config
-from statefile.errors import UsageError
+from statefile.errors import EXIT_USAGE, UsageError
 
 WORKFLOW = """\
 ---
@@ -485,3 +488,34 @@ def test_a_missing_folder_names_the_config_key(
     assert invoke(cli, ["--repo-memory", "list"]) == 3
     _, err = capfd.readouterr()
     assert "(repo-memory-dir in .statefile.toml)" in err, err
+
+
+@pytest.mark.parametrize("name", [".statefile.toml", "pyproject.toml"])
+def test_a_fifo_as_a_config_file_is_an_error_not_a_hang(initialized_repos: Repos, name: str) -> None:
+    """Found by the hostile run (issue 15): a fifo as a config file is an error not a hang."""
+    os.mkfifo(initialized_repos.work / name)
+    proc = run_statefile("list", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE
+    assert "is a FIFO, not a regular file" in only_error_line(proc) and name in proc.stderr
+
+
+def test_a_fifo_as_the_workflow_is_an_error_not_a_hang(initialized_repos: Repos) -> None:
+    """Found by the hostile run (issue 15): a fifo as the workflow is an error not a hang."""
+    workflows = initialized_repos.work / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    os.mkfifo(workflows / "autoloop.md")
+    proc = run_statefile("--repo-memory", "config", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and "FIFO" in only_error_line(proc)
+
+
+def test_a_billion_laughs_workflow_is_an_error_not_a_hang(initialized_repos: Repos) -> None:
+    """The error message printed the entry with repr(): nine levels of nine aliases is 9**9 strings."""
+    laughs = "\n".join(
+        [f"a0: &a0 [{', '.join(['lol'] * 9)}]"]
+        + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    )
+    workflows = initialized_repos.work / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "autoloop.md").write_text(f"---\n{laughs}\ntools:\n  repo-memory: *a9\n---\nbody\n")
+    proc = run_statefile("--repo-memory", "list", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and "must be mappings, got a sequence" in only_error_line(proc)

@@ -26,11 +26,11 @@ import click
 import pytest
 from click.testing import CliRunner
 from gitutil import git, make_repos
+from synthetic import synthetic_state
 
 from statefile.app.ghaw import PREPARE_DIR
 from statefile.cli import COMMANDS, cli
 from statefile.cli.run import invoke
-from statefile.model.synthetic import synthetic_state
 from statefile.store import Store
 
 _BLOCK = re.compile(r"^\s*Examples?:\s*$")

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from conftest import pinned_identity
 from gitutil import Ran, git, make_repos
+from synthetic import synthetic_state
 
 from statefile.cli import cli
 from statefile.cli.run import invoke
-from statefile.model.synthetic import synthetic_state
 from statefile.store import Store
 
 #: An SGR colour and its reset, an OSC window title ended by BEL, NUL, the one-byte C1 CSI and OSC, a right-to-left

@@ -7,10 +7,15 @@ from decimal import Decimal
 
 import click
 import pytest
+from conftest import GuardRepo, guard_run, only_error_line
+from gitutil import Repos, run_statefile
 
-from statefile.cli.support import colour_enabled, display_width, plain, plural, table
+from statefile.cli.run import colour_enabled
+from statefile.cli.support import display_width, plain, table
 from statefile.cli.types import SIZE
 from statefile.defaults import parse_size
+from statefile.errors import EXIT_USAGE
+from statefile.numbers import plural
 
 
 @pytest.mark.parametrize(
@@ -74,3 +79,23 @@ def test_sizes_on_the_command_line_parse_like_the_config(raw: str) -> None:
 def test_a_bad_size_is_a_usage_error_naming_the_example() -> None:
     with pytest.raises(click.BadParameter, match="30KB"):
         SIZE.convert("thirty", None, None)
+
+
+def test_sizes_like_30kb_work_on_the_command_line(guard_repo: GuardRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    """Guard rail (issue 13): sizes like 30kb work on the command line; the memory is left exactly as it was."""
+    for args in (
+        ["--max-bytes", "30KB", "check"],
+        ["check", "--max-bytes", "30KB"],
+        ["compact", "perf", "--max-bytes", "20KB", "--dry-run"],
+    ):
+        result = guard_run(capsys, "--remote", "origin", *args)
+        assert result.code == 0, (args, result.err)
+    bad = guard_run(capsys, "--max-bytes", "thirty", "check")
+    assert bad.code == 2 and "30KB" in bad.err
+
+
+@pytest.mark.parametrize("raw", ["9" * 309, "9" * 307 + "KB"], ids=["309-digits", "307-digits-KB"])
+def test_an_absurd_max_bytes_is_a_usage_error(initialized_repos: Repos, raw: str) -> None:
+    """float() made 309 nines infinity: OverflowError, exit 70."""
+    proc = run_statefile("--max-bytes", raw, "list", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and "at most 1,073,741,824 bytes (1 GiB)" in only_error_line(proc)

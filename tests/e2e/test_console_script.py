@@ -1,4 +1,7 @@
-"""The real console script against real repositories with a bare remote: the moments users live through."""
+"""The command line against real repositories with a bare remote: the moments users live through.
+
+Most run in-process (gitutil.run_statefile, what the console script runs, without a process's start-up); the
+smoke tests (``--version``, ``--help``, the demo, a missing repository) run the installed console script itself."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gitutil import Repos, git, make_repos, run_statefile
+from conftest import GuardRepo, refs_unchanged
+from gitutil import Repos, git, make_repos, run_console_script, run_statefile
 from upstream import meaningful, upstream_machine_state
 
 from statefile.cli.demo import sample_text
@@ -177,11 +181,11 @@ def test_invalid_utf8_on_the_branch_is_reported_not_rewritten(repos: Repos, tmp_
 
 
 def test_missing_repository_is_a_clear_error(tmp_path: Path) -> None:
-    proc = run_statefile("--repo", str(tmp_path / "nowhere"), "list", cwd=tmp_path)
+    proc = run_console_script("--repo", str(tmp_path / "nowhere"), "list", cwd=tmp_path)
     assert_clean_error(proc, 3, "nowhere")
     outside = tmp_path / "plain"
     outside.mkdir()
-    proc = run_statefile("list", cwd=outside)
+    proc = run_console_script("list", cwd=outside)
     assert_clean_error(proc, 3, "no git repository")
 
 
@@ -247,13 +251,13 @@ def test_config_reports_sources(repos: Repos) -> None:
 
 
 def test_version_help_and_demo(tmp_path: Path) -> None:
-    assert run_statefile("--version", cwd=tmp_path).stdout.startswith("statefile, version")
-    helped = run_statefile("--help", cwd=tmp_path)
+    assert run_console_script("--version", cwd=tmp_path).stdout.startswith("statefile, version")
+    helped = run_console_script("--help", cwd=tmp_path)
     for command in ("record", "report", "compact", "check", "render", "expand", "demo"):
         assert command in helped.stdout
-    record_help = run_statefile("record", "--help", cwd=tmp_path).stdout
+    record_help = run_console_script("record", "--help", cwd=tmp_path).stdout
     assert "Example:" in record_help
-    demo = run_statefile("demo", cwd=tmp_path)
+    demo = run_console_script("demo", cwd=tmp_path)
     assert demo.returncode == 0, demo.stderr
     assert "recorded iteration 41 of mid-life" in demo.stdout
     assert "recorded iteration 42 of messy" in demo.stdout
@@ -338,3 +342,31 @@ def test_one_unreadable_file_does_not_hide_the_others(repos: Repos) -> None:
     assert report["statefile"]["programs"]["good"]["size"] > 0
     compacted = sf(repos, "compact", "--all")
     assert compacted.returncode == 7 and "bad" in compacted.stderr
+
+
+class TestConsoleScript:
+    """A few representative mistakes through the installed ``statefile`` executable (not in-process)."""
+
+    def test_mistyped_program_status_and_branch(self, guard_repo: GuardRepo) -> None:
+        before = guard_repo.refs()
+        cases = [
+            (["--remote", "origin", "record", "perff", "--status", "accepted"], 3, "did you mean 'perf'?"),
+            (["--remote", "origin", "record", "perf", "--status", "acepted"], 2, "did you mean 'accepted'?"),
+            (["--branch", "memory/typo", "record", "perf", "--status", "accepted"], 3, "no memory branch memory/typo"),
+            (["record", "perf", "--status", "accepted"], 3, "pass --remote origin"),
+        ]
+        for args, code, needle in cases:
+            proc = run_console_script(*args, cwd=guard_repo.work)
+            assert proc.returncode == code, (args, proc.stderr)
+            lines = proc.stderr.strip().splitlines()
+            assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+        refs_unchanged(guard_repo, before)
+
+    def test_notes_go_to_stderr_and_colour_never_reaches_a_pipe(self, guard_repo: GuardRepo) -> None:
+        proc = run_console_script("--json", "--no-fetch", "list", cwd=guard_repo.work)
+        assert proc.returncode == 0
+        json.loads(proc.stdout)  # stdout stays data
+        assert "as last fetched" in proc.stderr
+        assert "\x1b[" not in proc.stdout + proc.stderr
+        quiet = run_console_script("-q", "list", cwd=guard_repo.work)
+        assert quiet.stderr == ""

@@ -7,7 +7,7 @@ mutant:
 
 - parsing never raises and renders back byte for byte;
 - :func:`statefile.model.document.read_machine_state` (the scheduler's fast path) agrees with the full parse;
-- compaction either fits the budget with every invariant of test_compaction_properties (exactly-once
+- compaction either fits the budget with every invariant of tests/policy/test_compaction.py (exactly-once
   coverage, verbatim archive, Machine State and maintainer text untouched, idempotence) or raises the documented
   BudgetError; its result renders and re-parses to the same document;
 - recording an iteration (the update rules) and compacting the result raise nothing but documented errors, and
@@ -27,7 +27,7 @@ import pytest
 from conftest import all_corpus_files, examples, read_raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from policy import test_compaction_properties as properties
+from policy import test_compaction as properties
 from upstream import meaningful, upstream_machine_state
 
 from statefile.app.writing import compact_program, record_iteration
@@ -38,6 +38,8 @@ from statefile.policy.compaction import CompactionPolicy, compact
 from statefile.policy.rules import RecordRequest, record
 from statefile.store import FolderStore
 from statefile.store.files import read_state_file
+
+pytestmark = pytest.mark.slow  # hypothesis over mutated corpus files
 
 CORPUS = [read_raw(path) for path in all_corpus_files()]
 BUDGETS = (30720, 8192, 3000)

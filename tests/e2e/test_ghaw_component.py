@@ -28,6 +28,7 @@ from ghaw.component import (
 )
 from ghaw.schema import tool_name, validate_component
 from ghaw.workflow import UPLOAD_AGENT_ARTIFACTS, World, compiled_safe_job
+from synthetic import synthetic_state
 
 from statefile.app.ghaw import (
     AGENT_DIR,
@@ -42,7 +43,6 @@ from statefile.app.ghaw import (
 )
 from statefile.cli import cli
 from statefile.integrations.ghaw import tool_type
-from statefile.model.synthetic import synthetic_state
 from statefile.views.hints import TOOL_NAMES
 
 # A pinned release from PyPI (tests/test_release.py checks it is the version this checkout releases).
@@ -207,7 +207,7 @@ def test_the_pre_agent_step_writes_where_the_prompt_says(component: tuple[dict[s
     assert "repo-memory:" not in frontmatter.get("tools", {}), "the component must not bring repo-memory back"
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Every file that tells a user how to install statefile or use its action.
 INSTALL_DOCS = (
     "README.md",

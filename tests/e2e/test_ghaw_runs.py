@@ -67,17 +67,20 @@ from ghaw.payloads import (
 )
 from ghaw.push_job import PushResult, patch_size
 from ghaw.workflow import BRANCH, DROP_IN_GUIDE, GH_AW, JOB_ID, Run, World, git
+from synthetic import synthetic_state
 from upstream import upstream_machine_state
 
 from e2e.test_ghaw_hostile import DANGEROUS, IMPORTANCE, SEED
 from e2e.test_ghaw_hostile import MAINTAINER_FORECLOSED as HOSTILE_FORECLOSED
 from e2e.test_ghaw_hostile import MAINTAINER_FUTURE as HOSTILE_FUTURE
 from e2e.test_ghaw_hostile import MAINTAINER_LESSONS as HOSTILE_LESSONS
-from statefile.app.ghaw import CONTEXT_ARTIFACT, CONTEXT_FILE, CONTEXT_VERSION
+from statefile.app.ghaw import CONTEXT_ARTIFACT, CONTEXT_FILE
+from statefile.app.writing import CONTEXT_VERSION
 from statefile.model.document import StateDocument
-from statefile.model.synthetic import synthetic_state
 from statefile.policy.pruning import is_important, is_pinned
 from statefile.views.hints import TOOL_NAMES
+
+pytestmark = pytest.mark.slow  # whole gh-aw runs re-stated, job by job
 
 ROUNDS = int(os.environ.get("STATEFILE_E2E_ROUNDS", "0"))
 #: How often the simulated agent reports a misspelt program (its job must fail alone, writing nothing), and how
@@ -302,7 +305,6 @@ def statefile_bin(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield server.bin_dir
 
 
-@pytest.mark.slow
 def test_lossless_path_overlapping_runs_lose_nothing(tmp_path: Path, statefile_bin: Path) -> None:
     rounds = ROUNDS or 10
     world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, {**PROGRAMS, "legacy": LEGACY}, seed=7,
@@ -563,7 +565,6 @@ def _check_hostile_round(world: World, before: dict[str, bytes], selected: str, 
             assert not is_pinned(line) and not is_important(line) and "<!--" not in line, line
 
 
-@pytest.mark.slow
 def test_lossless_path_hostile_agents_change_only_what_the_rules_allow(tmp_path: Path, statefile_bin: Path) -> None:
     rounds = ROUNDS or HOSTILE_ROUNDS
     world = World(tmp_path, "lossless", LOSSLESS_WORKFLOW, PROGRAMS, seed=23, bin_dir=statefile_bin)
@@ -677,7 +678,6 @@ def _entries(text: str) -> list[str]:
     return [m.group(0).rstrip("\n") for m in _ENTRY.finditer(text)]
 
 
-@pytest.mark.slow
 def test_drop_in_path_sequential_runs_stay_within_every_push_limit(tmp_path: Path, statefile_bin: Path) -> None:
     rounds = ROUNDS or 6
     world = World(tmp_path, "drop-in", DROP_IN_WORKFLOW, {**PROGRAMS, "legacy": LEGACY}, seed=11,
@@ -860,10 +860,11 @@ PAYLOAD_PROGRAMS = {
 #: Runs per round (their pre-steps, and their safe-output jobs, at once).
 PAYLOAD_ROUND = 4
 #: The classes whose payloads are families of one attack in many spellings (look-alike names, pin and importance
-#: marks, control characters per field, number spellings per input): by default every n-th payload of each runs
-#: (every family stays represented), and every payload with more than one call; the long runs
-#: (``STATEFILE_E2E_ROUNDS``) run them all.  The other classes always run whole.
-PAYLOAD_STRIDE = {"other-program": 2, "steering": 2, "controls": 3, "numbers": 3}
+#: marks, control characters per field, number spellings per input, context forgeries, marker copies): by default
+#: every n-th payload of each runs (every family stays represented), and every payload with more than one call; the
+#: long runs (``STATEFILE_E2E_ROUNDS``) run them all, and tests/e2e/test_ghaw_hostile.py sends every payload
+#: straight to apply.  The other classes always run whole.
+PAYLOAD_STRIDE = {"other-program": 4, "steering": 4, "controls": 6, "numbers": 6, "forged-context": 2, "markers": 2}
 #: The item markers the seed itself carries (an old entry's, and copies of some in an old entry's notes).
 _SEEDED_MARKERS: Counter[str] = Counter(m for text in SEED.values() for m in _MARKER.findall(text))
 _RUN_ATTEMPT = re.compile(rf"run {RUN_ID} attempt (\d+)")
@@ -1166,7 +1167,6 @@ def _payload_round(world: World, plans: list[_PayloadRun], required: list[str], 
             assert world.tip() == new_tip
 
 
-@pytest.mark.slow
 def test_hostile_payloads_through_whole_runs(tmp_path: Path, statefile_bin: Path) -> None:
     """Every payload an agent can make in a run, as rounds of overlapping runs of one seeded world: after every
     round the hostile rounds' invariants, commit by commit; what ingestion passed on unchanged ends as it does
@@ -1233,7 +1233,7 @@ def test_hostile_payloads_through_whole_runs(tmp_path: Path, statefile_bin: Path
                 assert plan.landed == 1, plan.out
     cleaner.shutdown()
     classes = Counter(payload.kind for payload in chosen)
-    assert len(chosen) >= 150 and set(classes) == set(CLASSES), classes
+    assert len(chosen) >= (len(PAYLOADS) if ROUNDS else 90) and set(classes) == set(CLASSES), classes
     lines = [f"  {kind}: {classes[kind]} — " + ", ".join(
         f"{ingestion} → {outcome} ×{n}" for (k, ingestion, outcome), n in sorted(table.items()) if k == kind)
         for kind in CLASSES]  # fmt: skip

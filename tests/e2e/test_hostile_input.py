@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from conftest import pinned_identity
 from gitutil import Repos, copy_repos, git, make_repos, run_statefile
+from synthetic import synthetic_state
 
 from statefile.cli import main
 from statefile.errors import EXIT_GIT, EXIT_INVALID_DATA, EXIT_USAGE
-from statefile.model.synthetic import synthetic_state
 from statefile.store import Store
 
 BRANCH = "memory/autoloop"

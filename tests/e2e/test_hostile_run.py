@@ -19,6 +19,8 @@ from hostile.inputs import CASES
 from hostile.suite import TOKEN, Case, Setup, cmd, describe, run_case, violations
 from hostile.workspace import make_repos
 
+pytestmark = pytest.mark.slow  # hundreds of console-script runs under resource limits
+
 # The commands a content case keeps here: one reader of each kind, the gate, and the main writer.
 CI_VERBS = {"show", "render", "history", "list", "check", "search", "export", "config", "record", "import"}
 GLOBAL_WITH_VALUE = {"--dir", "--repo", "--branch", "--remote", "--max-bytes"}

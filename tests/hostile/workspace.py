@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from statefile.model.synthetic import synthetic_state
+from synthetic import synthetic_state
 
 BRANCH = "memory/autoloop"
 LOCAL = f"refs/heads/{BRANCH}"

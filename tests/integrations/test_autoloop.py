@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus_params, read_raw
+from conftest import GuardRepo, corpus_params, guard_run, only_error_line, read_raw
+from gitutil import Repos, run_statefile
 
 from statefile import __version__
-from statefile.errors import UsageError
+from statefile.errors import EXIT_USAGE, UsageError
 from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_json_atomic
 from statefile.model.document import parse
 from statefile.model.template import new_state_file
@@ -40,7 +41,7 @@ UPSTREAM: dict[str, Any] = {
 
 def entry(size: int, max_bytes: int = 30720, **state: Any) -> dict[str, Any]:
     doc = parse(new_state_file("p", **state)) if state else None
-    return program_report("p", size, max_bytes, doc)
+    return program_report("p", size, max_bytes, doc.machine_state if doc else {})
 
 
 # -- program_report -------------------------------------------------------------------------------------------------
@@ -50,7 +51,7 @@ def test_program_report_reads_the_machine_state() -> None:
     doc = parse(
         new_state_file("perf", iteration_count=42, last_run="2025-01-15T12:00:00Z", paused=True, completed=False)
     )
-    assert program_report("perf", 1000, 30720, doc) == {
+    assert program_report("perf", 1000, 30720, doc.machine_state) == {
         "file": "perf.md",
         "size": 1000,
         "max": 30720,
@@ -65,7 +66,7 @@ def test_program_report_reads_the_machine_state() -> None:
 
 
 def test_a_missing_file_is_a_new_program() -> None:
-    report = program_report("new", 0, 30720, None)
+    report = program_report("new", 0, 30720, {})
     assert report["iteration_count"] == 0
     assert report["last_run"] is None
     assert report["paused"] is False
@@ -78,13 +79,13 @@ def test_a_missing_file_is_a_new_program() -> None:
     [(8000, False, False, 2000), (8001, True, False, 1999), (10000, True, False, 0), (10001, True, True, -1)],
 )
 def test_compaction_and_budget_thresholds(size: int, needs: bool, over: bool, headroom: int) -> None:
-    report = program_report("p", size, 10000, None)
+    report = program_report("p", size, 10000, {})
     assert (report["needs_compaction"], report["over_budget"], report["headroom"]) == (needs, over, headroom)
 
 
 def test_aggressive_at_moves_the_threshold() -> None:
-    assert program_report("p", 6000, 10000, None, aggressive_at=0.5)["needs_compaction"] is True
-    assert program_report("p", 6000, 10000, None, aggressive_at=0.7)["needs_compaction"] is False
+    assert program_report("p", 6000, 10000, {}, aggressive_at=0.5)["needs_compaction"] is True
+    assert program_report("p", 6000, 10000, {}, aggressive_at=0.7)["needs_compaction"] is False
 
 
 def test_a_garbled_count_reads_as_zero() -> None:
@@ -95,7 +96,7 @@ def test_a_garbled_count_reads_as_zero() -> None:
 def test_corpus_reports_agree_with_the_scheduler_view(path: Path) -> None:
     text = read_raw(path)
     doc = parse(text)
-    report = program_report(path.stem, doc.size, 30720, doc)
+    report = program_report(path.stem, doc.size, 30720, doc.machine_state)
     state = doc.machine_state
     assert report["size"] == len(path.read_bytes())
     assert report["iteration_count"] == state["iteration_count"]
@@ -233,9 +234,55 @@ def test_round_trip_of_the_schedulers_file(tmp_path: Path) -> None:
     path = tmp_path / "autoloop.json"
     path.write_text(json.dumps(UPSTREAM, indent=2))
     doc = parse(new_state_file("perf", iteration_count=3))
-    merged = merge_report(read_json_object(path), {"perf": program_report("perf", doc.size, 30720, doc)}, None)
+    merged = merge_report(
+        read_json_object(path), {"perf": program_report("perf", doc.size, 30720, doc.machine_state)}, None
+    )
     write_json_atomic(path, merged)
     again = read_json_object(path)
     assert again == merged
     assert again["state_file_size_bytes"] == doc.size
     assert again["statefile"]["programs"]["perf"]["iteration_count"] == 3
+
+
+@pytest.mark.parametrize("out", ["/dev/null", "fifo"])
+def test_report_into_something_that_is_no_file_says_so(unreadable_folder: Path, out: str) -> None:
+    """`report --out /dev/null` said "no such file" (exit 3) of a path that exists."""
+    (unreadable_folder / "linked.md").unlink()
+    path = Path(out) if out.startswith("/") else unreadable_folder.parent / out
+    if out == "fifo":
+        os.mkfifo(path)
+    proc = run_statefile("--dir", str(unreadable_folder), "report", "--out", str(path), cwd=unreadable_folder.parent)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_report_out_to_a_mistyped_path_creates_nothing(
+    guard_repo: GuardRepo, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Guard rail (issue 13): report out to a mistyped path creates nothing; the memory is left exactly as it was."""
+    wrong = tmp_path / "gh-aw" / "autolop.json"
+    result = guard_run(capsys, "--remote", "origin", "report", "--out", str(wrong))
+    assert result.code == 3 and "no such file" in result.error_line
+    assert not wrong.exists() and not wrong.parent.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('{"selected": "perf", "state_file_max_bytes": ' + "9" * 5000 + "}", "5,000 digits"),
+        ('{"selected": "perf", "x": 1e999}', "out of range"),
+    ],
+    ids=["5000-digit-number", "infinite-float"],
+)
+def test_numbers_json_cannot_hold_are_a_usage_error(
+    initialized_repos: Repos, tmp_path: Path, text: str, needle: str
+) -> None:
+    """Found by the hostile run (issue 15): numbers json cannot hold are a usage error."""
+    source = tmp_path / "autoloop.json"
+    source.write_text(text)
+    for args in (
+        ["prepare", "--autoloop-json", str(source), "--out", str(tmp_path / "out")],
+        ["report", "--out", str(source)],
+    ):
+        proc = run_statefile(*args, cwd=initialized_repos.work)
+        assert proc.returncode == EXIT_USAGE and needle in only_error_line(proc), proc.stderr
+    assert source.read_text() == text

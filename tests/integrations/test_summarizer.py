@@ -9,9 +9,14 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FIXED_NOW
 
+from statefile.app.config import resolve_config
+from statefile.app.writing import compaction_policy
+from statefile.defaults import SUMMARIZER_TIMEOUT, SUMMARY_CAP
 from statefile.errors import UsageError
 from statefile.integrations.summarizer import command_summarizer
+from statefile.policy.compaction import CompactionPolicy
 
 ENTRIES = [
     {"number": 4, "when": "2026-01-01 10:00", "status": "accepted", "metric": "12", "change": "cache", "notes": "ok"},
@@ -142,8 +147,9 @@ def test_bad_commands_and_settings_are_usage_errors() -> None:
 
 def test_plugs_into_compaction_and_falls_back() -> None:
     """A failing or verbose summarizer leaves compaction's deterministic range summary in place."""
+    from synthetic import synthetic_state
+
     from statefile.model.document import parse
-    from statefile.model.synthetic import synthetic_state
     from statefile.policy.compaction import CompactionPolicy, compact
 
     doc_text = synthetic_state("perf", iterations=30, seed=1)
@@ -159,3 +165,13 @@ def test_plugs_into_compaction_and_falls_back() -> None:
     assert results["none"] != doc_text  # entries were folded into a range line
     assert results["failing"] == results["none"] == results["verbose"]
     assert "agent summary" in results["good"]
+
+
+def test_summarizer_defaults_come_from_one_definition() -> None:
+    """As seen in issue 11: summarizer defaults come from one definition."""
+    config = resolve_config(None, {"summarizer": "llm-summarize"}, {})
+    assert config.summarizer_timeout.value == SUMMARIZER_TIMEOUT
+    summarizer = compaction_policy(config, now=FIXED_NOW).summarizer
+    assert summarizer is not None and repr(summarizer) == repr(command_summarizer("llm-summarize"))
+    assert f"timeout={SUMMARIZER_TIMEOUT:g}, cap={SUMMARY_CAP}" in repr(summarizer)
+    assert CompactionPolicy().summary_cap == SUMMARY_CAP
