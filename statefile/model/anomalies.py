@@ -62,8 +62,7 @@ def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
     for kind, count in Counter(s.kind for s in doc.sections if s.kind in SECTION_KINDS).items():
         if count > 1:
             yield Anomaly("duplicate-section", f"section '{SECTION_KINDS[kind][0][3:]}' appears {count} times")
-    unclosed = doc.unclosed_block
-    if unclosed is not None:
+    if (unclosed := doc.unclosed_block) is not None:
         yield Anomaly(
             "unclosed-block",
             f"a code fence or HTML block opened at line {unclosed + 1} is never closed: the rest of the file is code, "
@@ -121,11 +120,9 @@ def next_iteration_problem(count: int, highest: int) -> str:
     number = max(count, highest) + 1
     if number <= MAX_ITERATION:
         return ""
-    where = (
-        f"the 'Iteration Count' row says {number_text(count)}"
-        if count >= highest
-        else f"the history goes up to iteration {highest:,}"
-    )
+    where = f"the history goes up to iteration {highest:,}"
+    if count >= highest:
+        where = f"the 'Iteration Count' row says {number_text(count)}"
     return f"the next iteration would be {number_text(number)}, beyond {MAX_ITERATION:,}: {where}"
 
 
@@ -181,7 +178,7 @@ def _history_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
         yield Anomaly(
             "history-gap",
             f"no entry or range covers iterations {spans_text(gaps)} (a known gap: add "
-            f"'<!-- statefile: gap {_ack_example(gaps)} acknowledged -->' under the history heading)",
+            f"'<!-- statefile: gap {spans_text(gaps[:1])} acknowledged -->' under the history heading)",
         )
     count = doc.machine_state.get("iteration_count")
     if isinstance(count, int) and covered and count != top:
@@ -206,8 +203,3 @@ def history_gaps(doc: StateDocument, covered: list[Span] | None = None) -> tuple
         return [], []
     open_gaps = missing(covered + acknowledged_gaps(doc), top)
     return open_gaps, missing(covered + open_gaps, top)
-
-
-def _ack_example(gaps: list[Span]) -> str:
-    first, last = gaps[0]
-    return str(first) if first == last else f"{first}–{last}"

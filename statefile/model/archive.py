@@ -172,8 +172,7 @@ def _units(chunk: str) -> list[str]:
 def _take(text: str, room: int) -> tuple[str, str]:
     """The longest head of whole lines (or of a first line's characters) that fits ``room`` bytes, and the rest."""
     lines = split_lines(text[: room + 2])
-    size = 0
-    taken = 0
+    size = taken = 0
     for line in lines:
         if size + utf8_size(line) > room:
             break
@@ -219,14 +218,12 @@ def find_iteration_in_parts(read: Callable[[int], str], count: int, number: int)
     starts in and its whole text, joined across parts; parts are read newest first, only as needed."""
     for index in range(count - 1, -1, -1):
         text = read(index)
-        found = find_iteration(text, number)
-        if found is None:
+        if (found := find_iteration(text, number)) is None:
             continue
         whole, part = found, text
         following = index + 1
         while part.endswith(found) and following < count:
-            piece = continuation(read(following))
-            if piece is None:
+            if (piece := continuation(read(following))) is None:
                 break
             whole += piece[0]
             if piece[1]:

@@ -154,8 +154,7 @@ def outline(text: str, *, lists: bool = True) -> tuple[Block, ...]:
 
     ``lists=False`` runs only :func:`scan_blocks`'s rules (items and quotes read as paragraphs).  Cached by text.
     """
-    found = _outlines.get((text, lists))
-    if found is None:
+    if (found := _outlines.get((text, lists))) is None:
         found = _outline(text, lists)
         _outlines.put((text, lists), found)
     return found

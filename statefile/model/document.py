@@ -21,7 +21,7 @@ from statefile.model.blocks import ITEM, PARAGRAPH, BlockScan, Heading, content_
 from statefile.model.history import Entry, Iteration, IterationRange
 from statefile.model.patterns import entry_title, is_bullet_entry, is_entry_heading, is_placeholder, lesson_key
 from statefile.model.sections import CANONICAL_ORDER, SECTION_KINDS, Section, section_kind
-from statefile.model.text import detect_newline, line_body, split_lines, utf8_size
+from statefile.model.text import clip, detect_newline, line_body, split_lines, utf8_size
 
 if TYPE_CHECKING:
     from statefile.model.machine_state import CellValue
@@ -109,8 +109,7 @@ class StateDocument:
     @cached_property
     def _history_layout(self) -> tuple[int, bool] | None:
         """The index of the section holding the history's entries, and whether it is another (``misplaced``) one."""
-        index = self._index("history")
-        if index is not None:
+        if (index := self._index("history")) is not None:
             return index, False
         for index, section in enumerate(self._sections):  # agents have dropped the history heading: entries elsewhere
             never = section.kind in ("machine_state", "title", "preamble")
@@ -240,8 +239,7 @@ class StateDocument:
 
     def _with_section(self, kind: str) -> tuple[StateDocument, int]:
         """This document with a section of ``kind`` (heading + blank line, in canonical position), and its index."""
-        found = self._index(kind)
-        if found is not None:
+        if (found := self._index(kind)) is not None:
             return self, found
         nl = self.newline
         heading, _ = SECTION_KINDS[kind]
@@ -273,8 +271,7 @@ class StateDocument:
     def require_closed_blocks(self, action: str) -> None:
         """Raise InvalidDataError when the file has an :attr:`unclosed_block`: an edit there would change what the
         rest of the file means.  ``action`` says what was refused (``"record an iteration"``)."""
-        line = self.unclosed_block
-        if line is not None:
+        if (line := self.unclosed_block) is not None:
             raise InvalidDataError(
                 f"cannot {action}: a code fence or HTML block opened at line {line + 1} is never closed, so the rest "
                 "of the file is code to markdown; close it (e.g. a ``` line where the code ends), then retry"
@@ -290,7 +287,9 @@ class StateDocument:
         lines = list(doc._sections[index].lines)
         nl = doc.newline
         if not machine_state.table_rows(lines) and not any("|" in line for line in lines):
-            lines = _append_block(lines, machine_state.new_table({}, nl), nl)
+            end = content_end(lines)
+            lines = _ended(lines, end, nl)
+            lines[end:end] = [nl, *machine_state.new_table({}, nl)]
         for name, value in fields.items():
             lines = machine_state.with_row(lines, machine_state.label_for(name), machine_state.cell_text(value), nl)
         canonical = SECTION_KINDS["machine_state"][0]
@@ -348,6 +347,10 @@ class StateDocument:
         """A copy with a bullet appended to Future Directions."""
         return self.with_items("future", [text])
 
+    def with_priority(self, text: str) -> StateDocument:
+        """A copy with a bullet appended to Current Priorities."""
+        return self.with_items("priorities", [text])
+
     def with_items(self, kind: str, texts: Sequence[str]) -> StateDocument:
         """A copy with one bullet per text appended to the list section ``kind`` (``lessons``, ``foreclosed``,
         ``future``, ``priorities``), in one pass: linear in the texts, however many there are.
@@ -360,7 +363,10 @@ class StateDocument:
         for text in texts:
             key = lesson_key(text) if kind == "lessons" else " ".join(text.split())
             if not key:
-                raise UsageError(f"empty {'lesson' if kind == 'lessons' else kind + ' bullet'}; give its text")
+                what = "lesson" if kind == "lessons" else f"{kind} bullet"
+                if text.strip():  # only marks: say so, "empty" would not be true of "(from me)" or "📌"
+                    raise UsageError(f"{what} {clip(text, 60)!r} has only marks (pin, expiry, origin); give its words")
+                raise UsageError(f"empty {what}; give its text")
             if kind != "lessons" or key not in seen:
                 seen.add(key)
                 new.append(text)
@@ -405,13 +411,6 @@ def _ended(lines: list[str], at: int, nl: str) -> list[str]:
     if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
         lines[at - 1] += nl
     return lines
-
-
-def _append_block(lines: list[str], block: list[str], nl: str) -> list[str]:
-    end = content_end(lines)
-    out = _ended(list(lines), end, nl)
-    out[end:end] = [nl, *block]
-    return out
 
 
 def parse(text: str) -> StateDocument:

@@ -137,8 +137,7 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
         if not stripped.startswith("**"):
             continue
         for part in _FIELD_SPLIT.split(stripped):
-            match = _FIELD.match(part)
-            if match:
+            if match := _FIELD.match(part):
                 label = match.group(1).strip().rstrip(":").strip().lower()
                 fields.setdefault(label, match.group(2).strip())
     when = pat.WHEN.search(title)
@@ -202,14 +201,9 @@ def render_iteration(
         parts = (("previous best", previous_best), ("delta", delta))
         extra = [f"{name}: {value}" for name, value in parts if value is not None]
         lines.append(f"- **Metric**: {one_line(metric)}" + (f" ({', '.join(extra)})" if extra else ""))
-    if commit:
-        lines.append(f"- **Commit**: {one_line(commit)}")
-    if pr:
-        lines.append(f"- **PR**: {one_line(pr)}")
-    if ci_fix_attempts > 0:
-        lines.append(f"- **CI fix attempts**: {ci_fix_attempts}")
-    if notes:
-        lines.append(f"- **Notes**: {one_line(notes)}")
+    attempts = str(ci_fix_attempts) if ci_fix_attempts > 0 else None
+    optional = (("Commit", commit), ("PR", pr), ("CI fix attempts", attempts), ("Notes", notes))
+    lines.extend(f"- **{label}**: {one_line(value)}" for label, value in optional if value)
     if trailer:
         lines.append(one_line(trailer))
     return newline.join([*lines, "", ""])

@@ -41,10 +41,9 @@ def with_items(lines: list[str], texts: Sequence[str], newline: str) -> list[str
         return list(lines)
     found = items(lines)
     out = list(lines)
-    placeholders = [item for item in found if item.is_placeholder]
-    if placeholders:
-        item = placeholders[0]
-        out[item.start : item.end] = new
+    placeholder = next((item for item in found if item.is_placeholder), None)
+    if placeholder is not None:
+        out[placeholder.start : placeholder.end] = new
         return out
     at = found[-1].end if found else content_end(out)  # after the last bullet, else a blank line after the content
     if at >= 1 and not out[at - 1].endswith(("\n", "\r")):

@@ -79,8 +79,7 @@ def _cells(line: str) -> tuple[str, str] | None:
     body = line_body(line)
     if not body.lstrip().startswith("|") or _SEPARATOR.match(body):
         return None
-    match = _ROW.match(body)
-    if not match:
+    if not (match := _ROW.match(body)):
         return None
     label, value = match.group(2).strip(), match.group(4).strip()
     return (label, value) if label and label.lower() != "field" else None
@@ -129,19 +128,13 @@ def with_row(lines: list[str], label: str, value: str, newline: str) -> list[str
     return out
 
 
-def _value_padding(tail: str) -> str:
-    """The row's space before the closing pipe, or none, but not column padding that no longer aligns."""
-    stripped = tail.lstrip(" \t")
-    return (" " if stripped != tail else "") + stripped
-
-
 def _new_row(lines: list[str], template: Row | None, label: str, value: str, newline: str) -> str:
-    if template is not None:
-        match = _ROW.match(line_body(lines[template.index]))
-        if match:
-            tail = _value_padding(match.group(5))
-            ending = line_ending(lines[template.index]) or newline
-            return f"{match.group(1)}{label}{match.group(3)}{value}{tail}{ending}"
+    if template is not None and (match := _ROW.match(line_body(lines[template.index]))):
+        # The space before the closing pipe, or none, but not column padding that no longer aligns.
+        stripped = match.group(5).lstrip(" \t")
+        tail = (" " if stripped != match.group(5) else "") + stripped
+        ending = line_ending(lines[template.index]) or newline
+        return f"{match.group(1)}{label}{match.group(3)}{value}{tail}{ending}"
     return f"| {label} | {value} |{newline}"
 
 

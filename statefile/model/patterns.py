@@ -114,8 +114,7 @@ def _word(text: str) -> str:
 def status_of(text: str) -> str | None:
     """The status a text states first, as a word: a glyph and a word are the word (``⏳ Pending CI`` →
     ``pending-ci``), a glyph alone its own (``✅`` → ``accepted``); ``None`` when it states none."""
-    match = _STATUS_TOKEN.search(text)
-    if match is None:
+    if (match := _STATUS_TOKEN.search(text)) is None:
         return None
     glyph = match.group(1)
     if glyph is None:

@@ -21,10 +21,7 @@ SECTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
         "## 🚧 Foreclosed Avenues",
         ("foreclosed avenues", "foreclosed", "ruled out avenues", "ruled out", "dead ends"),
     ),
-    "future": (
-        "## 🔭 Future Directions",
-        ("future directions", "future work", "future ideas", "next steps"),
-    ),
+    "future": ("## 🔭 Future Directions", ("future directions", "future work", "future ideas", "next steps")),
     "history": (
         "## 📊 Iteration History",
         ("iteration history", "history", "iteration log", "iterations", "recent iterations", "iteration record"),
@@ -36,8 +33,7 @@ MAINTAINER_OWNED: frozenset[str] = frozenset({"title", "preamble", "program_info
 # (name, kind), longest name first: the most specific name decides.
 _NAMES: tuple[tuple[str, str], ...] = tuple(
     sorted(
-        ((name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names),
-        key=lambda pair: -len(pair[0]),
+        ((name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names), key=lambda pair: -len(pair[0])
     )
 )
 

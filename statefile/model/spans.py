@@ -16,8 +16,7 @@ def merge(spans: Iterable[Span]) -> list[Span]:
     out: list[Span] = []
     for first, last in sorted(spans):
         if out and first <= out[-1][1] + 1:
-            if last > out[-1][1]:
-                out[-1] = (out[-1][0], last)
+            out[-1] = (out[-1][0], max(out[-1][1], last))
         else:
             out.append((first, last))
     return out

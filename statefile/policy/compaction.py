@@ -270,8 +270,7 @@ class _Compactor:
         primary_of = {detail.pos: primary for detail, primary in history.dropped}
         after: dict[int, list[tuple[str, bool]]] = defaultdict(list)
         for pos, above in history.anchor.items():
-            anchor = primary_of.get(above, above)
-            after[where.get(anchor, -1)].append((history.raws[pos], pos == last_pos))
+            after[where.get(primary_of.get(above, above), -1)].append((history.raws[pos], pos == last_pos))
         ordered = list(after.get(-1, []))
         for index, (_, text, spaced) in enumerate(texts):
             ordered.append((text, spaced))
@@ -346,9 +345,8 @@ class _Compactor:
             if line in bounds:
                 k, item = bounds[line]
                 line = start + item.end
-                if k in plan.remove:
-                    continue
-                out.extend(split_lines(plan.rewrite.get(k, texts[k])))
+                if k not in plan.remove:
+                    out.extend(split_lines(plan.rewrite.get(k, texts[k])))
                 continue
             text = self.lines[line]
             line += 1
@@ -379,8 +377,7 @@ class _Compactor:
         edits: list[tuple[int, int, str]] = []
         # The history depends on these limits only: a last-resort step on the lists does not re-plan it.
         key = (params.keep, params.max_ranges, params.text_cap, params.force_render, summarize)
-        planned = self._histories.get(key)
-        if planned is None:
+        if (planned := self._histories.get(key)) is None:
             part = _Candidate("", 0, [], [], [], [])
             planned = self._histories[key] = (self._history_text(params, part, summarize), part)
         history_text, part = planned
@@ -388,9 +385,8 @@ class _Compactor:
         if self.history is not None and history_text is not None and history_text != self.history.original:
             edits.append((*self.history.region, history_text))
         if self.lessons is not None:
-            texts = self.lessons[2]
             plan = pruning.plan_list(
-                texts,
+                self.lessons[2],
                 "lesson",
                 collapse=params.collapse_lessons or params.max_lessons is not None,
                 similarity=policy.lesson_similarity,
@@ -418,8 +414,7 @@ class _Compactor:
             out: list[str] = []
             at = 0
             for start, end, text in sorted(edits):
-                out.append("".join(self.lines[at:start]))
-                out.append(text)
+                out += ["".join(self.lines[at:start]), text]
                 at = end
             out.append("".join(self.lines[at:]))
             candidate.text = "".join(out)
@@ -494,8 +489,7 @@ def compact(
             params, candidate = _prune_lists(work, params, candidate)
     ceiling, folded_newest = params, False
     while candidate.size > policy.max_bytes:
-        step = _last_resort_step(work, replace(params, why=_OVER_BUDGET), candidate)
-        if step is None:
+        if (step := _last_resort_step(work, replace(params, why=_OVER_BUDGET), candidate)) is None:
             break
         last_resort = True
         folded_newest = folded_newest or (params.keep > 0 and step.keep == 0)

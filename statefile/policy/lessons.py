@@ -196,10 +196,6 @@ def add_lesson(
     return doc.with_lesson(words)
 
 
-def _tombstone_id(text: str, reason: str, removed: str) -> str:
-    return hashlib.sha256(encode(f"{removed}\n{reason}\n{text}")).hexdigest()[:12]
-
-
 def remove_lesson(
     doc: StateDocument, selector: int | str, *, reason: str, today: date | str
 ) -> tuple[StateDocument, str]:
@@ -212,11 +208,9 @@ def remove_lesson(
     section = doc.section("lessons")
     assert section is not None
     text = "".join(_lesson_lines(item.text, "\n"))
-    replacement = (
-        [f"- *(none yet)*{doc.newline}"] if len(lessons(doc)) == 1 else []
-    )  # the last one leaves a placeholder
+    replacement = [f"- *(none yet)*{doc.newline}"] if len(lessons(doc)) == 1 else []  # the last: a placeholder
     new = doc.with_lines(section.start + item.start, section.start + item.end, replacement)
-    ident = _tombstone_id(text, reason, removed)
+    ident = hashlib.sha256(encode(f"{removed}\n{reason}\n{text}")).hexdigest()[:12]
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     body = (
@@ -340,10 +334,8 @@ def _with_pin(doc: StateDocument, selector: int | str, *, pinned: bool) -> State
     if is_pinned(item.text) == pinned or section is None:
         return doc
     lines = split_lines(item.text)
-    bullet = _BULLET.match(lines[0])
-    assert bullet is not None
     if pinned:
-        lines[0] = bullet.group(1) + f"{PIN} " + lines[0][bullet.end() :]
+        lines[0] = _BULLET.sub(rf"\g<1>{PIN} ", lines[0], count=1)
     else:
         lines = [PIN_MARK.sub("", line) for line in lines]
     return doc.with_lines(section.start + item.start, section.start + item.end, lines)

@@ -118,9 +118,7 @@ def split_tail(raw: str) -> tuple[str, str]:
     return "".join(lines[:cut]), "".join(lines[cut:])
 
 
-def _resolve_duplicates(
-    details: list[Detail],
-) -> tuple[list[tuple[Detail, int]], list[BaseBand], list[Detail]]:
+def _resolve_duplicates(details: list[Detail]) -> tuple[list[tuple[Detail, int]], list[BaseBand], list[Detail]]:
     """Entries sharing iteration numbers: keep the complete one, or fold them all into one band."""
 
     def links() -> Iterator[tuple[int, int]]:
@@ -172,15 +170,13 @@ def _absorb(bands: list[BaseBand], free: list[Detail]) -> tuple[list[BaseBand], 
         remaining: list[Detail] = []
         widened = False
         for detail in free:
-            hit = None
-            for n in detail.entry.covers:
-                k = bisect_right(starts, n) - 1
-                if k >= 0 and bands[k].last >= n:
-                    hit = bands[k]
-                    break
-            if hit is None:
+            at = next(
+                (k for n in detail.entry.covers if (k := bisect_right(starts, n) - 1) >= 0 and bands[k].last >= n), -1
+            )
+            if at < 0:
                 remaining.append(detail)
                 continue
+            hit = bands[at]
             hit.entries.append(detail)
             if detail.low < hit.first or detail.high > hit.last:
                 hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.high)
@@ -214,8 +210,7 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
         sequence.extend(_chunks(run, band_span))
     index = 0
     while index < len(sequence) - 1:
-        joined = _joined(sequence[index], sequence[index + 1], band_span)
-        if joined is not None:
+        if (joined := _joined(sequence[index], sequence[index + 1], band_span)) is not None:
             sequence[index : index + 2] = [joined]
         index += 1
     # Merge the pair covering the fewest numbers whose band is no broader than the group older than it (a binary

@@ -48,8 +48,7 @@ def is_important(text: str) -> bool:
 
 def expiry(text: str) -> date | None:
     """The date in ``(expires YYYY-MM-DD)``, or ``None`` (also for an impossible date)."""
-    match = _EXPIRES.search(text)
-    if not match:
+    if not (match := _EXPIRES.search(text)):
         return None
     try:
         return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
@@ -146,9 +145,7 @@ def _collapse_duplicates(
         members = [live[k] for k in group]
         pinned = [i for i in members if is_pinned(texts[i])]
         if pinned:
-            for i in members:
-                if i not in pinned:
-                    plan.remove[i] = f"duplicate of a pinned {noun}"
+            plan.remove.update({i: f"duplicate of a pinned {noun}" for i in members if i not in pinned})
             continue
         # The newest maintainer bullet stands for the group: an agent's never replaces a maintainer's words.
         keep = max(members, key=lambda i: (not patterns.is_agent_bullet(texts[i]), age[i]))

@@ -55,8 +55,7 @@ def agent_summary(text: str) -> str:
     ``-- 2026-05-16 -- ✅ (metrics 551->578%): Cache rows`` → ``Cache rows`` (glyphs in its prose stay)."""
     rest = " ".join(text.split())
     while rest:
-        opened = _HEAD_BAND_OPEN.match(rest)
-        if opened:
+        if opened := _HEAD_BAND_OPEN.match(rest):
             rest = rest[opened.end() :].removesuffix(")")
             continue
         match = _HEAD_FRAGMENT.match(rest)
@@ -134,10 +133,8 @@ def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str
             dates.append(entry.when[:10])
         if before is None:
             before = number_text(entry.previous_best)
-        if entry.status == "accepted":
-            value = number_text(entry.metric)
-            if value is not None:
-                accepted.append(value)
+        if entry.status == "accepted" and (value := number_text(entry.metric)) is not None:
+            accepted.append(value)
     if before is None and accepted:
         before = accepted[0]
     after = reduce(lambda best, value: _better(best, value, direction), accepted, before)
@@ -150,8 +147,7 @@ def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str
 def parse_canonical(heading: str) -> Band | None:
     """The band of a canonical range line statefile wrote, in the current shape or the earlier one (``None`` for
     any other line)."""
-    match = pat.RANGE_LINE.match(heading.rstrip("\r\n"))
-    if not match:
+    if not (match := pat.RANGE_LINE.match(heading.rstrip("\r\n"))):
         return None
     fields = match.group(3).split(SEP)
     if not pat.RANGE_ARCHIVE_FIELD.match(fields[-1]):
@@ -194,8 +190,7 @@ def _count(counts: list[int], text: str) -> None:
 def band_from_range(entry: IterationRange) -> Band:
     """The band an existing range line stands for: exactly if statefile wrote it, else the agent's words, dates and
     metric band (no counts)."""
-    canonical = parse_canonical(entry.heading)
-    if canonical is not None:
+    if (canonical := parse_canonical(entry.heading)) is not None:
         return canonical
     summary = agent_summary(entry.summary)
     metrics = number_text(entry.metric_from), number_text(entry.metric_to)
@@ -261,9 +256,7 @@ def render_band(
     if counts and band.uncounted:
         counts += f" (+{band.uncounted} uncounted)"
     has_metric = band.metric_from is not None and band.metric_to is not None
-    head = counts
-    if has_metric:
-        head = f"{head} (metrics {band.metric_from}→{band.metric_to})".lstrip()
+    head = f"{counts} (metrics {band.metric_from}→{band.metric_to})".lstrip() if has_metric else counts
     summary = join_parts(band.parts, text_cap)
     if summary and not has_metric:  # an arrow between numbers would read as the band
         summary = pat.ARROW_BAND.sub(r"\1 to \2", summary)

@@ -153,8 +153,7 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
     fixes: list[Fix] = []
     skip: set[int] = set()
     while True:
-        pair = _next_duplicate(doc, skip)
-        if pair is None:
+        if (pair := _next_duplicate(doc, skip)) is None:
             return doc, archived, fixes
         first_index, copy_index = pair
         first, copy = doc.sections[first_index], doc.sections[copy_index]
@@ -173,11 +172,8 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
             new = _append_blocks(
                 _without_section(doc, copy_index), first_index, missing, list_kind=copy.kind in _LIST_KINDS
             )
-            moved = (
-                f"{plural(len(missing), 'block')} it alone had moved into the first"
-                if missing
-                else "the first has all of it"
-            )
+            alone = f"{plural(len(missing), 'block')} it alone had moved into the first"
+            moved = alone if missing else "the first has all of it"
         if not _sound(doc, new, removed=1):  # it would change more than the copy (half a fence): left
             skip.add(copy.start)
             continue
@@ -291,10 +287,7 @@ def _rewrite_entries(doc: StateDocument, fn: Callable[[list[str]], list[str]]) -
 
 def _drop_duplicate_entries(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
     entries = doc.history
-    complete: set[int] = set()
-    for entry in entries:
-        if isinstance(entry, Iteration) and not entry.partial:
-            complete.update(entry.covers)
+    complete = {n for entry in entries if isinstance(entry, Iteration) and not entry.partial for n in entry.covers}
     seen: set[str] = set()
     drop: set[int] = set()
     fixes: list[Fix] = []

@@ -160,12 +160,11 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     if now.utcoffset() is None:
         raise UsageError("'now' has no timezone; pass an aware UTC time")
     target_given = _decimal(req.target_metric) if req.target_metric is not None else None
-    if doc is None:
+    base = doc
+    if base is None:
         cell = format_number(target_given) if target_given is not None else None
         created = {"metric_direction": req.metric_direction or "higher", "target_metric": cell}
         base = parse(new_state_file(program, goal=req.goal, metric=req.metric_name, **created))
-    else:
-        base = doc
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
     for problem in count_row_problems(base):  # "abc" reads as 0: the count it stood for would be written over
@@ -189,8 +188,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         fields["Target Metric"] = format_number(target_given)
     # A cell of glyphs only ("✅✅❌", no commas) is one item to the scheduler; it stands for those statuses.
     previous = [word for item in state.get("recent_statuses", []) for word in statuses_in_cell(item) or [item]]
-    statuses = [*previous, req.status][-RECENT_STATUSES_KEPT:]
-    fields["Recent Statuses"] = statuses
+    fields["Recent Statuses"] = [*previous, req.status][-RECENT_STATUSES_KEPT:]
     errors = machine_state.count_field(state, "consecutive_errors")
     if req.status == "accepted":
         fields.update({"Consecutive Errors": 0, "Paused": False, "Pause Reason": None})
@@ -292,8 +290,7 @@ def recorded_iteration(doc: StateDocument) -> int:
 
 def _iteration_number(doc: StateDocument, req: RecordRequest, count: int, program: str) -> int:
     if req.iteration is None:  # one past both the count and the history, whichever lags
-        problem = next_iteration_problem(count, doc.highest_iteration)
-        if problem:
+        if problem := next_iteration_problem(count, doc.highest_iteration):
             raise InvalidDataError(f"in '{program}', {problem}; correct it with 'statefile edit {program}'")
         return max(count, doc.highest_iteration) + 1
     for entry in doc.history:
@@ -320,17 +317,15 @@ def _later_run(current: Any, at: datetime) -> str:
 def _changed_fields(doc: StateDocument, fields: dict[str, Any]) -> dict[str, Any]:
     """Only the rows whose text would change, so an unchanged row keeps its exact bytes (padding included)."""
     section = doc.section("machine_state")
-    current = (
-        {row.key: row.value for row in machine_state.table_rows(list(section.lines))} if section is not None else {}
-    )
-    changed: dict[str, Any] = {}
-    for label, value in fields.items():
-        key = machine_state.field_key(label)
-        if key not in current and value is None:
-            continue  # a missing row already reads as "none"; do not add rows that say nothing
-        if current.get(key) != machine_state.cell_text(value):
-            changed[label] = value
-    return changed
+    rows = machine_state.table_rows(list(section.lines)) if section is not None else []
+    current = {row.key: row.value for row in rows}
+    # A missing row already reads as "none": do not add rows that say nothing.
+    return {
+        label: value
+        for label, value in fields.items()
+        if (key := machine_state.field_key(label)) in current or value is not None
+        if current.get(key) != machine_state.cell_text(value)
+    }
 
 
 def parse_metric(text: str, what: str) -> Decimal:
@@ -348,8 +343,7 @@ def parse_metric(text: str, what: str) -> Decimal:
 
 def _table_number(state: dict[str, Any], key: str, program: str) -> Decimal | None:
     """A number the rules compare against; one no measurement could be is an error in the file."""
-    problem = number_row_problem(state, key)
-    if problem:
+    if problem := number_row_problem(state, key):
         raise _unreadable_row(program, problem)
     return leading_number(state.get(key))
 
@@ -360,9 +354,7 @@ def _unreadable_row(program: str, problem: str) -> InvalidDataError:
 
 def _decimal(value: float | Decimal) -> Decimal:
     """A float by its shortest round-tripping text (0.93, not 0.9300000000000000488…), so differences are exact."""
-    if isinstance(value, Decimal):
-        return value
-    return Decimal(repr(float(value)))
+    return value if isinstance(value, Decimal) else Decimal(repr(float(value)))
 
 
 def format_number(value: Decimal) -> str:

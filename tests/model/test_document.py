@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from upstream import meaningful, upstream_machine_state
 
 import statefile
+from statefile.errors import UsageError
 from statefile.model.document import parse
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 from statefile.model.template import new_state_file
@@ -592,3 +593,20 @@ def test_cells_that_say_none_on_purpose_are_not_refused() -> None:
     for cell in ("—", "-", "n/a", "— (CI failed)", "none", "null"):
         doc = parse(new_state_file("perf").replace("| Best Metric | — |", f"| Best Metric | {cell} |"))
         assert not [w for w in doc.warnings if w.code == "implausible-machine-state"], cell
+
+
+def test_a_lesson_of_only_marks_is_refused_as_such_not_as_empty() -> None:
+    """Cold review: `record --lesson "(from me)"` said "empty lesson", which was not true of what was typed."""
+    doc = parse("# Autoloop: perf\n\n## 📚 Lessons Learned\n\n- one\n")
+    for text in ("(from me)", "📌"):
+        with pytest.raises(UsageError, match="has only marks") as raised:
+            doc.with_lesson(text)
+        assert repr(text) in str(raised.value)
+    with pytest.raises(UsageError, match="empty lesson"):
+        doc.with_lesson("   ")
+
+
+def test_with_priority_appends_to_current_priorities() -> None:
+    """The Python API's priority editor (a cold review found it dropped with the rename to with_*)."""
+    doc = parse("# Autoloop: perf\n\n## 🎯 Current Priorities\n\n- first\n").with_priority("second")
+    assert [item.text for item in doc.list_items("priorities")] == ["- first\n", "- second\n"]
