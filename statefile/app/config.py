@@ -44,17 +44,12 @@ class Setting(Generic[T]):
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: its name, default, documentation, parser, and the ``tools.repo-memory`` key that sets it."""
+    """One setting: its name, default, parser, and the ``tools.repo-memory`` key that sets it (its doc: ``_DOCS``)."""
 
     name: str
     default: object
     parse: Callable[[object], object]
     frontmatter_key: str | None = None
-
-    @property
-    def doc(self) -> str:
-        """What the option is for, as ``statefile config`` and docs/configuration.md say it."""
-        return _DOCS[self.name]
 
     @property
     def key(self) -> str:
@@ -203,7 +198,7 @@ class Config:
 
 def option_docs() -> list[tuple[str, str, str, object, str]]:
     """``(key, flag, environment variable, default, doc)`` for every option: help texts, docs/configuration.md."""
-    return [(o.key, f"--{o.key}", o.env, o.default, o.doc) for o in OPTIONS]
+    return [(o.key, f"--{o.key}", o.env, o.default, _DOCS[o.name]) for o in OPTIONS]
 
 
 def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[str, str]) -> Config:
@@ -320,8 +315,7 @@ def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, ob
 
 
 def _repo_memory_entries(path: Path, source: str) -> list[tuple[dict[str, Any], str]]:
-    """A workflow's repo-memory entries and their ids (as gh-aw's ``repo_memory.go``: ``default`` unless in a list);
-    none when the frontmatter is not YAML, as not every markdown file under workflows is a gh-aw workflow."""
+    """Repo-memory entries and ids as gh-aw's ``repo_memory.go`` reads them; none from a file that is no workflow."""
     import frontmatter
     import yaml
 

@@ -10,6 +10,7 @@ import difflib
 import functools
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timezone
@@ -32,7 +33,6 @@ from statefile.store import Store
 from statefile.store.files import read_state_file
 from statefile.store.names import case_twins
 from statefile.views.charts import metric_sparkline, trend_line
-from statefile.views.describe import describe
 from statefile.views.hints import CLI, Hints
 from statefile.views.history import ProgramHistory, history_rows, state_events
 from statefile.views.render import RenderedView, render_view
@@ -168,7 +168,20 @@ def describe_target(app: AppContext, target: str) -> dict[str, Any]:
     when it is near in the branch history (a file has none)."""
     on_disk = is_path_argument(target)
     doc = read_state_file(Path(target), app.config().max_bytes.value) if on_disk else read_program(app.reader(), target)
-    info = describe(doc)
+    kinds = Counter(entry.kind for entry in doc.history)
+    info: dict[str, Any] = {
+        "size_bytes": doc.size,
+        "sections": [{"kind": s.kind, "title": s.title, "line": s.start + 1, "bytes": s.size} for s in doc.sections],
+        "machine_state": doc.machine_state,
+        "history": {
+            "iterations": kinds["iteration"],
+            "ranges": kinds["range"],
+            "other": len(doc.history) - kinds["iteration"] - kinds["range"],
+            "highest_iteration": doc.highest_iteration,
+            "newest": doc.history[0].heading if doc.history else None,
+        },
+        "warnings": [str(w) for w in doc.warnings],
+    }
     for event, reason in (("paused", "pause_reason"), ("completed", "completed_reason")):
         if doc.machine_state.get(event):
             since = None if on_disk else state_began(app.reader(), target, event)
@@ -208,12 +221,9 @@ def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict
     for name in sorted({*files, *broken}):
         text = None if name in broken else texts.get(name)
         state = read_machine_state(text) if text is not None else {}
-        if name in broken:
-            status = "unreadable"  # one unreadable file must not hide the others
-        elif state.get("completed") or state.get("paused"):
-            status = "completed" if state.get("completed") else "paused"
-        else:
-            status = (state.get("recent_statuses") or ["new"])[-1]
+        halted = "completed" if state.get("completed") else "paused" if state.get("paused") else None
+        # One unreadable file must not hide the others.
+        status = "unreadable" if name in broken else halted or (state.get("recent_statuses") or ["new"])[-1]
         size = files.get(name, 0)
         row = {"program": name, "size": size, "percent_of_budget": percent(size, store.max_bytes)}
         rows.append(row | {key: state.get(key) for key in ("iteration_count", "last_run", "best_metric")}
@@ -396,12 +406,11 @@ def build_report(app: AppContext, out: Path | None, *, program: str | None, all_
         raise UsageError("give --program or --all, not both")
     if out is not None and not out.is_file():
         # /dev/null or a folder is no autoloop.json; a mistyped path must not leave a file the scheduler never reads.
-        what = "not a regular file" if out.exists() else "no such file"
-        upstream = "check the path (the upstream one is /tmp/gh-aw/autoloop.json)"
-        fix = "pass that file's path" if out.exists() else upstream
-        error = UsageError if out.exists() else NotFoundError
-        raise error(f"--out {out}: {what}; report merges sizes into the autoloop.json the scheduler wrote — {fix}, "
-                    "or leave out --out to print the merged JSON")  # fmt: skip
+        exists = out.exists()
+        what = "not a regular file" if exists else "no such file"
+        fix = "pass that file's path" if exists else "check the path (the upstream one is /tmp/gh-aw/autoloop.json)"
+        raise (UsageError if exists else NotFoundError)(f"--out {out}: {what}; report merges sizes into the "
+              f"autoloop.json the scheduler wrote — {fix}, or leave out --out to print the merged JSON")  # fmt: skip
     aggressive_at = float(app.config().aggressive_at.value)
     store, globs = app.reader(require_branch=False), app.globs
     existing = read_json_object(out) if out is not None else {}
@@ -423,10 +432,9 @@ def build_report(app: AppContext, out: Path | None, *, program: str | None, all_
         raise errors.get(selected) or InvalidDataError(broken[selected])
     entries: dict[str, dict[str, Any]] = {}
     for name in names + ([name for name in broken if name not in names] if everything else []):
-        text = texts.get(name)
+        text = None if name in broken else texts.get(name)
         state = read_machine_state(text) if text is not None else {}
-        report = program_report(name, sizes.get(name, 0), store.max_bytes, {} if name in broken else state,
-                                aggressive_at=aggressive_at)  # fmt: skip
+        report = program_report(name, sizes.get(name, 0), store.max_bytes, state, aggressive_at=aggressive_at)
         entries[name] = report | ({"error": broken[name]} if name in broken else {})
     merged = merge_report(existing, entries, selected if isinstance(selected, str) else None)
     if out is not None:

@@ -125,10 +125,9 @@ class _LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """``statefile --help``'s command list: each first sentence whole, wrapped (click cuts it with "...")."""
         commands = [(name, _load(target)) for name, target in sorted(COMMANDS.items())]
+        rows = [(name, cmd.get_short_help_str(limit=sys.maxsize)) for name, cmd in commands if not cmd.hidden]
         with formatter.section("Commands"):
-            formatter.write_dl(
-                [(name, cmd.get_short_help_str(limit=sys.maxsize)) for name, cmd in commands if not cmd.hidden]
-            )
+            formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

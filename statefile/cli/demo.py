@@ -21,12 +21,8 @@ from statefile.cli.support import echo, example
 from statefile.store import Store
 
 SAMPLE_PROGRAMS = ("fresh", "mid-life", "long-running", "messy")
-_DEMO_ENV = {
-    "GIT_AUTHOR_NAME": "statefile demo",
-    "GIT_AUTHOR_EMAIL": "demo@statefile.invalid",
-    "GIT_COMMITTER_NAME": "statefile demo",
-    "GIT_COMMITTER_EMAIL": "demo@statefile.invalid",
-}
+_IDENTITY = {"NAME": "statefile demo", "EMAIL": "demo@statefile.invalid"}
+_DEMO_ENV = {f"GIT_{who}_{key}": value for who in ("AUTHOR", "COMMITTER") for key, value in _IDENTITY.items()}
 
 
 def sample_text(name: str) -> str:

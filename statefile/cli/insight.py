@@ -106,8 +106,7 @@ def history_cmd(
         echo_page("".join(line + "\n" for line in lines), max_chars=max_chars, offset=offset,
                   more=lambda at: hints_of(app, hint_style).more(TOOL_HISTORY, command, at))  # fmt: skip
         return
-    for text in lines:
-        echo(text)
+    echo("\n".join(lines))
     for event in events:
         echo(escaped(f"iteration {event['iteration']}: {event['text']}"))
     metric = ""

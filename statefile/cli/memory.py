@@ -72,8 +72,7 @@ def status_cmd(app: AppContext, program: str | None) -> None:
         lines = pressure_lines(found.reports[name], program=name)
         if found.trends.get(name):
             lines.insert(1, found.trends[name])
-        for line in lines:
-            echo(line)
+        echo("\n".join(lines))
 
 
 @click.command("search")

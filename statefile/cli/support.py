@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -66,8 +67,7 @@ def pass_app(command: F) -> F:
 
 
 def _say_stale(app: AppContext) -> None:
-    """A read of a copy that may be out of date says so in the output, where it cannot be missed (``--json`` stays
-    data: the note on stderr says it there)."""
+    """A read of a possibly stale copy says so where it cannot be missed (``--json`` stays data: stderr says it)."""
     if app.stale and not app.as_json:
         for line in dict.fromkeys(app.stale):
             click.echo(f"statefile: {line}")
@@ -202,16 +202,10 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, right: Itera
     columns = enumerate(zip(*raw, strict=False))
     numeric = {c for c, column in columns if any(map(number, column)) and all(number(v) or v is None for v in column)}
     numeric = set(right) if right is not None else numeric
-    widths = [display_width(header) for header in headers]
-    for row in cells:
-        for c, cell in enumerate(row[: len(headers)]):
-            widths[c] = max(widths[c], display_width(cell))
+    widths = [max(map(display_width, column)) for column in zip_longest(headers, *cells, fillvalue="")]
 
     def line(values: Sequence[str]) -> str:
-        out = []
-        for c, cell in enumerate(values[: len(headers)]):
-            pad = " " * (widths[c] - display_width(cell))
-            out.append(pad + cell if c in numeric else cell + pad)
-        return "  ".join(out).rstrip()
+        padded = ((cell, " " * (widths[c] - display_width(cell))) for c, cell in enumerate(values[: len(headers)]))
+        return "  ".join(pad + cell if c in numeric else cell + pad for c, (cell, pad) in enumerate(padded)).rstrip()
 
     return [line(list(headers)), *(line(row) for row in cells)]

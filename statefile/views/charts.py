@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
-from statefile.views.history import ProgramHistory
+from statefile.views.history import HistoryRow, ProgramHistory, with_best
 
 SPARK_LEVELS = "▁▂▃▄▅▆▇█"
 #: Points a Mermaid chart draws at most: GitHub renders it about 700 px wide.
@@ -37,22 +37,12 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
 def metric_series(history: ProgramHistory) -> list[tuple[int, float, float | None]]:
     """``(iteration, metric, best so far)``, one point per number in order (a detailed iteration wins its number
     over an overlapping range's end), the best recomputed over the sorted points so that it only improves."""
-    chosen: dict[int, tuple[float, bool]] = {}
+    chosen: dict[int, HistoryRow] = {}
     for row in history.rows:
-        if row.value is None:
-            continue
-        counts = row.kind == "range" or row.status == "accepted"
-        if row.kind == "iteration" or row.last not in chosen:
-            chosen[row.last] = (row.value, counts)
-    lower = history.direction == "lower"
-    best: float | None = None
-    out: list[tuple[int, float, float | None]] = []
-    for number in sorted(chosen):
-        value, counts = chosen[number]
-        if counts and (best is None or (value < best if lower else value > best)):
-            best = value
-        out.append((number, value, best))
-    return out
+        if row.value is not None and (row.kind == "iteration" or row.last not in chosen):
+            chosen[row.last] = row
+    rows = with_best([chosen[number] for number in sorted(chosen)], history.direction)
+    return [(row.last, row.value, row.best) for row in rows if row.value is not None]
 
 
 def metric_sparkline(history: ProgramHistory, width: int = 24) -> str:
@@ -92,10 +82,7 @@ def nice_bounds(low: float, high: float, ticks: int = 6) -> tuple[Decimal, Decim
 def number_text(value: float) -> str:
     """A number as Mermaid's grammar reads one: plain decimal, no exponent, at most 6 significant digits."""
     text = f"{value:.6g}"
-    if "e" in text or "E" in text:
-        text = format(Decimal(text), "f")
-        text = text.rstrip("0").rstrip(".") if "." in text else text
-    return "0" if text in ("-0", "") else text
+    return _decimal_text(Decimal(text)) if "e" in text else "0" if text == "-0" else text
 
 
 def thin(points: Sequence[tuple[int, float]], limit: int) -> list[tuple[int, float]]:

@@ -135,14 +135,8 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
         rows.append(_range_row(item, entry))
     rows.sort(key=lambda r: (r.first, r.last, r.kind))
     only_archived = sum(1 for item in winner.values() if item.source.startswith("archive/"))
-    return ProgramHistory(
-        program,
-        direction,
-        tuple(_with_best(rows, direction)),
-        covered=tuple(claimed),
-        in_file=len(winner) - only_archived,
-        archived=only_archived,
-    )
+    best = tuple(with_best(rows, direction))
+    return ProgramHistory(program, direction, best, tuple(claimed), len(winner) - only_archived, only_archived)
 
 
 def _iteration_row(item: _Found) -> HistoryRow:
@@ -166,19 +160,15 @@ def _iteration_row(item: _Found) -> HistoryRow:
 
 def _range_row(item: _Found, entry: IterationRange) -> HistoryRow:
     band = band_from_range(entry)
-    dates = None
-    if band.date_from:
-        dates = band.date_from if band.date_to in (None, band.date_from) else f"{band.date_from}…{band.date_to}"
-    metric = None
-    if band.metric_from is not None and band.metric_to is not None:
-        metric = f"{band.metric_from}→{band.metric_to}"
+    dates = band.date_from if band.date_to in (None, band.date_from) else f"{band.date_from}…{band.date_to}"
+    metric = f"{band.metric_from}→{band.metric_to}" if None not in (band.metric_from, band.metric_to) else None
     counts = dict(zip(_BUCKET_WORDS, band.counts, strict=True))
     shown = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
     return HistoryRow(
         kind="range",
         first=band.first,
         last=band.last,
-        date=dates,
+        date=dates if band.date_from else None,
         status=shown or entry.status,
         metric=metric,
         value=_value(band.metric_to),
@@ -190,8 +180,8 @@ def _range_row(item: _Found, entry: IterationRange) -> HistoryRow:
     )
 
 
-def _with_best(rows: list[HistoryRow], direction: str) -> list[HistoryRow]:
-    """Rows with the best metric so far: accepted iterations' metrics and ranges' band ends count."""
+def with_best(rows: list[HistoryRow], direction: str) -> list[HistoryRow]:
+    """``rows`` with the best metric so far: accepted iterations' metrics and ranges' band ends count."""
     best: float | None = None
     out = []
     for row in rows:

@@ -132,15 +132,10 @@ def render_view(
     name = _clean(" ".join(program.split()))[:100] or "PROGRAM"
     model = _full_model(doc, shared, name)
     full_chars = _full_size(model)
-    if level == "full":
-        shown = model
-        by_design: list[str] = []
-    elif level == "timeline":
-        shown, by_design = _timeline_model(model)
-    elif level == "core":
-        shown, by_design = _core_model(doc, model, name)
+    if level in ("full", "timeline"):
+        shown, by_design = (model, []) if level == "full" else _timeline_model(model)
     else:
-        shown, by_design = _index_model(doc, model, name)
+        shown, by_design = (_core_model if level == "core" else _index_model)(doc, model, name)
     # Everything if it fits with the short notice; else room kept for a real notice.
     chosen, used = _pack(shown, budget - len(_COMPLETE) - 1)
     if len(chosen) < len(shown.units):
@@ -148,19 +143,15 @@ def render_view(
     omitted = by_design + _describe_omitted(shown, chosen)
     # The expand hint names the newest iteration left out whose whole entry is in this file (a range's may not be
     # archived anywhere).
-    if level == "full":
-        hidden = [
-            n
-            for u in shown.units
-            if u.category == "iteration" and (u.order not in chosen or chosen[u.order] is u.alt)
-            for n in u.spans
-        ]
+    iterations = [u for u in model.units if u.category == "iteration"]
+    if level == "full":  # left out, or shown as its one line (``shown`` is ``model``)
+        hidden = [n for u in iterations if chosen.get(u.order, u.alt) is u.alt for n in u.spans]
     elif level == "core":
         whole = {n for u in shown.units if u.category == "iteration" and chosen.get(u.order) is u.lines
                  for n in u.spans}  # fmt: skip
-        hidden = [n for u in model.units if u.category == "iteration" for n in u.spans if n not in whole]
+        hidden = [n for u in iterations for n in u.spans if n not in whole]
     else:
-        hidden = [n for u in model.units if u.category == "iteration" for n in u.spans]
+        hidden = [n for u in iterations for n in u.spans]
     notice = _notice(name, level, omitted, hidden, full_chars, budget - used - 1, hints)
     lines = _assemble(shown, chosen)
     if notice:
@@ -384,10 +375,7 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
         add("- status: unknown (no Machine State table)", 0)
     else:
         status, why = ("completed", "completed_reason") if state.get("completed") else ("paused", "pause_reason")
-        if state.get(status):
-            status += f" ({state[why]})" if state.get(why) else ""
-        else:
-            status = "active"
+        status = status + (f" ({state[why]})" if state.get(why) else "") if state.get(status) else "active"
         errors = state.get("consecutive_errors") or 0
         add(
             f"- status: {status}; iteration {state.get('iteration_count', '—')}"
@@ -606,10 +594,8 @@ def _notice(
         if level == "core":
             steps = [hints.search(program), *expand, hints.view(program, "timeline")]
         elif level == "full":
-            wider = (
-                hints.view(program, "full") if hints.tools else f"{hints.prefix} render {program} --budget {full_chars}"
-            )
-            steps = [*expand, wider]
+            cli = f"{hints.prefix} render {program} --budget {full_chars}"
+            steps = [*expand, hints.view(program, "full") if hints.tools else cli]
         else:
             steps = [*expand, hints.view(program, "full"), *([] if hints.tools else [
                 f"{hints.prefix} render {program} --level full --budget {full_chars}"])]  # fmt: skip

@@ -81,8 +81,7 @@ class _Line:
 
 
 def _scan(text: str, *, archived: bool) -> list[_Line]:
-    """Every non-blank line with its section heading, iteration and block (an entry, or a top-level block; a
-    sub-heading holds what follows it), read by the state file's own parser so that search and expand agree."""
+    """Non-blank lines with section, iteration and block, by the state file's own parser: search and expand agree."""
     doc = parse(text)
     lines = split_lines(text)
     where: list[tuple[int, int | None, int | None, tuple[int, int] | None] | None] = [None] * len(lines)
@@ -198,13 +197,10 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
         for line in _scan(text, archived=archived):
             scanned.append((path, name, archived, line))
             blocks.setdefault((path, line.block), []).append(line.text)
-    fts = _fts_query(terms)
-    line_scores: dict[int, float] = {}
-    block_scores: dict[int, float] = {}
+    fts = _fts_query(terms) if scanned else None
     block_ids = {key: index for index, key in enumerate(blocks)}
-    if fts is not None and scanned:
-        line_scores = bm25_scores(((i, s[3].text) for i, s in enumerate(scanned)), fts)
-        block_scores = bm25_scores(((block_ids[k], "\n".join(v)) for k, v in blocks.items()), fts)
+    line_scores = bm25_scores(((i, s[3].text) for i, s in enumerate(scanned)), fts) if fts else {}
+    block_scores = bm25_scores(((block_ids[k], "\n".join(v)) for k, v in blocks.items()), fts) if fts else {}
     ranked: list[tuple[_Key, Hit]] = []
     for index, (path, name, archived, line) in enumerate(scanned):
         folded = line.text.casefold()
@@ -218,18 +214,9 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
         # Outside any iteration: the live file's lessons and state are current; archived text is old.
         unknown = float("-inf") if archived else float("inf")
         newness = unknown if line.newness is None else float(line.newness)
-        hit = Hit(
-            program=name,
-            path=path,
-            section=_SURROGATE.sub("\ufffd", line.section),
-            iteration=line.iteration,
-            line_no=line.number,
-            line=_SURROGATE.sub("\ufffd", line.text.strip()),
-            score=score,
-            kind=what,
-            first=span[0] if span else None,
-            last=span[1] if span else None,
-        )
+        first, last = span or (None, None)
+        section, text = (_SURROGATE.sub("\ufffd", part) for part in (line.section, line.text.strip()))
+        hit = Hit(name, path, section, line.iteration, line.number, text, score, what, first, last)
         order = (1 + int(archived)) if span else 0
         ranked.append(((-score, order, int(archived), -newness, path, line.number), hit))
     hits = _fold_copies(ranked)

@@ -20,19 +20,13 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split()).replace("|", "\\|")
 
 
-def _size(row: Mapping[str, Any], max_bytes: int) -> str:
-    size = int(row.get("size") or 0)
-    return budget_text(size, max_bytes) + (" ⚠️ over budget" if size > max_bytes else "")
-
-
 def count_text(value: Any) -> Any:
     """A Machine State count (an int, or whatever the file holds) with separators: ``1,234``."""
     return number_text(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _best_disagrees(history: ProgramHistory, best_metric: Any) -> str:
-    """A sentence when the chart's best (the history's) does not end at the Machine State's, which the scheduler
-    and ``record`` follow (an agent reset the best, or wrote a band in other units), else ``""``."""
+    """A sentence when the history's best differs from the Machine State's, which record and the scheduler follow."""
     stated = first_number(str(best_metric)) if best_metric is not None else None
     series = metric_series(history)
     reached = series[-1][2] if series else None  # the best the history reaches in its Metric Direction
@@ -75,10 +69,12 @@ def step_summary(
         name = str(row["program"])
         history = histories.get(name)
         trend = metric_sparkline(history, 16) if history is not None else ""
+        size = int(row.get("size") or 0)
+        over = " ⚠️ over budget" if size > max_bytes else ""
         out.append(
             f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(count_text(row.get('iteration_count')))} | "
             f"{_cell(row.get('best_metric'))} | {_cell(trend)} | {_cell(row.get('last_run'))} | "
-            f"{_cell(_size(row, max_bytes))} |"
+            f"{_cell(budget_text(size, max_bytes) + over)} |"
         )
     for row in rows:
         history = histories.get(str(row["program"]))
