@@ -231,8 +231,7 @@ def request_from_item(item: Mapping[str, Any], *, context: RunContext | None, ru
     """The program, the record request and warnings for one agent output item (InputError/UsageError if unusable):
     every value is data, cleaned, capped and bounded; authority (direction, target, goal, issue) is ``context``'s."""
     program = _program(item)
-    refused = (name for name in REFUSED_INPUTS if item.get(name) not in (None, "", []))
-    warnings = [f"{name} not recorded: {REFUSED_INPUTS[name]}" for name in refused]
+    warnings = [f"{k} not recorded: {why}" for k, why in REFUSED_INPUTS.items() if item.get(k) not in (None, "", [])]
     # An input the tool does not declare reaches the job as the agent wrote it: gh-aw sanitises declared inputs only.
     unknown = sorted(k for k in item if k != "type" and k not in INPUTS and k not in REFUSED_INPUTS)
     if unknown:

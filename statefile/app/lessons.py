@@ -63,15 +63,12 @@ def _update(app: AppContext, program: str, message: str,
             change: Callable[[Store, StateDocument], Change[T]]) -> tuple[Store, UpdateResult[T]]:  # fmt: skip
     """``change`` of an existing program's document in one commit (``message``), the heading restored."""
     store = app.writer()
-
-    def apply(doc: StateDocument | None) -> Change[T]:
-        return change(store, _existing(store, program, doc))
-
-    return store, store.update(program, restoring_heading(apply), message)
+    return store, store.update(
+        program, restoring_heading(lambda doc: change(store, _existing(store, program, doc))), message
+    )
 
 
 def _edit(app: AppContext, program: str, verb: str, edit: Callable[[StateDocument], StateDocument]) -> LessonChange:
-
     def change(_: Store, doc: StateDocument) -> Change[bool]:
         new = edit(doc)
         return Change(new, detail=new.render() != doc.render())
@@ -114,8 +111,7 @@ def _archive_texts(store: Store, program: str) -> list[str]:
 def restorable(app: AppContext, program: str) -> list[Tombstone]:
     """``lesson restore`` without a selector: the removed lessons that can be restored, numbered from 1."""
     store = app.reader()
-    if store.read_text(program) is None:
-        raise missing_program(store, program)
+    _existing(store, program, store.read(program))
     return rules.restorable_lessons(_archive_texts(store, program))
 
 
@@ -140,10 +136,9 @@ def promote(app: AppContext, program: str, selector: str) -> LessonChange:
     store = app.writer()
     doc = _existing(store, program, store.read(program))
     lesson = rules.find_lesson(doc, _selector(selector)).text
-
-    def apply(shared: StateDocument | None) -> StateDocument:
-        return rules.promote_lesson(doc, _selector(selector), shared, program=program)
-
-    result = store.update(SHARED_PROGRAM, apply, f"statefile: promote a lesson of {program} to _shared.md")
+    message = f"statefile: promote a lesson of {program} to _shared.md"
+    result = store.update(
+        SHARED_PROGRAM, lambda shared: rules.promote_lesson(doc, _selector(selector), shared, program=program), message
+    )
     return LessonChange(result.landed, result.landed, result.commit or "", rules.lesson_id(lesson),
                         rules.lesson_summary(lesson))  # fmt: skip

@@ -77,7 +77,16 @@ def sync(app: AppContext, *, dry_run: bool = False) -> SyncOutcome:
     outcome = outcome_of("replayed", len(commits), kept=kept)
     for commit, parent, message, paths in commits:
         try:
-            outcome.steps.extend(_replay(store, policy, commit, parent, paths, now=now))
+            program = next(iter(store.trailers(commit, PROGRAM_TRAILER)), None)
+            number = next((int(n) for n in store.trailers(commit, ITERATION_TRAILER) if n.isdigit()), None)
+            for path in paths:
+                archive = _ARCHIVE_PATH.match(path)
+                if program is not None and archive and archive.group(1) == program:
+                    continue  # what that record's compaction archived is still in the file or archive it came from
+                if number is not None and path == f"{program}.md":
+                    outcome.steps.append(_replay_record(store, policy, commit, parent, number, path, now=now))
+                else:
+                    outcome.steps.append(_replay_file(store, commit, parent, path))
         except StatefileError as exc:
             raise type(exc)(
                 f"sync stopped at local commit {commit[:10]} ({_subject(message)}): {exc} — the local-only commits "
@@ -89,22 +98,6 @@ def sync(app: AppContext, *, dry_run: bool = False) -> SyncOutcome:
 
 def _subject(message: str) -> str:
     return message.splitlines()[0] if message else ""
-
-
-def _replay(store: GitStore, policy: CompactionPolicy, commit: str, parent: str | None, paths: list[str], *,
-            now: datetime) -> list[str]:  # fmt: skip
-    program = next(iter(store.trailers(commit, PROGRAM_TRAILER)), None)
-    number = next((int(n) for n in store.trailers(commit, ITERATION_TRAILER) if n.isdigit()), None)
-    steps: list[str] = []
-    for path in paths:
-        archive = _ARCHIVE_PATH.match(path)
-        if program is not None and archive and archive.group(1) == program:
-            continue  # what that record's compaction archived is still in the file or archive it came from
-        if number is not None and path == f"{program}.md":
-            steps.append(_replay_record(store, policy, commit, parent, number, path, now=now))
-        else:
-            steps.append(_replay_file(store, commit, parent, path))
-    return steps
 
 
 def _replay_record(store: GitStore, policy: CompactionPolicy, commit: str, parent: str | None, number: int, path: str,

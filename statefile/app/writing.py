@@ -276,9 +276,8 @@ def _context(selected: object, direction: object, target: object, issue: object,
              run_attempt: object) -> RunContext:  # fmt: skip
     selected = selected if isinstance(selected, str) and selected.strip() else None
     number = None
-    if isinstance(target, (int, float, str)) and not isinstance(target, bool):
-        with suppress(InputError):
-            number = number_value({"target": target}, "target")
+    with suppress(InputError):  # a target that is no number (a bool, a list, NaN) is no target
+        number = number_value({"target": target}, "target")
     return RunContext(
         selected, direction if selected and direction in ("higher", "lower") else None, number,
         issue if isinstance(issue, int) and not isinstance(issue, bool) and issue > 0 else None,
@@ -306,9 +305,7 @@ def program_goal(path: Path) -> str | None:
     except (OSError, UnicodeDecodeError, StatefileError):
         return None
     match = re.search(r"^##\s+Goal\s*\n(.*?)(?=^#{1,2}\s|\Z)", text, re.M | re.S)
-    if not match:
-        return None
-    paragraph = next((p for p in re.split(r"\n\s*\n", match.group(1)) if p.strip()), "")
+    paragraph = next((p for p in re.split(r"\n\s*\n", match.group(1)) if p.strip()), "") if match else ""
     line = " ".join(paragraph.split()).replace("|", "/")
     return (line[:239] + "…" if len(line) > 240 else line) or None
 

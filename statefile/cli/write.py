@@ -177,8 +177,7 @@ def compact_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, a
 
 def _each(app: AppContext, names: tuple[str, ...], all_programs: bool, dry_run: bool, verb: str,
           run: Callable[[AppContext, str], R]) -> tuple[list[tuple[str, R]], Failures]:  # fmt: skip
-    """``run`` on each target (a path on its own folder store); with --all a broken file is reported at the end,
-    never skipped, and does not keep the others over budget.  Paths alone open no store: they need none."""
+    """``run`` on each target; with --all a broken file is reported at the end, never skipped."""
     paths_only = not all_programs and all(is_path_argument(name) for name in names)
     store = FolderStore(Path.cwd()) if paths_only else app.reader() if dry_run else app.writer()
     targets = resolve_targets(store, names, all_programs=all_programs, verb=verb, globs=app.globs)
@@ -196,9 +195,6 @@ def _each(app: AppContext, names: tuple[str, ...], all_programs: bool, dry_run: 
                     raise  # a full disk or a read-only folder fails every program alike: say it once
                 failures.append((label, exc))
     return results, failures
-
-
-_NOUNS = {"range": "range line", "foreclosed": "foreclosed avenue"}
 
 
 def dry_run_summary(report: CompactionReport, folded: tuple[int, ...]) -> list[str]:
@@ -220,7 +216,8 @@ def dry_run_summary(report: CompactionReport, folded: tuple[int, ...]) -> list[s
         reasons = Counter(" ".join(item.reason.split()) for item in items)
         why = "; ".join(f"{number_text(count)}: {clip(reason, 60)}" for reason, count in reasons.most_common(3))
         more = f"; {plural(len(reasons) - 3, 'other reason')}" if len(reasons) > 3 else ""
-        out.append(f"archive {plural(len(items), _NOUNS.get(kind, kind))} ({why}{more})")
+        noun = {"range": "range line", "foreclosed": "foreclosed avenue"}.get(kind, kind)
+        out.append(f"archive {plural(len(items), noun)} ({why}{more})")
     return out
 
 
@@ -289,8 +286,7 @@ def edit_cmd(app: AppContext, program: str) -> None:
 
 
 def _run_editor(program: str, original: str, limit: int) -> str | None:
-    """``original`` edited in $EDITOR through a temporary file, read back only if it is a regular file of at most
-    ``limit`` bytes."""
+    """``original`` edited in $EDITOR through a temporary file, read back only as a regular file within ``limit``."""
     editor = _editor()
     path = _keep_text(program, original)
     try:
@@ -314,8 +310,7 @@ def _run_editor(program: str, original: str, limit: int) -> str | None:
 
 
 def _editor() -> str | None:
-    """$VISUAL, else $EDITOR (empty is unset); ``None`` lets click pick one, only on a terminal (elsewhere vim would
-    wait for keys that never come)."""
+    """$VISUAL, else $EDITOR; ``None`` lets click pick one, only on a terminal (elsewhere vim waits forever)."""
     key = next((key for key in ("VISUAL", "EDITOR") if os.environ.get(key, "").strip()), None)
     if key is None:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -465,8 +460,7 @@ def sync_cmd(app: AppContext, dry_run: bool) -> None:
     if outcome.action == "nothing":
         unchanged(app, f"the local branch {outcome.branch} has no commits that {outcome.remote} lacks")
         return
-    verb = {"pushed": "push", "replayed": "replay"}[outcome.action]
-    done = f"would {verb}" if dry_run else outcome.action
+    done = f"would {outcome.action.removesuffix('ed')}" if dry_run else outcome.action
     say(app, f"{done} {plural(outcome.commits, 'local-only commit')} to {outcome.remote}")
     for step in outcome.steps:
         say(app, f"  {step}")

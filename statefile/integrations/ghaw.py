@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -65,7 +65,7 @@ class AgentOutput:
     """The validated agent output: items in call order and the ingestion errors (items gh-aw dropped)."""
 
     items: tuple[Mapping[str, Any], ...]
-    errors: tuple[str, ...] = field(default=())
+    errors: tuple[str, ...] = ()
 
     def of_type(self, item_type: str) -> list[Mapping[str, Any]]:
         """The items whose ``type`` is ``item_type`` (compared with ``-`` as ``_``), in order."""
@@ -125,24 +125,15 @@ class InputError(UsageError):
     """One input of an item cannot be used (the item is reported and skipped; the others still land)."""
 
 
-@dataclass(frozen=True)
-class TextLimit:
-    """How much of one text input is kept: ``bytes`` of UTF-8 per line, and at most ``lines`` lines."""
-
-    bytes: int
-    lines: int = 1
-
-
-#: The caps on every text an agent reports (a longer text is cut, with a warning; a list keeps its first ``lines``):
-#: a hostile agent can neither fill the file nor push the maintainers' text out of the next agent's view.
-AGENT_TEXT_LIMITS: dict[str, TextLimit] = {
-    "program": TextLimit(100), "status": TextLimit(40), "metric": TextLimit(100), "change": TextLimit(300),
-    "notes": TextLimit(1000), "commit": TextLimit(64), "pr": TextLimit(300), "issue": TextLimit(300),
-    "ci_fix_attempts": TextLimit(20), "pause_reason": TextLimit(300), "lessons": TextLimit(300, 5),
-    "future_directions": TextLimit(300, 5), "foreclosed_avenues": TextLimit(300, 5),
+#: The caps on every text an agent reports, (UTF-8 bytes per entry, entries): a longer text is cut, with a warning;
+#: a list keeps its first entries.  A hostile agent can neither fill the file nor push the maintainers' text out of
+#: the next agent's view.  Any other input (an older or misspelt name) gets the default, bounded all the same.
+AGENT_TEXT_LIMITS: dict[str, tuple[int, int]] = {
+    "program": (100, 1), "status": (40, 1), "metric": (100, 1), "change": (300, 1), "notes": (1000, 1),
+    "commit": (64, 1), "pr": (300, 1), "issue": (300, 1), "ci_fix_attempts": (20, 1), "pause_reason": (300, 1),
+    "lessons": (300, 5), "future_directions": (300, 5), "foreclosed_avenues": (300, 5),
 }  # fmt: skip
-#: Any other input (an older or misspelt name): bounded all the same.
-DEFAULT_TEXT_LIMIT = TextLimit(300, 5)
+DEFAULT_TEXT_LIMIT = (300, 5)
 #: The most of a raw value any step looks at, so every pass over a 5 MB value is bounded.
 _RAW_SCAN = 64 * 1024
 
@@ -221,7 +212,7 @@ def text_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = 
     if raw is None:
         return None
     text = " ".join(clean_text(raw[:_RAW_SCAN]).split())
-    limit = AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT).bytes
+    limit = AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT)[0]
     kept = cut_bytes(text, limit)
     if warnings is not None and (kept != text or len(raw) > _RAW_SCAN):
         warnings.append(f"{name} was cut to {limit:,} bytes (it had {len(raw.encode('utf-8', 'replace')):,})")
@@ -240,7 +231,7 @@ def lines_value(item: Mapping[str, Any], name: str, warnings: list[str] | None =
         raw = value
     else:
         raise InputError(f"{name} must be text or a list of texts, got {type(value).__name__}")
-    limit = AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT)
+    limit, most = AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT)
     out: list[str] = []
     cut = dropped = 0
     for entry in raw:
@@ -250,15 +241,15 @@ def lines_value(item: Mapping[str, Any], name: str, warnings: list[str] | None =
         text = re.sub(r"^(?:[-*+]|[0-9]{1,9}[.)])\s+", "", text).strip()
         if not text or text.lower() in _NONE_WORDS or not _WORDLIKE.search(text):
             continue  # nothing left to read (what was there was a comment, a pin, markup)
-        if len(out) >= limit.lines:
+        if len(out) >= most:
             dropped += 1
             continue
-        kept = cut_bytes(text, limit.bytes)
+        kept = cut_bytes(text, limit)
         cut += kept != text
         out.append(kept)
     if warnings is not None and (dropped or cut or (isinstance(value, str) and len(value) > _RAW_SCAN)):
         more = f" ({dropped:,} more left out)" if dropped else ""
-        warnings.append(f"{name}: kept the first {limit.lines} entries of at most {limit.bytes:,} bytes each{more}")
+        warnings.append(f"{name}: kept the first {most} entries of at most {limit:,} bytes each{more}")
     return out
 
 

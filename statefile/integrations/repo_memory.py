@@ -152,15 +152,12 @@ class RepoMemoryFolder:
         found: dict[str, list[str]] = {"error": [], "warning": [], "info": []}
         glob_text = " ".join(self.globs) or "(none)"
         files = self.files()
-        kept: list[str] = []
-        for path in sorted(p for p in files if _written_by_statefile(p) and not self.reaches_branch(p)):
-            if "/" in path and self.unchanged(path):
-                # An archive part on the branch already: the push skips it and the branch keeps it; nothing of
-                # this run is lost.  A state file outside the glob stays an error: no record of it could be pushed.
-                kept.append(path)
-                continue
-            found["error"].append(f"{path} does not match repo-memory's file-glob ({glob_text}): its push skips it, "
-                                  "so it never reaches the branch")  # fmt: skip
+        outside = sorted(p for p in files if _written_by_statefile(p) and not self.reaches_branch(p))
+        # An archive part on the branch already: the push skips it and the branch keeps it; nothing of this run is
+        # lost.  A state file outside the glob stays an error: no record of it could be pushed.
+        kept = [path for path in outside if "/" in path and self.unchanged(path)]
+        found["error"] += [f"{path} does not match repo-memory's file-glob ({glob_text}): its push skips it, so it "
+                           "never reaches the branch" for path in outside if path not in kept]  # fmt: skip
         if kept:
             names = ", ".join(kept[:3]) + (f" (+{number_text(len(kept) - 3)} more)" if len(kept) > 3 else "")
             found["info"].append(f"left on the branch as it has them (outside file-glob {glob_text}, unchanged by "

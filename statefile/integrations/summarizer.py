@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 import unicodedata
+from dataclasses import KW_ONLY, dataclass, field
 from typing import IO, Any
 
 from statefile.defaults import SUMMARIZER_TIMEOUT, SUMMARY_CAP
@@ -26,17 +27,18 @@ from statefile.numbers import number_text, plural
 _STDERR_TAIL = 2048
 
 
+@dataclass(repr=False)
 class CommandSummarizer:
     """Call it with the folded entries; ``last_reason`` says why the last call returned ``None`` (the last 2 KB of
     stderr explain a failure)."""
 
-    def __init__(self, argv: list[str], *, timeout: float, cap: int) -> None:
-        self.argv = argv
-        self.timeout = timeout
-        self.cap = cap
-        self.last_reason: str | None = None
-        # Store.update re-runs its function after losing a race: the same entries then get the same answer.
-        self._answers: dict[bytes, tuple[str | None, str | None]] = {}
+    argv: list[str]
+    _: KW_ONLY
+    timeout: float
+    cap: int
+    last_reason: str | None = None
+    # Store.update re-runs its function after losing a race: the same entries then get the same answer.
+    _answers: dict[bytes, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"CommandSummarizer({shlex.join(self.argv)!r}, timeout={self.timeout:g}, cap={self.cap})"
@@ -72,7 +74,37 @@ class CommandSummarizer:
         except OSError as exc:
             return None, f"cannot start {self.argv[0]!r}: {exc.strerror or exc}"
         try:
-            return self._read(proc, payload)
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            limit = 4 * self.cap + 8  # a UTF-8 character is at most 4 bytes: past this the line is over the cap
+            deadline = time.monotonic() + self.timeout
+            timed_out = None, f"timed out after {self.timeout:g}s"
+            # A command that never reads stdin must not block us while we watch the clock.
+            threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True).start()
+            out, err = bytearray(), bytearray()
+            with selectors.DefaultSelector() as selector:
+                selector.register(proc.stdout, selectors.EVENT_READ, out)
+                selector.register(proc.stderr, selectors.EVENT_READ, err)
+                while selector.get_map():
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return timed_out
+                    for key, _ in selector.select(remaining):
+                        buffer: bytearray = key.data
+                        chunk = os.read(key.fd, 65536)
+                        buffer += chunk
+                        if not chunk:
+                            selector.unregister(key.fileobj)
+                        if len(out) > limit:
+                            return None, f"printed more than {plural(self.cap, 'character')}"
+                        del err[:-_STDERR_TAIL]
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                return timed_out
+            if proc.returncode != 0:
+                tail = err.decode("utf-8", "replace").strip().splitlines()
+                return None, f"exited with status {proc.returncode}" + (f": {tail[-1][:200]}" if tail else "")
+            return bytes(out), None
         finally:
             # Also after a normal exit: what it left running may hold our pipes open (stdin is the writer thread's).
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -82,39 +114,6 @@ class CommandSummarizer:
             for stream in filter(None, (proc.stdout, proc.stderr)):
                 with contextlib.suppress(OSError):
                     stream.close()
-
-    def _read(self, proc: subprocess.Popen[bytes], payload: bytes) -> tuple[bytes | None, str | None]:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        limit = 4 * self.cap + 8  # a UTF-8 character is at most 4 bytes: past this the line is over the cap
-        deadline = time.monotonic() + self.timeout
-        timed_out = None, f"timed out after {self.timeout:g}s"
-        # A command that never reads stdin must not block us while we watch the clock.
-        threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True).start()
-        out, err = bytearray(), bytearray()
-        with selectors.DefaultSelector() as selector:
-            selector.register(proc.stdout, selectors.EVENT_READ, out)
-            selector.register(proc.stderr, selectors.EVENT_READ, err)
-            while selector.get_map():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return timed_out
-                for key, _ in selector.select(remaining):
-                    buffer: bytearray = key.data
-                    chunk = os.read(key.fd, 65536)
-                    buffer += chunk
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                    if len(out) > limit:
-                        return None, f"printed more than {plural(self.cap, 'character')}"
-                    del err[:-_STDERR_TAIL]
-        try:
-            proc.wait(max(deadline - time.monotonic(), 0.0))
-        except subprocess.TimeoutExpired:
-            return timed_out
-        if proc.returncode != 0:
-            tail = err.decode("utf-8", "replace").strip().splitlines()
-            return None, f"exited with status {proc.returncode}" + (f": {tail[-1][:200]}" if tail else "")
-        return bytes(out), None
 
 
 def _payload(entries: list[dict[str, Any]]) -> bytes:
