@@ -22,10 +22,6 @@ from statefile.store import FolderStore, GitStore, Repository, Store, find_repos
 from statefile.store.git.branches import BranchState, decide
 
 
-def _quiet(message: str) -> None:
-    """The default for :attr:`AppContext.notify`: say nothing."""
-
-
 @dataclass
 class AppContext:
     """Global options as given (``None`` = not given) and the objects resolved from them."""
@@ -41,7 +37,7 @@ class AppContext:
     repo_memory: bool = False
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     #: Where notes for people go (where a read came from, …); the CLI prints them on stderr unless --quiet.
-    notify: Callable[[str], None] = _quiet
+    notify: Callable[[str], None] = lambda message: None
     _config: Config | None = None
     _store: Store | None = None
     _read_store: Store | None = None
@@ -49,24 +45,21 @@ class AppContext:
     _repository: Repository | None = None
     _discovered: bool = False
     _read_checked: bool = False
-    #: Every store this run opened, shared with the contexts derived from this one (``with_max_bytes`` …, which
-    #: open their own): what an interrupt must say depends on all of them (see :meth:`interrupted`).
+    #: Every store this run opened, shared with derived contexts: an interrupt speaks for all of them.
     _opened: list[Store] = field(default_factory=list)
-    #: Reads in a clone whose memory branch has a remote-tracking copy fetch that branch first (one ``git fetch``),
-    #: unless ``--no-fetch`` (then, or when the fetch fails, :attr:`stale` says how old the copy read is).
+    #: ``--no-fetch``: reads of a remote-tracking copy do not fetch it first (:attr:`stale` says how old it is).
     no_fetch: bool = False
-    #: Reads that may be out of date, in words: the CLI prints them in the main output, not only as a note.  A
-    #: list shared with the contexts derived from this one (``with_max_bytes`` …), which read through their own.
+    #: Reads that may be out of date, in words, for the main output; shared with derived contexts.
     stale: list[str] = field(default_factory=list)
     #: Whether ``--dir`` names gh-aw's repo-memory folder (``None``: not looked at yet; see __post_init__).
     _dir_is_memory: bool | None = None
 
     def __post_init__(self) -> None:
-        # gh-aw pushes its repo-memory folder through file-glob, which drops what a plain folder store writes
-        # (archive/{program}/0001.md under "*.md"): a --dir naming that folder works as --repo-memory, whichever
-        # flag named it.  Decided here, once, because every use case reads ``repo_memory`` as a plain field.
+        # gh-aw's file-glob would drop what a plain folder store writes (archive/{program}/0001.md under "*.md"):
+        # a --dir naming repo-memory's folder works as --repo-memory, decided once since use cases read the field.
         if self.folder is not None and not self.repo_memory and self._dir_is_memory is None:
-            self._dir_is_memory = self._names_memory_folder(self.folder)
+            configured = self.config().repo_memory_dir.value
+            self._dir_is_memory = os.path.realpath(self.folder) == os.path.realpath(configured)
             self.repo_memory = self._dir_is_memory
 
     def repository(self) -> Repository | None:
@@ -89,27 +82,22 @@ class AppContext:
     def config(self) -> Config:
         """Settings resolved from flags > environment > TOML > workflow frontmatter > defaults."""
         if self._config is None:
-            flags: dict[str, Any] = {}
-            if self.max_bytes is not None:
-                flags["max_bytes"] = self.max_bytes
-            if self.branch is not None:
-                flags["branch"] = self.branch
-            if self.remote is not None:
-                flags["remote"] = self.remote
-            root = self.root
-            self._config = resolve_config(root, flags, self.env)
+            given = {"max_bytes": self.max_bytes, "branch": self.branch, "remote": self.remote}
+            flags: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+            self._config = resolve_config(self.root, flags, self.env)
         return self._config
-
-    def _names_memory_folder(self, folder: Path) -> bool:
-        """Whether ``folder`` is gh-aw's repo-memory folder for this repository's workflow (``repo-memory-dir``:
-        ``/tmp/gh-aw/repo-memory/{id}`` from the frontmatter, ``…/default`` without one)."""
-        configured = Path(self.config().repo_memory_dir.value)
-        return os.path.realpath(folder) == os.path.realpath(configured)
 
     def store(self) -> Store:
         """The store commands read and write: a folder with ``--dir``, else the memory branch of the repo."""
-        if self._store is not None:
-            return self._store
+        if self._store is None:
+            store = self._open_store()
+            self._opened.append(store)
+            if isinstance(store, GitStore) and store.remote is not None:
+                store.fetch()  # reads come from local refs: one fetch makes every command see the remote's state
+            self._store = store
+        return self._store
+
+    def _open_store(self) -> Store:
         config = self.config()
         max_bytes = config.max_bytes.value
         if self.repo_memory:
@@ -121,9 +109,7 @@ class AppContext:
                     f"{what} works on gh-aw's memory folder and cannot use a remote ({config.origin('remote')}); "
                     f"drop --remote/STATEFILE_REMOTE or {flag}"
                 )
-            self._store = FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
-            self._opened.append(self._store)
-            return self._store
+            return FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
         if self.folder is not None:
             if config.explicit("branch"):
                 raise UsageError(
@@ -137,9 +123,7 @@ class AppContext:
                 )
             if not self.folder.is_dir():
                 raise NotFoundError(f"--dir {self.folder}: no such folder; create it or check the path")
-            self._store = FolderStore(self.folder, max_bytes=max_bytes)
-            self._opened.append(self._store)
-            return self._store
+            return FolderStore(self.folder, max_bytes=max_bytes)
         if self.repo is not None and not self.repo.exists():
             raise NotFoundError(f"--repo {self.repo}: no such folder; pass the path of a git repository")
         repository = self.repository()
@@ -148,30 +132,18 @@ class AppContext:
             raise NotFoundError(
                 f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
             )
-
-        author = None
-        if config.author_name.value or config.author_email.value:
-            author = f"{config.author_name.value or BOT_NAME} <{config.author_email.value or BOT_EMAIL}>"
-        store = GitStore(
-            repository, branch=config.branch.value, remote=config.remote.value, max_bytes=max_bytes, author=author
-        )
-        self._opened.append(store)
-        if store.remote is not None:
-            # Reads come from local refs; one fetch makes every command see the remote's current state.
-            store.fetch()
-        self._store = store
-        return store
+        name, email = config.author_name.value, config.author_email.value
+        author = f"{name or BOT_NAME} <{email or BOT_EMAIL}>" if name or email else None
+        return GitStore(repository, config.branch.value, config.remote.value, max_bytes=max_bytes, author=author)
 
     def close(self) -> None:
-        """Close every store this run opened (their long-lived ``git cat-file`` readers): at the end of the command,
-        not at interpreter exit, where a Ctrl-C landing in a reader's wait printed a traceback under the answer."""
+        """Close every store this run opened now, not at exit (a Ctrl-C in a reader's wait printed a traceback)."""
         for store in self._opened:
             with contextlib.suppress(StatefileError, OSError):
                 store.close()
 
     def interrupted(self) -> InterruptedWrite | None:
-        """The error a Ctrl-C must end the command with when a write of this run may have reached the memory
-        (``None``: nothing did, and "aborted" is the truth)."""
+        """The error a Ctrl-C must end with when a write of this run may have landed (``None``: "aborted" is true)."""
         said = [text for store in self._opened if (text := store.interrupted_write())]
         return InterruptedWrite("; ".join(said)) if said else None
 
@@ -223,15 +195,14 @@ class AppContext:
         return store
 
     def _fresh_read(self, store: GitStore, state: BranchState) -> tuple[GitStore, BranchState]:
-        """Read what the remote holds (one fetch of the branch: a stale copy once showed running programs as paused);
-        with ``--no-fetch``, or offline, read the copy and say in :attr:`stale` how old it is."""
+        """Fetch the branch (a stale copy once showed running programs as paused), else say how old the copy is."""
         remote = state.tracking_name.partition("/")[0]
         reason = "--no-fetch"
         if not self.no_fetch:
             fresh: GitStore | None = None
             try:
                 fresh = GitStore(store.repository, branch=store.branch, remote=remote, max_bytes=store.max_bytes)
-                fresh.fetch_for_read()
+                fresh.fetch(read_only=True)
             except StatefileError as exc:
                 if fresh is not None:
                     fresh.close()
@@ -244,10 +215,8 @@ class AppContext:
         # What the store reads without a remote: the local branch if there is one, else the remote-tracking copy.
         read = state.local or state.tracking
         what = f"the local branch {store.branch}" if state.local else f"{state.tracking_name} as last fetched"
-        age = ""
-        if read is not None:
-            seconds = max(0, int(time.time()) - store.commit_time(read))
-            age = f", whose newest commit is {_age(seconds)} old"
+        seconds = 0 if read is None else max(0, int(time.time()) - store.commit_time(read))
+        age = "" if read is None else f", whose newest commit is {_age(seconds)} old"
         advice = "drop --no-fetch" if self.no_fetch else f"check that {remote} is reachable"
         self.stale.append(f"read {what}{age} ({reason}) — it may be out of date; {advice}")
         self.notify(self.stale[-1])
@@ -270,8 +239,7 @@ class AppContext:
                 raise self._missing_branch(store, "write")
             self._refuse_near_miss(store)
             return store
-        refusal = decide(state, create=create).refusal
-        if refusal is not None:
+        if (refusal := decide(state, create=create).refusal) is not None:
             raise refusal
         return store
 
@@ -285,9 +253,8 @@ class AppContext:
             # A typo: following advice to create it would fork the memory.  Only the name it missed is offered.
             return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}pass --branch {close[0]}")
         remotes = store.remote_names() if store.remote is None else []
-        steps = []
-        if remotes:
-            steps.append(f"pass --remote {remotes[0] if 'origin' not in remotes else 'origin'} if it is on a remote")
+        name = "origin" if "origin" in remotes else remotes[0] if remotes else ""
+        steps = [f"pass --remote {name} if it is on a remote"] if remotes else []
         if action == "write":
             steps.append("pass --create (or run 'statefile init PROGRAM') to start a new memory branch")
         else:
@@ -295,8 +262,7 @@ class AppContext:
         return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}{'; '.join(steps)}")
 
     def _refuse_near_miss(self, store: GitStore) -> None:
-        """A typo must never start a second memory: a near miss of an existing branch name is created only when
-        ``STATEFILE_NEW_BRANCH`` repeats it (not a flag, so no retyped command line passes it by habit)."""
+        """A near miss is created only when STATEFILE_NEW_BRANCH repeats it (a retyped command line cannot)."""
         branch = store.branch
         close = near_misses(branch, store.branch_names())
         if not close or self.env.get(NEW_BRANCH_ENV, "").strip() == branch:
@@ -322,9 +288,9 @@ class AppContext:
 
     def with_summarizer(self, command: str | None) -> AppContext:
         """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
-        if command is None:
-            return self
-        return self._derived(env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None)
+        return (
+            self if command is None else self._derived(env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None)
+        )
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""

@@ -6,20 +6,10 @@ function of its input.
 
 from __future__ import annotations
 
-from statefile.store.base import BOT_EMAIL as BOT_EMAIL
-from statefile.store.base import BOT_NAME as BOT_NAME
-from statefile.store.base import DEFAULT_BRANCH as DEFAULT_BRANCH
-from statefile.store.base import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
-from statefile.store.base import Change as Change
-from statefile.store.base import LogEntry as LogEntry
-from statefile.store.base import Store as Store
-from statefile.store.base import UpdateFn as UpdateFn
-from statefile.store.base import UpdateResult as UpdateResult
-from statefile.store.folder import FolderStore as FolderStore
-from statefile.store.git import GitStore as GitStore
-from statefile.store.git import Repository as Repository
-from statefile.store.git import discover as discover
-from statefile.store.git import find_repository as find_repository
+from statefile.defaults import BOT_EMAIL, BOT_NAME, DEFAULT_BRANCH, DEFAULT_MAX_BYTES
+from statefile.store.base import Change, LogEntry, Store, UpdateFn, UpdateResult
+from statefile.store.folder import FolderStore
+from statefile.store.git import GitStore, Repository, discover, find_repository
 
 __all__ = [
     "BOT_EMAIL",

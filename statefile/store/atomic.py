@@ -41,15 +41,8 @@ def read_regular_file(path: Path, *, limit: int, what: str = "", error: type[Sta
             )
         if info.st_size > limit:
             raise error(f"{name} is {info.st_size:,} bytes, more than the {limit:,} statefile reads; nothing was read")
-        chunks = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
         if len(data) > limit:
             raise error(f"{name} grew past the {limit:,} bytes statefile reads while it was read; nothing was read")
         return data
@@ -81,10 +74,9 @@ def replace_file(target: Path, data: bytes, *, mode: int) -> None:
 def write_output(target: Path, data: bytes, *, append: bool = False) -> None:
     """Write ``data`` to a file a user named (``--out``): the way that file wants to be written."""
     try:
-        try:
-            info: os.stat_result | None = os.stat(target)
-        except FileNotFoundError:
-            info = None
+        info: os.stat_result | None = None
+        with contextlib.suppress(FileNotFoundError):
+            info = os.stat(target)
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise UsageError(f"{target} is a folder; name a file to write")
         if info is not None and not stat.S_ISREG(info.st_mode):
@@ -131,16 +123,12 @@ def output_error(exc: OSError, target: Path) -> StatefileError:
 
 def fsync_dir(folder: Path) -> None:
     """Make a rename or unlink in ``folder`` durable (POSIX); a no-op where folders cannot be opened or synced."""
-    try:
+    with contextlib.suppress(OSError):  # some platforms cannot open a folder, some file systems refuse its fsync
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # pragma: no cover - platform dependent
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - some file systems refuse fsync on directories
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _umask() -> int:

@@ -136,24 +136,20 @@ class Store(abc.ABC):
         text = self.read_text(program)
         return None if text is None else parse(text)
 
-    @abc.abstractmethod
     def read_text(self, program: str) -> str | None:
         """The raw text of ``{program}.md`` or ``None``; InvalidDataError if it is not UTF-8 or not a file."""
+        return self._read_file(state_path(program))
+
+    @abc.abstractmethod
+    def _read_file(self, path: str) -> str | None:
+        """The text of the file at ``path``, ``None`` when there is none."""
 
     def read_texts(
         self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
     ) -> dict[str, str | None]:
         """:meth:`read_text` for many programs at once (a git store reads them in one batch, at one tip); with
         ``errors`` given, a program that cannot be read is left out and its error stored there instead."""
-        texts: dict[str, str | None] = {}
-        for name in programs:
-            try:
-                texts[name] = self.read_text(name)
-            except StatefileError as exc:
-                if errors is None:
-                    raise
-                errors[name] = exc
-        return texts
+        return read_each(programs, self.read_text, errors)
 
     @abc.abstractmethod
     def programs(self) -> dict[str, int]:
@@ -190,10 +186,12 @@ class Store(abc.ABC):
                     found[kind].append((part_number(part) or 0, path))
         return [path for kind in found for _, path in sorted(found[kind])] + own
 
-    @abc.abstractmethod
     def read_path(self, path: str) -> str:
         """The text of the file at ``path`` (relative to the store root, as :meth:`paths` lists it); NotFoundError
         when there is none, InvalidDataError when it is not UTF-8 text in a regular file."""
+        if (text := self._read_file(path)) is None:
+            raise NotFoundError(f"{path} is not {self.where}")
+        return text
 
     @abc.abstractmethod
     def archive_parts(self, program: str) -> list[str]:
@@ -283,10 +281,25 @@ def state_path(program: str) -> str:
     return f"{validate_program(program)}.md"
 
 
+def read_each(
+    names: Iterable[str], read: Callable[[str], str | None], errors: dict[str, StatefileError] | None
+) -> dict[str, str | None]:
+    """``read`` of each name; with ``errors``, a name whose read fails is left out and its error stored there."""
+    texts: dict[str, str | None] = {}
+    for name in names:
+        try:
+            texts[name] = read(name)
+        except StatefileError as exc:
+            if errors is None:
+                raise
+            errors[name] = exc
+    return texts
+
+
 def newest_part(names: list[str]) -> str | None:
     """The archive part with the highest number among ``names``, or ``None``."""
-    numbered = [(number, name) for name in names if (number := part_number(name)) is not None]
-    return max(numbered)[1] if numbered else None
+    parts = sorted_parts(names)
+    return parts[-1] if parts else None
 
 
 def sorted_parts(names: list[str]) -> list[str]:

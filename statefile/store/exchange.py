@@ -46,23 +46,16 @@ def check_path(path: object) -> str:
     return validate_path(path)
 
 
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", "surrogateescape")
-
-
 def export_json(files: Mapping[str, str], *, branch: str, commit: str | None) -> dict[str, Any]:
     """The export document for ``files`` (store path → text as statefile reads it), paths sorted."""
     out: dict[str, Any] = {}
     for path in sorted(files):
         data = encode(files[path])
-        entry: dict[str, Any]
         try:
             entry = {"text": data.decode("utf-8")}
         except UnicodeDecodeError:
             entry = {"base64": base64.b64encode(data).decode("ascii")}
-        entry["bytes"] = len(data)
-        entry["sha256"] = hashlib.sha256(data).hexdigest()
-        out[check_path(path)] = entry
+        out[check_path(path)] = {**entry, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return {"format": FORMAT, "version": VERSION, "branch": branch, "commit": commit, "files": out}
 
 
@@ -82,11 +75,9 @@ def import_json(data: Any) -> dict[str, str]:
     files = data.get("files")
     if not isinstance(files, dict):
         raise UsageError("export has no 'files' object; the file is damaged")
-    out: dict[str, str] = {}
-    for path, entry in files.items():
-        check_path(path)
-        out[path] = _decode(_entry_bytes(path, entry))
-    return out
+    return {
+        check_path(path): _entry_bytes(path, entry).decode("utf-8", "surrogateescape") for path, entry in files.items()
+    }
 
 
 def _entry_bytes(path: str, entry: Any) -> bytes:

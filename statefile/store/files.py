@@ -56,8 +56,7 @@ def too_large(where: str, size: int, max_bytes: int) -> InvalidDataError:
 
 
 def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: bool = True) -> str:
-    """The UTF-8 text of ``path``; a clear error when it is missing, unreadable, not a regular file, too large or
-    not UTF-8."""
+    """The UTF-8 text of ``path``; a clear error when it is missing, not a regular file, too large or not UTF-8."""
     limit = read_limit(max_bytes) if bounded else IMPORT_LIMIT
     try:
         info = os.stat(path)

@@ -137,7 +137,7 @@ class FolderStore(Store):
                 raise too_large(f"{path} in {self.root}", info.st_size, self.max_bytes)
             return check_lines(f"{path} in {self.root}", handle.read(), self.max_bytes)
 
-    def _read(self, path: str) -> str | None:
+    def _read_file(self, path: str) -> str | None:
         data = self._read_bytes(path)
         return None if data is None else decode_text(data, f"{path} in {self.root}")
 
@@ -148,10 +148,9 @@ class FolderStore(Store):
         if folder is None:
             return
         target = folder / name
-        try:
-            current: os.stat_result | None = os.lstat(target)
-        except FileNotFoundError:
-            current = None
+        current: os.stat_result | None = None
+        with contextlib.suppress(FileNotFoundError):
+            current = os.lstat(target)
         if current is not None and not stat.S_ISREG(current.st_mode):
             raise InvalidDataError(
                 f"{path} in {self.root} is a {_kind(current.st_mode)}, not a regular file; statefile will not "
@@ -177,17 +176,15 @@ class FolderStore(Store):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the other writer is done; released on close or death
                 held = os.fstat(fd)
-                try:
+                current = None
+                with contextlib.suppress(FileNotFoundError):
                     current = os.lstat(path)
-                except FileNotFoundError:
-                    current = None
             except BaseException:
                 os.close(fd)
                 raise
-            if current is None or (current.st_dev, current.st_ino) != (held.st_dev, held.st_ino):
-                os.close(fd)  # removed (or replaced) by the writer before us: lock the file that is there now
-                continue
-            break
+            if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+                break
+            os.close(fd)  # removed (or replaced) by the writer before us: lock the file that is there now
         try:
             yield
         finally:
@@ -237,10 +234,6 @@ class FolderStore(Store):
 
     # -- the Store interface -------------------------------------------------------------------------------------
 
-    def read_text(self, program: str) -> str | None:
-        """The raw text of ``{program}.md``, or ``None``."""
-        return self._read(state_path(program))
-
     def programs(self) -> dict[str, int]:
         """Program name → size in bytes for every regular top-level ``*.md`` file with a valid program name."""
         sizes: dict[str, int] = {}
@@ -280,12 +273,6 @@ class FolderStore(Store):
             return []
         return [name for entry in os.listdir(folder) if (name := layout.part_name(program, entry)) is not None]
 
-    def read_path(self, path: str) -> str:
-        text = self._read(path)
-        if text is None:
-            raise NotFoundError(f"{path} is not in {self.root}")
-        return text
-
     def archive_parts(self, program: str) -> list[str]:
         """Archive part names of ``program``, oldest first."""
         return sorted_parts(self._archive_names(validate_program(program)))
@@ -323,7 +310,7 @@ class FolderStore(Store):
         """Apply ``fn`` under the folder lock and write the result atomically (``commit`` is ``None``)."""
         path = state_path(program)
         with self._locked():
-            current = self._read(path)
+            current = self._read_file(path)
             if current is None:
                 refuse_case_twin(program, os.listdir(self.root))
             plan = plan_update(
@@ -341,10 +328,8 @@ class FolderStore(Store):
 
     def _last_part(self, program: str) -> tuple[str, str] | None:
         name = newest_part(self._archive_names(program))
-        if name is None:
-            return None
-        text = self._read(self.archive_layout(program).part_path(program, name))
-        return None if text is None else (name, text)
+        text = None if name is None else self._read_file(self.archive_layout(program).part_path(program, name))
+        return None if name is None or text is None else (name, text)
 
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write ``files`` (path → text, ``None`` deletes) under the folder lock (``commit`` is ``None``)."""

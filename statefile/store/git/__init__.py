@@ -7,9 +7,7 @@ but the entries of a tree read from ``cat-file``.  Modules: ``runner`` (the one 
 
 from __future__ import annotations
 
-from statefile.store.git.repo import Repository as Repository
-from statefile.store.git.repo import discover as discover
-from statefile.store.git.repo import find_repository as find_repository
-from statefile.store.git.store import GitStore as GitStore
+from statefile.store.git.repo import Repository, discover, find_repository
+from statefile.store.git.store import GitStore
 
 __all__ = ["GitStore", "Repository", "discover", "find_repository"]

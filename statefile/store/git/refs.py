@@ -14,9 +14,8 @@ from statefile.store.git.runner import Git, Result, is_oid
 
 _FORMAT = "%(objectname)%00%(refname)%00%(symref)%00%(worktreepath)"
 
-# How git says a ref cannot be created because another one is in its way by the directory/file rule (refs are
-# paths: refs/heads/a and refs/heads/a/b cannot both exist).  git wraps these in "cannot lock ref '…': ", the same
-# words as a held lock, so they are told apart first: waiting for this "lock" would never help.
+# A ref in the way by the directory/file rule (refs/heads/a blocks refs/heads/a/b): git says "cannot lock ref",
+# as for a held lock, so this is told apart first: waiting for this "lock" would never help.
 _CLASH = re.compile(
     r"'(?P<ref>[^'\n]+)' exists; cannot create '[^'\n]+'|there is a non-empty directory '(?P<folder>[^'\n]+)' "
     r"blocking reference '[^'\n]+'"
@@ -24,8 +23,7 @@ _CLASH = re.compile(
 
 
 def ref_clash(stderr: str) -> str | None:
-    """The ref (or folder of loose refs) in the way when git refused to create a ref by the directory/file rule
-    (one name would be a folder of the other), else ``None``."""
+    """The ref (or folder of loose refs) in the way when git's directory/file rule refused a ref, else ``None``."""
     found = _CLASH.search(stderr)
     return None if found is None else found["ref"] or found["folder"]
 
@@ -133,11 +131,6 @@ class Refs:
         oid = result.stdout.decode("ascii", "replace").strip()
         return oid if result.ok and is_oid(oid) else None
 
-    def is_symbolic(self, ref: str) -> str:
-        """The target of ``ref`` when it is a symbolic ref (even a dangling one), else ""."""
-        result = self._git.call("symbolic-ref", "--quiet", ref)
-        return result.stdout.decode("utf-8", "replace").strip() if result.ok else ""
-
     def check_name(self) -> None:
         """Ask git whether ``refs/heads/<branch>`` is a valid ref name (the pure checks ran before)."""
         result = self._git.call("check-ref-format", self.local_ref)
@@ -160,8 +153,7 @@ class Refs:
         raise self._git.failure(result, f"could not move {ref}")
 
     def move_both(self, tracking: str, local: str, new: str, old: str | None, why: str) -> bool:
-        """Point ``tracking`` at ``new`` and move ``local`` from ``old`` (``None``: create it) to ``new``, in one
-        transaction; whether it was applied (else neither moved)."""
+        """Move ``tracking`` and ``local`` (from ``old``) to ``new`` in one transaction; whether both moved."""
         zero = "0" * len(new)
         script = f"update {tracking} {new}\nupdate {local} {new} {old or zero}\n".encode("ascii")
         args = ("update-ref", "--no-deref", "-m", f"statefile: {why}", "--stdin")
@@ -184,7 +176,10 @@ class Refs:
 
     def refuse_symref(self, state: RefState) -> None:
         """InvalidDataError when the branch is a symbolic ref: statefile never writes through one."""
-        target = state.symref or (self.is_symbolic(self.local_ref) if state.local is None else "")
+        target = state.symref
+        if state.local is None and not target:  # a dangling symbolic ref is not listed: git symbolic-ref tells
+            found = self._git.call("symbolic-ref", "--quiet", self.local_ref)
+            target = found.stdout.decode("utf-8", "replace").strip() if found.ok else ""
         if target:
             raise InvalidDataError(
                 f"{self.local_ref} is a symbolic ref to {target}; statefile never follows it onto another branch "

@@ -221,8 +221,7 @@ class Remote:
 
 
 def remote_message(stderr: str) -> str:
-    """What the remote itself said, on one line: its ``remote:`` lines, and why it could not store the pushed
-    objects (``error: remote unpack failed: …``; the porcelain line says only "unpacker error")."""
+    """The remote's own words on one line: ``remote:`` lines and ``remote unpack failed`` (porcelain says less)."""
     lines = []
     for line in stderr.splitlines():
         if line.startswith("remote:"):

@@ -27,11 +27,6 @@ class Repository(NamedTuple):
     object_format: str  # "sha1" or "sha256"
 
     @property
-    def bare(self) -> bool:
-        """Whether the repository has no work tree."""
-        return self.work_tree is None
-
-    @property
     def top(self) -> Path:
         """The work tree's top, or the git dir of a bare repository: where configuration is read, git runs."""
         return self.work_tree if self.work_tree is not None else self.git_dir
@@ -93,11 +88,7 @@ def init_bare(path: str | os.PathLike[str], exe: str | None = None) -> Repositor
     exe = exe or git_executable()
     env = {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"}
     proc = subprocess.run(
-        [exe, "init", "--quiet", "--bare", os.fspath(path)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=False,
+        [exe, "init", "--quiet", "--bare", os.fspath(path)], env=env, stdin=subprocess.DEVNULL, capture_output=True
     )
     if proc.returncode:
         err = proc.stderr.decode("utf-8", "replace")

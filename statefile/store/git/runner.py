@@ -17,8 +17,7 @@ from statefile.redaction import redact
 NETWORK_TIMEOUT = 300.0  # how long one git command may run: a fetch or push over a slow network, never forever
 MESSAGE_LIMIT = 400  # the longest message kept from git's output (a hook can print pages)
 _WORK_TREE_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")  # the store never touches a work tree or index
-# A full disk or an unwritable repository in git's messages (LC_ALL=C keeps them in English); the last two are a
-# remote's receive-pack saying it could not write its object store (it gives no errno then).
+# A full disk or an unwritable repository in git's (LC_ALL=C) messages; the last two are a remote's receive-pack.
 _NO_SPACE = ("no space left on device", "disk quota exceeded", "file too large", "out of diskspace")
 _READ_ONLY = ("read-only file system", "permission denied", "insufficient permission", "operation not permitted",
               "unable to create temporary object directory",
@@ -42,11 +41,9 @@ class Result(NamedTuple):
         return self.stderr.decode("utf-8", "replace")
 
 
-# A line of GIT_TRACE / GIT_TRACE_PACKET / GIT_TRACE_CURL output: "12:34:56.789012 git.c:460  trace: …",
-# "12:34:56.789012 http.c:756  == Info: …", "packet: fetch< …".
+# A line of GIT_TRACE* output: "12:34:56.789012 git.c:460  trace: …", "packet: fetch< …".
 _TRACE = re.compile(r"\d\d:\d\d:\d\d\.\d+ \S+:\d+ +|(?:packet|trace): ")
-# The paragraph git prints under a lock failure, and where fast-import put the crash report statefile removes: they
-# say nothing the message does not.
+# git's paragraph under a lock failure, and fast-import's crash report (removed): they add nothing to the message.
 _BOILERPLATE = ("hint:", "Another git process seems", "an editor opened by", "are terminated then try",
                 "may have crashed in this", "remove the file manually",
                 "fast-import: dumping crash report")  # fmt: skip
@@ -71,8 +68,7 @@ def environment_problem(text: str) -> str:
 
 
 def environment_failure(problem: str, what: str, detail: str, *, remote: bool = False) -> EnvironmentFailure:
-    """The error for a full disk or an unwritable repository (``problem``), here or on the remote: nothing is wrong
-    with the data, and retrying will not help until the machine is fixed."""
+    """The error for a full disk or an unwritable repository, here or on the remote: retrying will not help."""
     there = " there" if remote else ""
     if problem == "full":
         where = "the remote's disk" if remote else "the disk"
@@ -117,15 +113,12 @@ class Git:
         )
         entries = list(extra_config)
         if entries:
-            try:
-                count = int(env.get("GIT_CONFIG_COUNT", "0") or "0")
-            except ValueError:
-                count = 0
-            for key, value in entries:
-                env[f"GIT_CONFIG_KEY_{count}"] = key
-                env[f"GIT_CONFIG_VALUE_{count}"] = value
-                count += 1
-            env["GIT_CONFIG_COUNT"] = str(count)
+            count = env.get("GIT_CONFIG_COUNT", "").strip()
+            first = int(count) if count.isdigit() else 0
+            for index, (key, value) in enumerate(entries, start=first):
+                env[f"GIT_CONFIG_KEY_{index}"] = key
+                env[f"GIT_CONFIG_VALUE_{index}"] = value
+            env["GIT_CONFIG_COUNT"] = str(first + len(entries))
         return env
 
     def redact(self, text: str) -> str:

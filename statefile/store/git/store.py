@@ -9,31 +9,19 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
-from statefile.errors import ConflictError, NotFoundError, StatefileError, UsageError
-from statefile.store.base import LogEntry, Store, decode_text, sorted_parts, state_path
+from statefile.errors import ConflictError, StatefileError, UsageError
+from statefile.store.base import LogEntry, Store, decode_text, read_each, sorted_parts, state_path
 from statefile.store.files import check_lines, read_limit
 from statefile.store.git.objects import kind_of
 from statefile.store.git.transaction import GitTransactions
 from statefile.store.names import is_program_name, validate_path, validate_program, windows_reserved
 
-# One commit of `git log -z --raw --format=%x01%H`: its id, then the file's change line, with the blob ids before
-# and after (all zeros where the file did not exist).
+# One commit of `git log -z --raw --format=%x01%H`: its id, then the blob ids before and after (zeros: no file).
 _RAW_CHANGE = re.compile(r"^([0-9a-f]+)\0\n?:\d+ \d+ ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*\0")
 
 
 class GitStore(GitTransactions):
     """State files on a branch of a git repository (see :mod:`.transaction` for how writes work)."""
-
-    def fetch_for_read(self) -> str | None:
-        """:meth:`fetch` for a read: the remote's tip (``None``: no such branch), which reads then see; no local
-        branch moves (a read changes no branch)."""
-        self._forget()
-        remote_tip = self._fetch()
-        local = self._state().local
-        # Behind: the remote's tip (the local branch stays); diverged: the reader pins it and says so.
-        behind = local not in (None, remote_tip) and remote_tip is not None
-        self._pinned = remote_tip if behind and self._refs.is_ancestor(local or "", remote_tip or "") else None
-        return remote_tip
 
     def commit_time(self, commit: str) -> int:
         """When ``commit`` was committed (Unix seconds): how old a copy whose tip it is must be at least."""
@@ -104,12 +92,10 @@ class GitStore(GitTransactions):
     def branch_names(self) -> list[str]:
         """Names of the branches here, local and remote-tracking (``origin/x`` read as ``x``), sorted, once each."""
         out = self._git.run("for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")
-        names = set()
-        for ref in out.decode("utf-8", "surrogateescape").split("\n"):
-            if ref.startswith("refs/heads/"):
-                names.add(ref.removeprefix("refs/heads/"))
-            elif ref.startswith("refs/remotes/") and not ref.endswith("/HEAD"):
-                names.add(ref.removeprefix("refs/remotes/").partition("/")[2])
+        refs = out.decode("utf-8", "surrogateescape").split("\n")
+        names = {ref.removeprefix("refs/heads/") for ref in refs if ref.startswith("refs/heads/")}
+        tracking = [ref for ref in refs if ref.startswith("refs/remotes/") and not ref.endswith("/HEAD")]
+        names |= {ref.removeprefix("refs/remotes/").partition("/")[2] for ref in tracking}
         return sorted(name for name in names if name)
 
     def remote_names(self) -> list[str]:
@@ -118,9 +104,8 @@ class GitStore(GitTransactions):
 
     # -- the Store reading interface -----------------------------------------------------------------------------
 
-    def read_text(self, program: str) -> str | None:
-        """The raw text of ``{program}.md`` at the branch tip, or ``None``."""
-        return self._read_at(self.tip(), state_path(program))
+    def _read_file(self, path: str) -> str | None:
+        return self._read_at(self.tip(), path)
 
     def programs(self) -> dict[str, int]:
         """Program name → size in bytes, from one ``git ls-tree -l`` of the tip (no blob is read)."""
@@ -128,16 +113,12 @@ class GitStore(GitTransactions):
 
     def _top_files(self, tip: str | None) -> dict[str, tuple[int, str]]:
         """Program name → (size, blob id) of every regular ``*.md`` file at the top of ``tip``'s tree."""
-        if tip is None:
-            return {}
-        files: dict[str, tuple[int, str]] = {}
-        for name, entry in self._trees.listing(tip, sizes=True).items():
-            if not name.endswith(".md") or not entry.is_file or entry.size is None:
-                continue
-            program = name[:-3]
-            if is_program_name(program):
-                files[program] = (entry.size, entry.oid)
-        return files
+        listing = {} if tip is None else self._trees.listing(tip, sizes=True)
+        return {
+            name[:-3]: (entry.size, entry.oid)
+            for name, entry in listing.items()
+            if name.endswith(".md") and entry.is_file and entry.size is not None and is_program_name(name[:-3])
+        }
 
     def unreadable(self) -> dict[str, str]:
         """``{name}.md`` entries at the top of the tip that look like programs but cannot be read: name → why."""
@@ -151,7 +132,7 @@ class GitStore(GitTransactions):
                 continue
             where = f"{name} on branch {self.branch}"
             if not entry.is_file:
-                found[program] = f"{where} is a {kind_of(entry.mode)}, not a regular file; replace it with a file"
+                found[program] = f"{where} is {kind_of(entry.mode)}, not a regular file; replace it with a file"
             elif entry.size is None:
                 found[program] = (
                     f"{where}: its object {entry.oid} is missing from the repository; it is damaged — run `git fsck`, "
@@ -172,30 +153,19 @@ class GitStore(GitTransactions):
         batch = [name for name in names if name in files and files[name][0] <= limit]
         found = self._cat.read_many([files[n][1] for n in batch], limit)
         raw_by_name = {name: item[1] for name, item in zip(batch, found, strict=True) if item and item[0] == "blob"}
-        texts: dict[str, str | None] = {}
-        for name in names:
-            try:
-                path = state_path(name)  # a name that is no program's is an error like any other here
-                if (raw := raw_by_name.get(name)) is None:
-                    texts[name] = self._read_at(tip, path)
-                else:
-                    where = f"{path} {self.where}"
-                    texts[name] = decode_text(check_lines(where, raw, self.max_bytes), where)
-            except StatefileError as exc:
-                if errors is None:
-                    raise
-                errors[name] = exc
-        return texts
+
+        def read(name: str) -> str | None:
+            path = state_path(name)  # a name that is no program's is an error like any other here
+            if (raw := raw_by_name.get(name)) is None:
+                return self._read_at(tip, path)
+            where = f"{path} {self.where}"
+            return decode_text(check_lines(where, raw, self.max_bytes), where)
+
+        return read_each(names, read, errors)
 
     def archive_parts(self, program: str) -> list[str]:
         """Archive part names of ``program`` at the tip, oldest first."""
         return sorted_parts(self._archive_names(self.tip(), validate_program(program)))
-
-    def read_path(self, path: str) -> str:
-        text = self._read_at(self.tip(), path)
-        if text is None:
-            raise NotFoundError(f"{path} is not on branch {self.branch}")
-        return text
 
     def paths(self) -> list[str]:
         """Every path on the branch, sorted, from one ``git ls-tree -r`` (no blob is read)."""
@@ -207,32 +177,23 @@ class GitStore(GitTransactions):
         tip = self.tip()
         if tip is None:
             return {}
-        paths: list[str] = []
-        oids: list[str] = []
-        for path, entry in self._trees.everything(tip).items():
+        entries = self._trees.everything(tip)
+        for path, entry in entries.items():
             self._require(entry, path)
-            paths.append(path)
-            oids.append(entry.oid)
-        files: dict[str, str] = {}
-        for path, data in zip(paths, self._objects(oids, "blob", paths), strict=True):
-            if (text := self._text(path, data)) is not None:
-                files[path] = text
-        return files
+        paths = list(entries)
+        blobs = self._objects([entry.oid for entry in entries.values()], "blob", paths)
+        texts = {path: self._text(path, data) for path, data in zip(paths, blobs, strict=True)}
+        return {path: text for path, text in texts.items() if text is not None}
 
     def log(self, program: str, limit: int = 50) -> list[LogEntry]:
         """Commits on the branch that changed ``{program}.md``, newest first (one ``git log``)."""
         out = self._log_of(program, limit, "-z", "--format=%H%x1f%aI%x1f%an <%ae>%x1f%B")
-        entries = []
-        for record in (out or b"").decode("utf-8", "replace").split("\0"):
-            fields = record.strip("\n").split("\x1f", 3)
-            if len(fields) == 4:
-                commit, when, author, message = fields
-                entries.append(LogEntry(commit, datetime.fromisoformat(when), author, message.strip()))
-        return entries
+        records = (out or b"").decode("utf-8", "replace").split("\0")
+        found = [fields for record in records if len(fields := record.strip("\n").split("\x1f", 3)) == 4]
+        return [LogEntry(commit, datetime.fromisoformat(when), by, text.strip()) for commit, when, by, text in found]
 
     def _log_of(self, program: str, limit: int, *options: str) -> bytes | None:
-        """``git log OPTIONS`` of ``{program}.md`` over the newest ``limit`` commits at the tip (signatures off,
-        paths unquoted); ``None`` when there is no branch or nothing is asked for."""
+        """``git log OPTIONS`` of ``{program}.md`` at the tip; ``None`` for no branch or ``limit`` < 1."""
         path = state_path(program)
         tip = self.tip()
         if tip is None or limit < 1:
@@ -247,11 +208,8 @@ class GitStore(GitTransactions):
         out = self._log_of(program, limit, "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H")
         if out is None:
             return {}
-        patches: dict[str, str] = {}
-        for record in out.decode("utf-8", "replace").split("\0")[1:]:
-            commit, _, patch = record.partition("\n")
-            patches[commit.strip()] = patch.strip("\n") + "\n" if patch.strip() else ""
-        return patches
+        records = (record.partition("\n") for record in out.decode("utf-8", "replace").split("\0")[1:])
+        return {commit.strip(): patch.strip("\n") + "\n" if patch.strip() else "" for commit, _, patch in records}
 
     def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
         """``{program}.md`` before and after each commit :meth:`log` lists: one ``git log --raw`` for the blob ids,
