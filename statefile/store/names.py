@@ -14,8 +14,7 @@ from statefile.model.archive import part_number
 MAX_PROGRAM_LENGTH = 100
 MAX_BRANCH_LENGTH = 255
 MAX_PATH_LENGTH = 1024
-#: The longest file or folder name a checkout can write: Linux's NAME_MAX (ext4, btrfs, xfs), 255 bytes, which APFS
-#: and NTFS (255 characters) hold too.  A longer one fits in a git tree, but no folder or clone can hold it.
+#: The longest name a checkout can write (Linux's NAME_MAX; APFS and NTFS hold 255 too): a git tree holds longer.
 MAX_COMPONENT_BYTES = 255
 
 _PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -83,8 +82,7 @@ def validate_branch(name: str) -> str:
     return name
 
 
-# HEAD and the pseudo-refs git keeps beside it (FETCH_HEAD, ORIG_HEAD, MERGE_HEAD, …): a branch with such a name
-# makes git's own "HEAD" (or "FETCH_HEAD") ambiguous.
+# HEAD and its pseudo-refs (FETCH_HEAD, ORIG_HEAD, …): a branch of such a name makes git's own one ambiguous.
 _PSEUDO_REF = re.compile(r"(?:[A-Z_]*_)?HEAD|AUTO_MERGE")
 
 

@@ -18,9 +18,7 @@ from statefile.store.git.runner import Git, Result, is_oid, one_line
 
 MODE_TREE = "040000"
 MODE_FILE = "100644"
-#: Modes of regular files (git writes 100644 and 100755; old trees may hold 100664).
-FILE_MODES = frozenset({"100644", "100755", "100664"})
-_KINDS = {"120000": "symbolic link", "160000": "submodule", MODE_TREE: "folder"}
+_KINDS = {"120000": "a symbolic link", "160000": "a submodule", MODE_TREE: "a folder"}
 _TYPES = {MODE_TREE: "tree", "160000": "commit"}
 
 # Requests small enough to write before reading the answers: far below a pipe buffer, so writing never blocks.
@@ -30,16 +28,14 @@ _BUFFER = 1 << 16
 # How many listings a store keeps: the trees of the current tip and its archive folders.
 _CACHE = 256
 _LS_TREE = re.compile(rb"(\d{6}) (\w+) ([0-9a-f]+)(?: +(\S+))?\t(.*)", re.S)
-# How fast-import says an object an edit names is missing (the runner sets LC_ALL=C: English), and where it put the
-# crash report it writes into the repository when it dies.
+# How fast-import (LC_ALL=C) says an edit's object is missing, and where it put the crash report when it died.
 _NOT_FOUND = re.compile(r"(?:Blob|Tree) not found: M \d+ ([0-9a-f]{40,64}) ")
 _CRASH_REPORT = re.compile(r"dumping crash report to (.+)")
 _SCRATCH_REF = "refs/statefile/scratch"  # the ref fast-import's commit is made on; the import resets it, never sets it
 
 
 def missing_object(where: str, oid: str, branch: str) -> InvalidDataError:
-    """The one error for an object a tree names that the repository lacks: a damaged repository is invalid data,
-    whichever git command ran into it (``where``: its path on the branch, or "")."""
+    """The one error for an object a tree names that the repository lacks (``where``: its path, or "")."""
     what = f"{where} (object {oid})" if where else f"object {oid}"
     return InvalidDataError(
         f"{what} on branch {branch} is missing from the repository; it is damaged — run `git fsck`, or fetch the "
@@ -55,9 +51,21 @@ class ObjectMissing(Exception):
         self.oid = oid
 
 
+def is_file_mode(mode: str) -> bool:
+    """Whether a tree entry is a regular file: git reads any ``100xxx`` mode as one (old tools wrote 100664,
+    others write 100600); only 100644 and 100755 are canonical."""
+    return mode.startswith("100")
+
+
+def canonical_mode(mode: str) -> str:
+    """The mode git writes for an entry (its ``canon_mode``): a regular file is 100755 when its owner may run it,
+    100644 otherwise; any other mode as it is."""
+    return ("100755" if int(mode, 8) & 0o100 else MODE_FILE) if is_file_mode(mode) else mode
+
+
 def kind_of(mode: str) -> str:
-    """A human name for a tree entry's mode."""
-    return "file" if mode in FILE_MODES else _KINDS.get(mode, f"entry of mode {mode}")
+    """A human name for a tree entry's mode, with its article ("a folder")."""
+    return "a file" if is_file_mode(mode) else _KINDS.get(mode, f"an entry of mode {mode}")
 
 
 class Entry(NamedTuple):
@@ -70,7 +78,7 @@ class Entry(NamedTuple):
 
     @property
     def is_file(self) -> bool:
-        return self.mode in FILE_MODES
+        return is_file_mode(self.mode)
 
     @property
     def is_tree(self) -> bool:
@@ -85,7 +93,6 @@ class ObjectTooLarge(Exception):
 
     def __init__(self, kind: str, size: int) -> None:
         super().__init__(f"{kind} of {size} bytes")
-        self.kind = kind
         self.size = size
         self.index = 0  # which of the objects asked for (read_many)
 
@@ -110,10 +117,6 @@ class CatFile:
         assert self._proc.stdin is not None and self._proc.stdout is not None
         return self._proc.stdin, self._proc.stdout
 
-    def read(self, oid: str, limit: int | None = None) -> tuple[str, bytes] | None:
-        """``(type, data)`` of object ``oid``, or ``None`` when it is missing.  ObjectTooLarge over ``limit``."""
-        return self.read_many([oid], limit)[0]
-
     def resolve(self, refs: Iterable[str]) -> list[str | None]:
         """The commit each of ``refs`` (full ref names, validated by the caller) points at, ``None`` if missing."""
         wanted = list(refs)
@@ -123,7 +126,7 @@ class CatFile:
         return [None if item is None or item[0] != "commit" else item[2] for item in self._batch(wanted, None)]
 
     def read_many(self, oids: Iterable[str], limit: int | None = None) -> list[tuple[str, bytes] | None]:
-        """``read`` for many objects, fully pipelined; results in the order asked."""
+        """``(type, data)`` of each object (``None``: missing), pipelined, in order; ObjectTooLarge over ``limit``."""
         wanted = list(oids)
         for oid in wanted:
             if not is_oid(oid):  # only ever object ids: a name with a newline would desynchronise the batch
@@ -238,12 +241,11 @@ class Trees:
         return self._remember(treeish, parse_listing(result.stdout), sizes=sizes)
 
     def _read(self, treeish: str) -> Listing | None:
-        """The tree's entries read in the running ``cat-file`` (no process); ``None`` leaves it to ``ls-tree``,
-        which says what is wrong with a missing or damaged tree."""
-        item = self._cat.read(treeish) if is_oid(treeish) else None
+        """The entries read in the running ``cat-file``; ``None`` leaves it to ``ls-tree``, which explains damage."""
+        item = self._cat.read_many([treeish])[0] if is_oid(treeish) else None
         if item is not None and item[0] == "commit":
             tree = _tree_of(item[1])
-            item = self._cat.read(tree) if tree else None
+            item = self._cat.read_many([tree])[0] if tree else None
         if item is None or item[0] != "tree":
             return None
         data, size, entries, pos = item[1], len(treeish) // 2, {}, 0
@@ -260,7 +262,7 @@ class Trees:
 
     def root(self, commit: str) -> str:
         """The id of ``commit``'s top tree, read in the running ``cat-file`` ("" when it cannot be read)."""
-        item = self._cat.read(commit) if is_oid(commit) else None
+        item = self._cat.read_many([commit])[0] if is_oid(commit) else None
         return _tree_of(item[1]) if item is not None and item[0] == "commit" else ""
 
     def _damaged(self, result: Result, treeish: str, path: str) -> StatefileError:
@@ -288,8 +290,7 @@ class Trees:
         return entries
 
     def everything(self, treeish: str, path: str = "") -> Listing:
-        """Every file below ``treeish`` (``path`` on the branch): path → entry; folders are walked, not listed (a
-        missing or damaged one raises its own error, naming it), submodules are listed."""
+        """Every file and submodule below ``treeish`` (at ``path``): path → entry; a damaged folder raises, named."""
         found: Listing = {}
         for name, entry in self.listing(treeish, path=path).items():
             where = f"{path}/{name}" if path else name
@@ -333,8 +334,7 @@ class Writer:
         return self._oid(fields[2] if len(fields) == 3 else result.stdout, "fast-import")
 
     def fsck(self, tree: str, old: str | None) -> str:
-        """What git's fsck (``--strict``) says is wrong with the objects below ``tree`` that ``old`` (a tree)
-        lacks, "" when nothing is."""
+        """What ``index-pack --strict`` says is wrong with the objects of ``tree`` that ``old`` lacks ("" if none)."""
         revs = f"{tree}\n" + (f"^{old}\n" if old else "")
         pack = self._git.run("pack-objects", "--stdout", "-q", "--revs", input=revs.encode("ascii"))
         import tempfile  # ~10 ms to import: only imports need it

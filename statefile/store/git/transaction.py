@@ -51,6 +51,7 @@ from statefile.store.git.objects import (
     ObjectTooLarge,
     Trees,
     Writer,
+    canonical_mode,
     kind_of,
     missing_object,
 )
@@ -212,8 +213,7 @@ class GitTransactions(Store):
             self._name_checked = True
 
     def _advance_local(self, local: str | None, target: str, why: str) -> bool:
-        """Move the local branch forward to ``target`` (a descendant of ``local``) if no one moved it; whether the
-        local branch is at ``target`` (or beyond it) afterwards."""
+        """Fast-forward the local branch from ``local`` to ``target`` unless moved; whether it is at or past it."""
         if local == target:
             return True
         self._forget()
@@ -276,8 +276,9 @@ class GitTransactions(Store):
         self._fetched = (tip,)
         return tip
 
-    def fetch(self) -> str | None:
-        """Fetch the branch and fast-forward the local branch to it; the remote's tip (``None``: no such branch)."""
+    def fetch(self, *, read_only: bool = False) -> str | None:
+        """Fetch the branch and fast-forward the local branch to it; the remote's tip (``None``: no such branch).
+        With ``read_only`` no local branch moves (a read changes no branch): reads see the remote's tip."""
         if self._remote is None:
             raise UsageError("this store has no remote; open it with remote='origin' to fetch")
         self._forget()
@@ -285,9 +286,10 @@ class GitTransactions(Store):
         self._pinned = None
         state = self._state()
         local = state.local
-        behind = remote_tip is not None and local is not None and local != remote_tip
+        behind = remote_tip is not None and local not in (None, remote_tip)
         if behind and self._refs.is_ancestor(local or "", remote_tip or ""):
-            moved = not state.checked_out and self._advance_local(local, remote_tip or "", "fast-forward after fetch")
+            why = "fast-forward after fetch"
+            moved = not read_only and not state.checked_out and self._advance_local(local, remote_tip or "", why)
             self._pinned = None if moved else remote_tip
             self._fetched = (remote_tip,)
         return remote_tip
@@ -305,8 +307,7 @@ class GitTransactions(Store):
         raise refusal or ConflictError(f"{self._local_ref} and {state.tracking_name} have diverged")
 
     def _landed(self, new: str) -> bool | None:
-        """Whether commit ``new`` is on the remote branch now (after a push without a verdict); ``None`` when the
-        remote could not be read within :data:`_VERIFY_BACKOFF`'s time (the connection just broke)."""
+        """Whether ``new`` is on the remote after a push without a verdict; ``None``: the remote could not be read."""
 
         def attempt(_: int) -> tuple[Outcome, bool | None]:
             try:
@@ -322,8 +323,7 @@ class GitTransactions(Store):
 
     @contextlib.contextmanager
     def _publishing(self, new: str, program: str) -> Iterator[None]:
-        """Mark commit ``new`` as possibly landing while the block runs (see :meth:`interrupted_write`); a
-        KeyboardInterrupt leaves the mark, any other way out clears it."""
+        """Mark ``new`` as possibly landing (:meth:`interrupted_write`); only a KeyboardInterrupt leaves the mark."""
         self._in_flight = (new, program)
         try:
             yield
@@ -359,41 +359,32 @@ class GitTransactions(Store):
         branch = "" if self.branch == DEFAULT_BRANCH else f" --branch {self.branch}"
         return f"statefile{remote}{branch} log {program or 'PROGRAM'}"
 
-    def _try_local(
-        self, attempt: Callable[[str | None], str | None], why: str, program: str
-    ) -> tuple[Outcome, tuple[str, Result | None]]:
-        state = self._state()
-        self._check_writable(state)
-        base = state.local if state.local is not None else state.tracking_tip
-        new = attempt(base)
-        if new is None:
-            return Outcome.DONE, (base or "", None)
-        with self._publishing(new, program):
-            self._forget()
-            outcome, result = self._refs.cas(self._local_ref, new, state.local, why)
-            if outcome is Outcome.DONE:
-                self._landed_writes.append((new, program))
-        return outcome, (new, result)
-
-    def _try_remote(
+    def _try(
         self,
         attempt: Callable[[str | None], str | None],
         why: str,
         locked: list[tuple[float, str | None]],
         program: str,
     ) -> tuple[Outcome, tuple[str, Result | None]]:
-        assert self._remote is not None
-        remote_tip = self._fetch()
+        remote_tip = self._fetch() if self._remote is not None else None
         state = self._state()
         self._check_writable(state)
-        base = self._base(state.local, remote_tip)
+        if self._remote is None:
+            base = state.local if state.local is not None else state.tracking_tip
+        else:
+            base = self._base(state.local, remote_tip)
         new = attempt(base)
         if new is None:
-            if base is not None and state.local != base:
+            if self._remote is not None and base is not None and state.local != base:
                 self._pinned = None if self._advance_local(state.local, base, why) else base
             return Outcome.DONE, (base or "", None)
         with self._publishing(new, program):
             self._forget()
+            if self._remote is None:
+                outcome, result = self._refs.cas(self._local_ref, new, state.local, why)
+                if outcome is Outcome.DONE:
+                    self._landed_writes.append((new, program))
+                return outcome, (new, result)
             outcome, result = self._remote.push(new)
             if outcome is Outcome.REMOTE_LOCKED:
                 # A concurrent push holds the remote's ref lock for milliseconds and then moves the tip; a lock that
@@ -419,8 +410,7 @@ class GitTransactions(Store):
         return outcome, (new, result)
 
     def _follow(self, state: RefState, new: str, why: str) -> None:
-        """Move the remote-tracking ref and the local branch to ``new``, which landed; no failure here fails the
-        write (a ref left behind is repaired by the next fetch)."""
+        """Move both refs to ``new``, which landed; no failure fails the write (the next fetch repairs a ref)."""
         assert self._remote is not None
         tracking = self._remote.tracking_ref
         with contextlib.suppress(StatefileError):
@@ -436,16 +426,13 @@ class GitTransactions(Store):
     def _transact(
         self, attempt: Callable[[str | None], str | None], why: str, program: str = ""
     ) -> tuple[str, bool, int]:
-        """Run ``attempt(base) -> new commit | None`` until its commit lands: the tip afterwards, whether a commit
-        was written, and the number of attempts.  ``program`` names the write in what an unverified push says."""
+        """Run ``attempt(base) -> commit | None`` until it lands: (tip, whether a commit was written, attempts)."""
         locked: list[tuple[float, str | None]] = []  # since when the remote's ref lock has been held, at which tip
 
         def step(number: int) -> tuple[Outcome, tuple[str, Result | None]]:
             if number:
                 self._forget()  # the last attempt lost a race: read everything again
-            if self._remote is not None:
-                return self._try_remote(attempt, why, locked, program)
-            return self._try_local(attempt, why, program)
+            return self._try(attempt, why, locked, program)
 
         first, cap = _REMOTE_BACKOFF if self._remote is not None else _LOCAL_BACKOFF
         backoff = Backoff(tries=self.max_tries, first=first, cap=cap, budget=self.max_wait)
@@ -507,8 +494,7 @@ class GitTransactions(Store):
         return UpdateResult(tip or None, wrote, tuple(changes) if wrote else (), attempts=attempts)
 
     def _objects(self, oids: list[str], kind: str, paths: list[str]) -> list[bytes]:
-        """The data of objects ``oids`` (all of ``kind``) in one pipelined batch; blobs over the read limit are
-        refused unread (a state file an agent wrote is never that big)."""
+        """The data of ``oids`` (all of ``kind``) in one batch; blobs over the read limit are refused unread."""
         limit = read_limit(self.max_bytes) if kind == "blob" else None
         try:
             found = self._cat.read_many(oids, limit)
@@ -544,7 +530,7 @@ class GitTransactions(Store):
         """InvalidDataError unless ``entry`` is a regular file (a folder, with ``folder``): nothing else is followed."""
         if not (entry.is_tree if folder else entry.is_file):
             what = "a folder" if folder else "a regular file"
-            raise InvalidDataError(f"{path} on branch {self.branch} is a {kind_of(entry.mode)}, not {what}; statefile "
+            raise InvalidDataError(f"{path} on branch {self.branch} is {kind_of(entry.mode)}, not {what}; statefile "
                                    f"will not follow it — replace it with {what}")  # fmt: skip
 
     def _read_at(self, commit: str | None, path: str) -> str | None:
@@ -569,8 +555,7 @@ class GitTransactions(Store):
     def _edits(
         self, listing: Listing | None, changes: Mapping[str, bytes | None], prefix: str, kept: dict[str, str]
     ) -> list[bytes]:
-        """fast-import's commands for ``changes`` below ``prefix``: the folder's other entries again (git checks their
-        objects exist; ``kept`` maps id → path), then each change."""
+        """fast-import commands: the folder's other entries (so git checks them; ``kept``: id → path), then changes."""
         files: dict[str, bytes | None] = {}
         folders: dict[str, dict[str, bytes | None]] = {}
         for path, data in changes.items():
@@ -586,13 +571,13 @@ class GitTransactions(Store):
         for name, entry in entries.items():
             if name not in files and name not in folders:
                 kept[entry.oid] = prefix + name
-                edits.append(f"M {_MODES.get(entry.mode, entry.mode)} {entry.oid} ".encode() + _quoted(prefix + name))
+                edits.append(f"M {canonical_mode(entry.mode)} {entry.oid} ".encode() + _quoted(prefix + name))
         for name, data in files.items():
             current = entries.get(name)
             if current is not None:
                 self._require(current, prefix + name)
             if data is not None:
-                mode = _MODES.get(current.mode, current.mode) if current else MODE_FILE
+                mode = canonical_mode(current.mode) if current else MODE_FILE
                 edits.append(f"M {mode} inline ".encode() + _quoted(prefix + name) + b"\ndata %d\n" % len(data) + data)
             elif current is not None:
                 edits.append(b"D " + _quoted(prefix + name))
@@ -604,12 +589,27 @@ class GitTransactions(Store):
             edits += self._edits(below, sub, f"{prefix}{name}/", kept)
         return edits
 
+    def _same(self, base: str, path: str, data: bytes | None) -> bool:
+        """Whether ``base`` already holds ``data`` at ``path`` (``None``: holds nothing there)."""
+        try:
+            entry = self._lookup(base, path)
+            if data is None or entry is None:
+                return data is None and entry is None
+            if not entry.is_file or (entry.size is not None and entry.size != len(data)):
+                return False
+            return self._objects([entry.oid], "blob", [path])[0] == data
+        except StatefileError:  # damaged or too large to read: the write itself says what is wrong
+            return False
+
     def _commit(
         self, base: str | None, changes: Mapping[str, bytes | None], message: str, *, fsck: bool = False
     ) -> str | None:
-        """Write a commit on ``base`` with ``changes``; ``None`` when the tree is unchanged.  With ``fsck``, git's
-        fsck checks new trees and blobs first (files from elsewhere, an import)."""
+        """The commit of ``changes`` on ``base`` (``None``: tree unchanged); ``fsck`` checks files from elsewhere."""
         if base is None and all(data is None for data in changes.values()):
+            return None
+        if base is not None and all(self._same(base, path, data) for path, data in changes.items()):
+            # Checked before writing: the new tree would still differ from the old one where git writes an old
+            # entry's mode anew (100664, 100600 become 100644), and that alone is no change to commit.
             return None
         kept: dict[str, str] = {}
         edits = self._edits(self._trees.listing(base) if base else None, changes, "", kept)
@@ -626,9 +626,6 @@ class GitTransactions(Store):
                 "offending file"
             )
         return self._writer.commit(root, base, message, self._author)
-
-
-_MODES = {"100664": "100644"}  # a mode old gits wrote, which fast-import (like git today) writes as 100644
 
 
 def _quoted(path: str) -> bytes:
