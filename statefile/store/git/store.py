@@ -56,7 +56,9 @@ class GitStore(GitTransactions):
 
     def trailers(self, commit: str, key: str) -> list[str]:
         """The values of ``commit``'s ``key`` trailers, as git parses the message's trailer block."""
-        out = self._git.run("log", "-1", f"--format=%(trailers:key={key},valueonly,unfold)", commit)
+        out = self._git.run(
+            "-c", "log.showSignature=false", "log", "-1", f"--format=%(trailers:key={key},valueonly,unfold)", commit
+        )
         return [line.strip() for line in out.decode("utf-8", "replace").splitlines() if line.strip()]
 
     def file_at(self, commit: str | None, path: str) -> str | None:
