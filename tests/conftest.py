@@ -252,11 +252,7 @@ class GuardRepo:
 def guard_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare remote and a work clone; memory/autoloop (on the remote only) holds perf, latency and pipeline."""
     root = tmp_path_factory.mktemp("guard")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x.invalid"}  # fmt: skip
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
-    try:
+    with pinned_identity(tmp_path_factory):
         repos = make_repos(root)
         repo_git("remote", "set-url", "origin", "../remote.git", cwd=repos.work)  # copies of root keep working
         files = {
@@ -269,12 +265,6 @@ def guard_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         repo_git(
             "branch", "-D", MEMORY_BRANCH, cwd=repos.work
         )  # a CI clone: the memory branch only as origin/memory/autoloop
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return root
 
 

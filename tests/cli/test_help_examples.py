@@ -25,6 +25,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from conftest import pinned_identity
 from gitutil import git, make_repos
 from synthetic import synthetic_state
 
@@ -101,48 +102,40 @@ def test_gh_aw_examples_need_no_stored_credentials() -> None:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("examples")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x.invalid"}  # fmt: skip
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
     cwd = Path.cwd()
-    try:
-        repos = make_repos(root)
-        git("remote", "set-url", "origin", "../remote.git", cwd=repos.work)
-        with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
-            store.write_files({"perf.md": synthetic_state("perf", 60, seed=2, lessons=5)}, "seed")
-        os.chdir(repos.work)
-        for args in (
-            ["--remote", "origin", "compact", "perf"],
-            ["--remote", "origin", "lesson", "add", "perf", "Use for...of over typed arrays"],
-            ["--remote", "origin", "lesson", "remove", "perf", "1", "--reason", "superseded"],
-            ["--remote", "origin", "lesson", "promote", "perf", "1"],
-            ["--remote", "origin", "export", "--out", "memory.json"],
-        ):
-            assert invoke(cli, args) == 0, args
-        with Store.open(repos.work, remote="origin") as store:
-            text = store.read_text("perf") or ""
-        (repos.work / "memory").mkdir()
-        (repos.work / "memory" / "perf.md").write_text(text, encoding="utf-8")
-        (root / "gh-aw").mkdir()
-        autoloop = {"selected": "perf", "selected_file": ".autoloop/programs/perf.md", "state_file_size_bytes": 0,
-                    "state_file_max_bytes": 30720, "no_programs": False}  # fmt: skip
-        (root / "gh-aw" / "autoloop.json").write_text(json.dumps(autoloop, indent=2) + "\n")
-        # What a gh-aw run leaves for the safe-output job and the prepare step.
-        item = {"type": "record_iteration", "program": "perf", "status": "accepted", "metric": "0.95"}
-        (root / "gh-aw" / "agent_output.json").write_text(json.dumps({"items": [item]}) + "\n")
-        # The run context the pre-agent step uploaded (statefile-context), as the job downloads it.
-        (root / "runner-temp" / "statefile-context").mkdir(parents=True)
-        context = {"statefile_context": 2, "selected": "perf", "run_id": None, "run_attempt": None}
-        (root / "runner-temp" / "statefile-context" / "context.json").write_text(json.dumps(context) + "\n")
-        shutil.copytree(repos.work / "memory", root / "gh-aw" / "repo-memory" / "autoloop")
-    finally:
-        os.chdir(cwd)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with pinned_identity(tmp_path_factory):
+        try:
+            repos = make_repos(root)
+            git("remote", "set-url", "origin", "../remote.git", cwd=repos.work)
+            with Store.open(repos.work, remote="origin", max_bytes=10_000_000) as store:
+                store.write_files({"perf.md": synthetic_state("perf", 60, seed=2, lessons=5)}, "seed")
+            os.chdir(repos.work)
+            for args in (
+                ["--remote", "origin", "compact", "perf"],
+                ["--remote", "origin", "lesson", "add", "perf", "Use for...of over typed arrays"],
+                ["--remote", "origin", "lesson", "remove", "perf", "1", "--reason", "superseded"],
+                ["--remote", "origin", "lesson", "promote", "perf", "1"],
+                ["--remote", "origin", "export", "--out", "memory.json"],
+            ):
+                assert invoke(cli, args) == 0, args
+            with Store.open(repos.work, remote="origin") as store:
+                text = store.read_text("perf") or ""
+            (repos.work / "memory").mkdir()
+            (repos.work / "memory" / "perf.md").write_text(text, encoding="utf-8")
+            (root / "gh-aw").mkdir()
+            autoloop = {"selected": "perf", "selected_file": ".autoloop/programs/perf.md", "state_file_size_bytes": 0,
+                        "state_file_max_bytes": 30720, "no_programs": False}  # fmt: skip
+            (root / "gh-aw" / "autoloop.json").write_text(json.dumps(autoloop, indent=2) + "\n")
+            # What a gh-aw run leaves for the safe-output job and the prepare step.
+            item = {"type": "record_iteration", "program": "perf", "status": "accepted", "metric": "0.95"}
+            (root / "gh-aw" / "agent_output.json").write_text(json.dumps({"items": [item]}) + "\n")
+            # The run context the pre-agent step uploaded (statefile-context), as the job downloads it.
+            (root / "runner-temp" / "statefile-context").mkdir(parents=True)
+            context = {"statefile_context": 2, "selected": "perf", "run_id": None, "run_attempt": None}
+            (root / "runner-temp" / "statefile-context" / "context.json").write_text(json.dumps(context) + "\n")
+            shutil.copytree(repos.work / "memory", root / "gh-aw" / "repo-memory" / "autoloop")
+        finally:
+            os.chdir(cwd)
     return root
 
 
