@@ -12,6 +12,7 @@ Two corpora of state files:
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
@@ -29,6 +30,7 @@ from gitutil import git as repo_git
 from hypothesis import HealthCheck, settings
 from synthetic import synthetic_state
 
+import statefile
 from statefile.cli import cli
 from statefile.cli.run import invoke
 from statefile.model.document import parse
@@ -54,6 +56,17 @@ settings.register_profile(
 )
 settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True, suppress_health_check=_TIMING)
 settings.load_profile(PROFILE)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile statefile's modules once, before any test starts a process that imports them.
+
+    Hundreds of tests start statefile (or gh-aw's re-stated jobs) as a process.  Where PYTHONDONTWRITEBYTECODE is
+    set, as in development environments that keep checkouts clean, each of them would compile every module again:
+    about half a second of CPU a process.  An installed package has its bytecode (pip compiles it at install), so
+    compiling here measures what users run.  The files go to ``__pycache__`` folders, which git ignores."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the controlling process, before the workers start
+        compileall.compile_dir(Path(statefile.__file__).parent, quiet=2)
 
 
 def examples(count: int) -> int:

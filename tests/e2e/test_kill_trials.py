@@ -487,6 +487,7 @@ def _interrupt_repos(tmp_path: Path) -> tuple[Path, Path]:
     return repos.work, repos.remote
 
 
+@pytest.mark.slow  # a kill trial: eleven processes signalled across the command's duration
 def test_ctrl_c_at_any_point_of_a_record_through_the_remote_tells_the_truth(tmp_path: Path) -> None:
     """As seen: SIGINT 0.22 s into `--remote origin record` printed `statefile: aborted` (exit 130) though the
     iteration was pushed, and a retry recorded it twice; SIGINT during start-up printed a traceback.
