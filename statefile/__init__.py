@@ -1,15 +1,6 @@
 """statefile: keep the markdown memory of long-running Autoloop agent programs in git, correct and small.
 
-The public API (every name in ``__all__``, fully typed: ``py.typed``); docs/python-api.md shows it at work::
-
-    import statefile
-
-    doc = statefile.parse(text)  # any text; doc.render() == text
-    doc = doc.with_field("Paused", True)  # documents are values: editors return new ones
-    result = statefile.compact(doc, statefile.CompactionPolicy(max_bytes=30720))
-    with statefile.Store.open(".", branch="memory/autoloop") as store:
-        store.update("perf", lambda doc: ..., "message")
-"""
+The public API is every name in ``__all__``, fully typed (``py.typed``); docs/python-api.md shows it at work."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 #: Digits a number in these files may have: more than any count, id or metric anyone writes (2**128 has 39).
@@ -23,37 +24,31 @@ class JsonError(ValueError):
 def parse_json(
     text: str, *, max_digits: int = MAX_DIGITS, nan_as_null: bool = False, big_numbers_as_text: bool = False
 ) -> Any:
-    """``text`` parsed as strict JSON, or :class:`JsonError`.  ``nan_as_null`` reads ``NaN``/``Infinity`` as
-    ``null`` (Python's ``json.dumps`` writes them); ``big_numbers_as_text`` keeps a number past the limits as its
-    literal text, for the item that holds it to refuse."""
+    """``text`` parsed as strict JSON, or :class:`JsonError`; ``nan_as_null``: ``NaN`` as ``null`` (as Python writes
+    it); ``big_numbers_as_text``: a number past the limits as its text, for the item that holds it to refuse."""
 
-    def number(literal: str) -> bool:
+    def number(literal: str, convert: Callable[[str], float]) -> Any:
         digits = sum(ch.isdigit() for ch in literal)
-        if digits > max_digits:
-            if big_numbers_as_text:
-                return False
-            raise JsonError(f"a number has {digits:,} digits, more than the {max_digits} statefile reads")
-        return True
-
-    def parse_int(literal: str) -> int | str:
-        return int(literal) if number(literal) else literal
-
-    def parse_float(literal: str) -> float | str:
-        if not number(literal):
+        value = convert(literal) if digits <= max_digits else None
+        if value is not None and math.isfinite(value):
+            return value
+        if big_numbers_as_text:
             return literal
-        value = float(literal)
-        if not math.isfinite(value):
-            if big_numbers_as_text:
-                return literal
-            raise JsonError(f"the number {literal[:40]} is out of range")
-        return value
+        if value is None:
+            raise JsonError(f"a number has {digits:,} digits, more than the {max_digits} statefile reads")
+        raise JsonError(f"the number {literal[:40]} is out of range")
 
     def parse_constant(name: str) -> None:
         if not nan_as_null:
             raise JsonError(f"{name} is not a JSON number")
 
     try:
-        return json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+        return json.loads(
+            text,
+            parse_int=lambda s: number(s, int),
+            parse_float=lambda s: number(s, float),
+            parse_constant=parse_constant,
+        )
     except json.JSONDecodeError as exc:
         raise JsonError(f"{exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:

@@ -1,20 +1,15 @@
-"""How statefile writes numbers for people: the one place every human (non-JSON) output takes them from (issue 22).
-
-Sizes and counts with thousands separators (``3,840 of 30,720 bytes``); a share of a budget with one decimal,
-rounded half up, as ``--json`` carries it (``5.1%``, ``258.5%``), never crossing a line that means something (under
-budget is never ``100.0%``, a non-empty file never ``0.0%``).  Numbers typed back (iteration numbers, settings,
-metric values as reported) stay as typed.
-"""
+"""How statefile writes numbers for people: the one place every human (non-JSON) output takes them from (issue 22):
+counts with thousands separators, a share of a budget with one decimal, rounded half up as ``--json`` carries it,
+never crossing a line that means something (under budget is never ``100.0%``, a non-empty file never ``0.0%``)."""
 
 from __future__ import annotations
 
+#: Past this many digits a number is "a number of more than 30 digits" (a typo; Python refuses past 4,300).
 HUGE_DIGITS = 30
-"""Past this many digits a number is "a number of more than 30 digits" (Python refuses past 4,300)."""
 
 
 def number_text(number: int) -> str:
-    """A count or a size as a message shows it: ``0``, ``999``, ``1,000``, ``1,000,000,000``; a number of more than
-    :data:`HUGE_DIGITS` digits (a typo, never a measurement) as "a number of more than 30 digits"."""
+    """A count or a size as a message shows it: ``0``, ``999``, ``1,000``, ``1,000,000,000``."""
     return f"{number:,}" if abs(number) < 10**HUGE_DIGITS else f"a number of more than {HUGE_DIGITS} digits"
 
 
@@ -38,9 +33,7 @@ def percent(part: int, whole: int) -> float | None:
         tenths = min(tenths, 999)
     elif part > whole:
         tenths = max(tenths, 1001)
-    if part > 0:
-        tenths = max(tenths, 1)
-    return tenths / 10
+    return max(tenths, 1) / 10 if part > 0 else tenths / 10
 
 
 def percent_text(value: float) -> str:
@@ -51,9 +44,6 @@ def percent_text(value: float) -> str:
 def budget_text(size: int, max_bytes: int) -> str:
     """A size against its budget: ``3,840 of 30,720 bytes (12.5%)``; just the size when there is no budget."""
     share = percent(size, max_bytes)
-    if share is None:
-        return size_text(size)
-    return f"{number_text(size)} of {size_text(max_bytes)} ({percent_text(share)})"
-
-
-__all__ = ["budget_text", "number_text", "percent", "percent_text", "plural", "size_text"]
+    return (
+        size_text(size) if share is None else f"{number_text(size)} of {size_text(max_bytes)} ({percent_text(share)})"
+    )

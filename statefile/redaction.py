@@ -32,9 +32,7 @@ _KNOWN_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]{10,
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``***``: URL userinfo (also in git's scp-like ``user:pw@host:path``)
-    and credential query parameters, Authorization header values, ``*_TOKEN=``-style assignments, and GitHub/GitLab
-    tokens."""
+    """``text`` with every credential the patterns above know replaced by ``***``."""
     text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
     text = _SCP_USERINFO.sub(rf"\1:{MASK}@", text)
     text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
@@ -46,8 +44,6 @@ def redact(text: str) -> str:
 
 def redact_value(value: object) -> object:
     """A setting's value as it may be printed: strings redacted, tuples item by item, anything else as is."""
-    if isinstance(value, str):
-        return redact(value)
     if isinstance(value, tuple):
         return tuple(redact_value(item) for item in value)
-    return value
+    return redact(value) if isinstance(value, str) else value

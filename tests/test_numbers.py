@@ -11,8 +11,8 @@ import pytest
 from gitutil import Repos, invoke_statefile, make_repos
 
 from statefile.cli import cli
-from statefile.cli.demo import SAMPLE_PROGRAMS, sample_text
 from statefile.cli.run import invoke
+from statefile.cli.write import SAMPLE_PROGRAMS, sample_text
 from statefile.numbers import budget_text, number_text, percent, percent_text, plural, size_text
 from statefile.store import Store
 

@@ -1,6 +1,5 @@
-"""The archive: everything compaction folds away, verbatim, in append-only parts ``archive/{program}/0001.md``
-(a new part when the next chunk would push one over the budget); a chunk is one operation's text under a
-``## Archived …`` heading.  Pure functions; the stores do the I/O."""
+"""The archive: what compaction folds away, verbatim, as ``## Archived …`` chunks in append-only, budgeted parts
+(``archive/{program}/0001.md``).  Pure functions; the stores do the I/O."""
 
 from __future__ import annotations
 
@@ -12,28 +11,19 @@ from dataclasses import dataclass
 from statefile.model.blocks import HEADING, ITEM, outline
 from statefile.model.document import parse
 from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.patterns import ARCHIVED_HEAD
 from statefile.model.text import split_lines, utf8_size
 
 ARCHIVE_ROOT = "archive"
 _PART_RE = re.compile(r"^(\d{4,})\.md$")
 
 
-def archive_dir(program: str) -> str:
-    """Folder (relative to the store root) holding ``program``'s archive parts."""
-    return f"{ARCHIVE_ROOT}/{program}"
-
-
 @dataclass(frozen=True)
 class ArchiveLayout:
-    """Where a program's archive parts live: ``nested`` ``archive/{program}/0001.md``, or for repo-memory's
-    ``file-glob`` (``*`` does not cross ``/``) ``flat`` ``archive/{program}.0001.md`` or ``root``
-    ``_archive.{program}.0001.md``.  Part *names* stay ``0001.md`` whatever the layout."""
+    """Where a program's archive parts live (``nested``, or ``flat``/``root`` for repo-memory's ``file-glob``, where
+    ``*`` does not cross ``/``: see ``_LAYOUTS``); part *names* stay ``0001.md`` whatever the layout."""
 
-    kind: str = "nested"
-
-    def __post_init__(self) -> None:
-        if self.kind not in LAYOUT_KINDS:
-            raise ValueError(f"unknown archive layout {self.kind!r}; use one of {', '.join(LAYOUT_KINDS)}")
+    kind: str = "nested"  # one of LAYOUT_KINDS
 
     def part_path(self, program: str, name: str) -> str:
         """The path of part ``name`` (``0001.md``) of ``program``."""
@@ -58,9 +48,15 @@ class ArchiveLayout:
 #: File-name prefix of archive parts kept at the store root (the ``root`` layout).
 ROOT_ARCHIVE_PREFIX = "_archive."
 # Each layout's path of a part, less the part's name; in the order a store prefers them.
-_LAYOUTS = {"nested": "archive/{program}/", "flat": "archive/{program}.", "root": ROOT_ARCHIVE_PREFIX + "{program}."}
+_LAYOUTS = {
+    "nested": ARCHIVE_ROOT + "/{program}/",
+    "flat": ARCHIVE_ROOT + "/{program}.",
+    "root": ROOT_ARCHIVE_PREFIX + "{program}.",
+}
 LAYOUT_KINDS = tuple(_LAYOUTS)
 NESTED = ArchiveLayout()
+#: The folder (relative to the store root) holding a program's archive parts in the nested layout.
+archive_dir = NESTED.folder
 
 
 def part_name(number: int) -> str:
@@ -102,71 +98,47 @@ _MIN_ROOM = 256  # bytes of text a part holds whatever the budget
 
 
 def plan_append(program: str, last_part: tuple[str, str] | None, chunk: str, max_bytes: int) -> list[tuple[str, str]]:
-    """Where ``chunk`` goes after ``last_part`` (name, content) or ``None``: ``[(file name, new content), …]``.
-
-    New parts are filled with whole entries; one larger than a part is cut at line ends (by characters as a last
-    resort) between :data:`CONTINUED` and :data:`CONTINUED_END`, so every part stays within ``max_bytes``.
-    """
+    """``[(file name, new content), …]`` for ``chunk`` after ``last_part`` (name, content) or ``None``: new parts hold
+    whole entries; a larger one is cut at line ends (characters as a last resort) between :data:`CONTINUED` marks."""
     if not chunk:
         return []
-    number = (part_number(last_part[0]) or 1) if last_part is not None else 0
     if last_part is not None and utf8_size(last_part[1]) + utf8_size(chunk) <= max_bytes:
         return [(last_part[0], last_part[1] + chunk)]
-    writes: list[tuple[str, str]] = []
-    current = ""  # the part being filled
-    fresh = True  # it holds nothing but its header
+    first = (part_number(last_part[0]) or 1) if last_part is not None else 0
+    parts: list[str] = []  # the new parts; the last one is being filled
+    fresh = True  # the last part holds nothing but its header (a continuation part holds its marker too)
+
+    def room() -> int:
+        header = part_header(program, first + len(parts))
+        return max(max_bytes, utf8_size(header) + _MIN_ROOM) - utf8_size(parts[-1])
 
     def new_part(continued: bool) -> None:
-        nonlocal number, current, fresh
-        if current:
-            writes.append((part_name(number), current))
-        number += 1
-        current = part_header(program, number) + (f"\n{CONTINUED}\n" if continued else "")
-        fresh = not continued  # a continuation part already holds the start of its marker
+        nonlocal fresh
+        parts.append(part_header(program, first + len(parts) + 1) + (f"\n{CONTINUED}\n" if continued else ""))
+        fresh = not continued
 
-    def limit() -> int:
-        return max(max_bytes, utf8_size(part_header(program, number)) + _MIN_ROOM)
-
-    def fits(text: str) -> bool:
-        return utf8_size(current) + utf8_size(text) <= limit()
-
-    for unit in _units(chunk):
-        if not current or (not fresh and not fits(unit)):
+    # Units: the chunk cut before each entry and section after its first iteration or range entry (they join to it).
+    doc, lines = parse(chunk), split_lines(chunk)
+    located = [found for index in range(len(doc.sections)) for found in doc.entries_of(index)]
+    top = min((found.start for found in located if isinstance(found.entry, (Iteration, IterationRange))), default=None)
+    cuts = {section.start for section in doc.sections} | {found.start for found in located}
+    bounds = [0, *sorted(cut for cut in cuts if top is not None and cut > top), len(lines)]
+    end_mark = f"{CONTINUED_END}\n"
+    for unit in ("".join(lines[a:b]) for a, b in itertools.pairwise(bounds) if a < b):
+        if not parts or (not fresh and utf8_size(unit) > room()):
             new_part(False)
-        if fits(unit):
-            current += unit
-            fresh = False
-            continue
-        end_mark = f"{CONTINUED_END}\n"
-        rest = unit
+        rest = unit if utf8_size(unit) > room() else ""
+        parts[-1] += "" if rest else unit
         while rest:
-            room = max(limit() - utf8_size(current), 64)  # always room to make progress
-            if not fresh and utf8_size(rest) + utf8_size(end_mark) <= room:  # the last piece
-                current += rest + ("" if rest.endswith("\n") else "\n") + end_mark
+            space = max(room(), 64)  # always room to make progress
+            if not fresh and utf8_size(rest) + utf8_size(end_mark) <= space:  # the last piece
+                parts[-1] += rest + ("" if rest.endswith("\n") else "\n") + end_mark
                 break
-            piece, rest = _take(rest, room)
-            current += piece
+            piece, rest = _take(rest, space)
+            parts[-1] += piece
             new_part(True)
         fresh = False
-    if current:
-        writes.append((part_name(number), current))
-    return writes
-
-
-def _units(chunk: str) -> list[str]:
-    """``chunk`` cut before each entry and section after its first iteration or range entry (they join to it)."""
-    doc = parse(chunk)
-    lines = split_lines(chunk)
-    cuts = {section.start for section in doc.sections}
-    first: int | None = None
-    for index in range(len(doc.sections)):
-        for located in doc.entries_of(index):
-            cuts.add(located.start)
-            if isinstance(located.entry, (Iteration, IterationRange)) and (first is None or located.start < first):
-                first = located.start
-    starts = sorted(cut for cut in cuts if first is not None and cut > first)
-    bounds = [0, *starts, len(lines)]
-    return ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds) if a < b]
+    return [(part_name(first + index + 1), text) for index, text in enumerate(parts)]
 
 
 def _take(text: str, room: int) -> tuple[str, str]:
@@ -178,22 +150,13 @@ def _take(text: str, room: int) -> tuple[str, str]:
             break
         size += utf8_size(line)
         taken += len(line)
-    if taken == 0:
-        head, _ = _cut_chars(lines[0] if lines else "", room)
-        return head, text[len(head) :]
+    if taken == 0:  # whole characters of the first line, found by bisection: a 5 MB line is cut in ~20 encodings
+        low, high = 0, min(len(lines[0]) if lines else 0, room)
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if utf8_size(text[:middle]) <= room else (low, middle - 1)
+        taken = low
     return text[:taken], text[taken:]
-
-
-def _cut_chars(line: str, limit: int) -> tuple[str, str]:
-    """The longest head of ``line`` of at most ``limit`` UTF-8 bytes (whole characters), and the rest."""
-    low, high = 0, min(len(line), limit)
-    while low < high:  # by bisection: a 5 MB line is cut in ~20 encodings
-        middle = (low + high + 1) // 2
-        if utf8_size(line[:middle]) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return line[:low], line[low:]
 
 
 def find_iteration(text: str, number: int) -> str | None:
@@ -214,30 +177,26 @@ def continuation(text: str) -> tuple[str, bool] | None:
 
 
 def find_iteration_in_parts(read: Callable[[int], str], count: int, number: int) -> tuple[int, str] | None:
-    """The last archived copy of iteration ``number`` in ``count`` parts (``read(i)``, oldest first): the part it
-    starts in and its whole text, joined across parts; parts are read newest first, only as needed."""
+    """The part (``read(i)`` of ``count``) where iteration ``number``'s last copy starts, and its text across parts."""
     for index in range(count - 1, -1, -1):
-        text = read(index)
-        if (found := find_iteration(text, number)) is None:
+        part = read(index)
+        if (found := find_iteration(part, number)) is None:
             continue
-        whole, part = found, text
-        following = index + 1
-        while part.endswith(found) and following < count:
-            if (piece := continuation(read(following))) is None:
+        whole = found
+        for following in range(index + 1, count):  # a piece that ends its part may go on in the next one
+            if not part.endswith(found) or (piece := continuation(part := read(following))) is None:
                 break
             whole += piece[0]
             if piece[1]:
                 break
-            part, found = read(following), piece[0]
-            following += 1
+            found = piece[0]
         return index, whole
     return None
 
 
 @dataclass(frozen=True)
 class ArchivedEntry:
-    """A history entry in an archive part: the entry, its 1-based line, what its chunk says it is (``"compaction of
-    perf.md"``) and when that chunk was archived (``""`` when unknown)."""
+    """An entry in an archive part, its 1-based line, its chunk's ``what`` and ``when`` (``""`` when unknown)."""
 
     entry: Entry
     line: int
@@ -245,18 +204,13 @@ class ArchivedEntry:
     archived: str
 
 
-_ARCHIVED_HEAD = re.compile(r"^Archived (.*?) — (.*)$")
-
-
 def archive_entries(text: str) -> list[ArchivedEntry]:
     """Every iteration and range entry in an archive part, oldest first, each chunk read as the history is."""
     doc = parse(text)
     found: list[ArchivedEntry] = []
     for index, section in enumerate(doc.sections):
-        match = _ARCHIVED_HEAD.match(section.title or "") if section.level == 2 else None
-        chunk, archived = (match.group(2), match.group(1)) if match else (section.title or "", "")
-        if section.level != 2:
-            chunk = ""
+        match = ARCHIVED_HEAD.match(section.title or "") if section.level == 2 else None
+        chunk, archived = match.group(2, 1) if match else ((section.title or "") * (section.level == 2), "")
         for located in doc.entries_of(index):
             if isinstance(located.entry, (Iteration, IterationRange)):
                 found.append(ArchivedEntry(located.entry, located.start + 1, chunk, archived))

@@ -82,8 +82,7 @@ class IterationRange:
 
 @dataclass(frozen=True)
 class OpaqueEntry:
-    """A heading in the history that is neither an iteration nor a range, kept as it is; ``implausible`` is the
-    number above :data:`~statefile.defaults.MAX_ITERATION` an entry-shaped heading names (counted for nothing)."""
+    """Any other heading in the history, kept as it is; ``implausible``: the number above MAX_ITERATION it names."""
 
     raw: str
     heading: str
@@ -122,10 +121,6 @@ def parse_entry(raw: str) -> Entry:
     found.update(int(n) for n in pat.JOINED_HEAD.findall(title))
     if max(found) > MAX_ITERATION:
         return OpaqueEntry(raw=raw, heading=heading, implausible=max(found))
-    return _parse_iteration(raw, heading, title, max(found), tuple(sorted(found)) if len(found) > 1 else ())
-
-
-def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: tuple[int, ...]) -> Iteration:
     fields: dict[str, str] = {}
     lines = raw.splitlines()
     if lines and lines[0].lstrip()[:1] in "-*+" and "**" in lines[0]:  # "- Iter 2 — date: **Status**: ✅ · …"
@@ -140,30 +135,36 @@ def _parse_iteration(raw: str, heading: str, title: str, number: int, numbers: t
             if match := _FIELD.match(part):
                 label = match.group(1).strip().rstrip(":").strip().lower()
                 fields.setdefault(label, match.group(2).strip())
-    when = pat.WHEN.search(title)
-    run = pat.RUN_LINK.search(title)
+    when, run = pat.WHEN.search(title), pat.RUN_LINK.search(title)
     status_text = fields.get("status")
-    status = status_of(status_text) if status_text else status_of(title) or _body_status(raw)
+    status = status_of(status_text or title)
     if status is None and status_text:  # "• frobbed": an unusual word after a glyph is still the status
         word = re.match(r"^\W*([A-Za-z][\w-]*)", status_text)
         status = word.group(1).lower() if word else None
+    elif status is None:  # no status field: the status one of the first three body lines starts with ("✅ +1 → 530")
+        body = [line for line in raw.splitlines()[1:] if line.strip()][:3]
+        status = next(filter(None, map(leading_status, body)), None)
     metric_text = fields.get("metric") or ""
     m = re.match(r"\s*([^\s(|]+)", metric_text)
     p = _PREV_BEST.search(metric_text)
     d = _DELTA.search(metric_text or raw)
     return Iteration(
-        number, raw, heading, numbers, when=when.group(0) if when else None, run_url=run.group(1) if run else None,
-        status=status, metric=m.group(1) if m else None, previous_best=p.group(1).strip() if p else None,
-        delta=d.group(1).replace(" ", "") if d else None, change=fields.get("change"),
-        commit=(fields.get("commit") or "").strip("` ") or None, notes=fields.get("notes"),
-        partial=bool(pat.PARTIAL.search(title)), fields=fields,
-    )  # fmt: skip
-
-
-def _body_status(raw: str) -> str | None:
-    """Without a ``**Status**:`` field: the status one of the first three body lines starts with (``✅ +1 → 530``)."""
-    body = [line for line in raw.splitlines()[1:] if line.strip()][:3]
-    return next((status for line in body if (status := leading_status(line)) is not None), None)
+        max(found),
+        raw,
+        heading,
+        tuple(sorted(found)) if len(found) > 1 else (),
+        when=when.group(0) if when else None,
+        run_url=run.group(1) if run else None,
+        status=status,
+        metric=m.group(1) if m else None,
+        previous_best=p.group(1).strip() if p else None,
+        delta=d.group(1).replace(" ", "") if d else None,
+        change=fields.get("change"),
+        commit=(fields.get("commit") or "").strip("` ") or None,
+        notes=fields.get("notes"),
+        partial="(partial)" in title.lower(),
+        fields=fields,
+    )
 
 
 _LABELS = {"accepted": "Accepted", "rejected": "Rejected", "error": "Error", "ci-fix-exhausted": "CI fix exhausted"}
@@ -186,15 +187,11 @@ def render_iteration(
     trailer: str | None = None,
     newline: str = "\n",
 ) -> str:
-    """An entry in the upstream template's shape, ending in a blank line: ``### Iteration N — date UTC — [Run](url)``
-    and its field bullets; ``pr`` adds the PR line, ``trailer`` a last hidden line (statefile's item marker)."""
-    heading = f"### Iteration {number} — {one_line(when)} UTC"
-    if run_url:
-        heading += f" — [Run]({one_line(run_url)})"
+    """An entry in the upstream shape (``### Iteration N — date UTC — [Run](url)``, field bullets, ``trailer`` last)."""
+    heading = f"### Iteration {number} — {one_line(when)} UTC" + (f" — [Run]({one_line(run_url)})" if run_url else "")
     word = status.lower()
     # The upstream words as the template writes them ("✅ Accepted"); any other as typed, to read back the same.
-    label = _LABELS.get(word, word)
-    lines = [heading, "", f"- **Status**: {STATUS_GLYPHS.get(word, '•')} {label}"]
+    lines = [heading, "", f"- **Status**: {STATUS_GLYPHS.get(word, '•')} {_LABELS.get(word, word)}"]
     if change:
         lines.append(f"- **Change**: {one_line(change)}")
     if metric is not None:

@@ -1,9 +1,7 @@
 """The ⚙️ Machine State table: read it as the upstream scheduler does, edit one row without touching others.
-
 Reading follows ``autoloop_scheduler.py`` (keys lower-cased with underscores, ``—``/``-``/empty is ``None``, counts
 are integers or 0, ``paused``/``completed`` true only for ``true``, statuses split on commas, a later duplicate row
-wins), except where its regex misreads a table: separator rows are skipped and an empty cell swallows no row.
-"""
+wins), except where its regex misreads a table: separator rows are skipped and an empty cell swallows no row."""
 
 from __future__ import annotations
 
@@ -58,15 +56,16 @@ def count_field(state: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _int(cell: str | None) -> int | None:
+    try:
+        return int(cell or "")
+    except ValueError:
+        return None
+
+
 def unreadable_count(cell: str | None) -> bool:
     """Whether a counting row's cell holds text the scheduler reads as 0 though it says no "none" (``abc``, ``1.5``)."""
-    if cell is None or cell.strip() in _NULLS:
-        return False
-    try:
-        int(cell)
-    except ValueError:
-        return True
-    return False
+    return cell is not None and cell.strip() not in _NULLS and _int(cell) is None
 
 
 def table_rows(lines: list[str]) -> list[Row]:
@@ -75,41 +74,31 @@ def table_rows(lines: list[str]) -> list[Row]:
 
 
 def _cells(line: str) -> tuple[str, str] | None:
-    """The (label, value) of a table row line, or ``None`` for any other line."""
     body = line_body(line)
-    if not body.lstrip().startswith("|") or _SEPARATOR.match(body):
-        return None
-    if not (match := _ROW.match(body)):
+    if not body.lstrip().startswith("|") or _SEPARATOR.match(body) or not (match := _ROW.match(body)):
         return None
     label, value = match.group(2).strip(), match.group(4).strip()
     return (label, value) if label and label.lower() != "field" else None
 
 
-def coerce(raw: dict[str, str]) -> dict[str, Any]:
-    """Apply the scheduler's conversions to raw cell text keyed by scheduler key."""
+def read_state(lines: list[str]) -> dict[str, Any]:
+    """The scheduler's view of the table: later duplicate rows win (no Row objects: a scheduler reads thousands)."""
+    raw = {field_key(cells[0]): cells[1] for line in lines if (cells := _cells(line)) is not None}
     state: dict[str, Any] = {key: (None if value in _NULLS else value) for key, value in raw.items()}
     for key in ("iteration_count", "consecutive_errors"):
         if key in state:
-            try:
-                state[key] = int(state[key])
-            except (TypeError, ValueError):
-                state[key] = 0
+            state[key] = _int(state[key]) or 0
     for key in ("paused", "completed"):
         if key in state:
             state[key] = str(state[key]).lower() == "true"
-    statuses = state.get("recent_statuses") or ""
-    state["recent_statuses"] = [s.strip().lower() for s in str(statuses).split(",") if s.strip()]
+    state["recent_statuses"] = [
+        s.strip().lower() for s in str(state.get("recent_statuses") or "").split(",") if s.strip()
+    ]
     return state
 
 
-def read_state(lines: list[str]) -> dict[str, Any]:
-    """The scheduler's view of the table: later duplicate rows win (no Row objects: a scheduler reads thousands)."""
-    return coerce({field_key(cells[0]): cells[1] for line in lines if (cells := _cells(line)) is not None})
-
-
 def with_row(lines: list[str], label: str, value: str, newline: str) -> list[str]:
-    """The section lines with row ``label`` set to ``value``; only that row's line changes (the last row with that
-    key: the one the scheduler reads).  A missing row is inserted in canonical order in an existing row's style."""
+    """``lines`` with the last row ``label`` (the scheduler's) set to ``value``, else one added in canonical order."""
     value = value.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
     key = field_key(label)
     rows = table_rows(lines)
@@ -118,9 +107,13 @@ def with_row(lines: list[str], label: str, value: str, newline: str) -> list[str
         if row.key == key:  # the row rewritten in its own style, its line ending kept
             out[row.index] = _new_row(lines, row, row.label, value, "")
             return out
-    template = rows[-1] if rows else None
-    new_line = _new_row(lines, template, label, value, newline)
-    position = _insert_position(lines, rows, key)
+    new_line = _new_row(lines, rows[-1] if rows else None, label, value, newline)
+    order = [field_key(name) for name in CANONICAL_ROWS]
+    rank = order.index(key) if key in order else len(order)
+    earlier = [row for row in rows if row.key in order and order.index(row.key) < rank]
+    separator = (i + 1 for i, line in enumerate(lines) if _SEPARATOR.match(line_body(line)) and "-" in line)
+    # After the last row that comes before it, else before the first row, else under the header, else at the end.
+    position = earlier[-1].index + 1 if earlier else rows[0].index if rows else next(separator, content_end(lines))
     if position > 0 and not line_ending(out[position - 1]):  # a file without a final newline keeps none
         out[position - 1] += newline
         new_line = line_body(new_line)
@@ -138,29 +131,8 @@ def _new_row(lines: list[str], template: Row | None, label: str, value: str, new
     return f"| {label} | {value} |{newline}"
 
 
-def _insert_position(lines: list[str], rows: list[Row], key: str) -> int:
-    order = [field_key(name) for name in CANONICAL_ROWS]
-    rank = order.index(key) if key in order else len(order)
-    earlier = [row for row in rows if row.key in order and order.index(row.key) < rank]
-    if earlier:
-        return earlier[-1].index + 1
-    if rows:  # nothing canonical comes before it
-        return rows[0].index
-    for index, line in enumerate(lines):
-        if _SEPARATOR.match(line_body(line)) and "-" in line:
-            return index + 1
-    return content_end(lines)
-
-
-def new_table(fields: dict[str, str], newline: str) -> list[str]:
-    """A fresh two-column table (header, separator, one row per field in the given order)."""
-    rows = ["| Field | Value |", "|-------|-------|"] + [f"| {k} | {v} |" for k, v in fields.items()]
-    return [row + newline for row in rows]
-
-
 def label_for(name: str) -> str:
-    """The row label for ``name``: a label as given, a key as its canonical label (``"best_metric"`` → ``"Best
-    Metric"``; unknown keys title-cased)."""
+    """The row label for a label or a key (``"best_metric"`` → ``"Best Metric"``, unknown keys title-cased)."""
     if " " in name or name[:1].isupper():
         return name
     key = name.lower()
@@ -170,21 +142,14 @@ def label_for(name: str) -> str:
 
 
 def cell_text(value: CellValue) -> str:
-    """How a value is written in a table cell: ``None`` or blank → ``—`` (an empty cell swallows the upstream
-    regex's next row), booleans lower-case, lists comma-joined."""
-    if value is None:
-        return NONE_VALUE
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value)
-    text = str(value)
-    return text if text.strip() else NONE_VALUE
+    """A value as a cell: ``None`` or blank → ``—`` (an empty cell swallows the upstream regex's next row)."""
+    if isinstance(value, (bool, list, tuple)):
+        return str(value).lower() if isinstance(value, bool) else ", ".join(map(str, value))
+    return NONE_VALUE if value is None or not str(value).strip() else str(value)
 
 
 def state_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What one record changed in the Machine State that matters to people (best metric, pausing, completion,
-    whether the scheduler skipped the program before), from the scheduler's view before and after."""
+    """What a record changed that matters to people (best metric, pausing, completion), from before and after."""
     was_paused, now_paused = bool(before.get("paused")), bool(after.get("paused"))
     was_completed, now_completed = bool(before.get("completed")), bool(after.get("completed"))
     best_before, best_after = before.get("best_metric"), after.get("best_metric")

@@ -30,9 +30,7 @@ BULLET_ENTRY = re.compile(
     r"(?:\s*\([^()\n]{0,80}\))?(?:\*\*)?\s*(?::|—|–|-{1,2}\s|·|\||$)",
     re.I,
 )
-PARTIAL = re.compile(r"\(partial\)", re.I)
 WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?Z?(?:\s*UTC)?)?")
-DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 RUN_LINK = re.compile(r"\[Run[^\]]*\]\(([^)\s]*)\)")
 # "(metrics 20→55)", "551->578%", "~133→147", "112→127→130" (a chain: first and last).
 METRIC_BAND = re.compile(
@@ -42,6 +40,8 @@ METRIC_BAND = re.compile(
 ENTRY_PREFIX = re.compile(
     rf"^\**{_ITER}\s+#?\d+(?:\s*(?:&|and|,|/|\+|–|-{{1,2}}|to)\s*#?\d+)?\**\s*(?:\(partial\))?", re.I
 )
+# An archive chunk's heading (statefile.model.archive.make_chunk): "## Archived 2026-01-02 — compaction of perf.md".
+ARCHIVED_HEAD = re.compile(r"^Archived (.*?) — (.*)$")
 # A maintainer's acknowledgement of a hole in the history: "<!-- statefile: gap 12–40 acknowledged -->".
 GAP_ACKNOWLEDGED = re.compile(
     r"<!--\s*statefile:\s*gaps?\s+#?(\d{1,9})(?:\s*(?:–|—|-|\.\.|to)\s*#?(\d{1,9}))?\s+acknowledged\b[^>]*?-->", re.I
@@ -95,32 +95,30 @@ ARROW_BAND = re.compile(rf"(\d%?\s*){_ARROW}(\s*~?-?\d)")
 
 
 #: The glyph written in front of each status word (the scheduler's Recent Statuses use the words).
-STATUS_GLYPHS: dict[str, str] = {"accepted": "✅", "rejected": "❌", "error": "⚠️", "ci-fix-exhausted": "⚠️",
-                                  "pending": "⏳", "pending-ci": "⏳"}  # fmt: skip
+STATUS_GLYPHS: dict[str, str] = {
+    "accepted": "✅",
+    "rejected": "❌",
+    "error": "⚠️",
+    "ci-fix-exhausted": "⚠️",
+    "pending": "⏳",
+    "pending-ci": "⏳",
+}
 _GLYPH_WORD = {"✅": "accepted", "❌": "rejected", "⚠": "error", "⏳": "pending"}
 # Status words agents write, in any case, with spaces or hyphens: "CI fix exhausted", "Pending CI", "Local Only".
 _STATUS_WORD = (
     r"ci[- ]fix[- ]exhausted|pending[- ]ci|local[- ]only|not[- ]pushed|accepted|rejected|error|pending|phantom"
 )
-_STATUS_TOKEN = re.compile(rf"(✅|❌|⚠|⏳)|\b({_STATUS_WORD})\b", re.I)
-_AFTER_GLYPH = re.compile(rf"[\ufe0f\s*_]*({_STATUS_WORD})\b", re.I)
+# A glyph and the word after it (the word decides), or a word alone.
+_STATUS_TOKEN = re.compile(rf"(✅|❌|⚠|⏳)(?:[\ufe0f\s*_]*({_STATUS_WORD})\b)?|\b({_STATUS_WORD})\b", re.I)
 _LEADING_STATUS = re.compile(rf"^[\s*_>\-+|]*(?:[✅❌⚠⏳]|(?:{_STATUS_WORD})\b)", re.I)
 
 
-def _word(text: str) -> str:
-    return re.sub(r"[\s_]+", "-", text.strip().lower())
-
-
 def status_of(text: str) -> str | None:
-    """The status a text states first, as a word: a glyph and a word are the word (``⏳ Pending CI`` →
-    ``pending-ci``), a glyph alone its own (``✅`` → ``accepted``); ``None`` when it states none."""
+    """The status a text states first, as a word (``⏳ Pending CI`` → ``pending-ci``, ``✅`` → ``accepted``)."""
     if (match := _STATUS_TOKEN.search(text)) is None:
         return None
-    glyph = match.group(1)
-    if glyph is None:
-        return _word(match.group(2))
-    after = _AFTER_GLYPH.match(text, match.end())
-    return _word(after.group(1)) if after else _GLYPH_WORD[glyph]
+    word = match.group(2) or match.group(3)
+    return re.sub(r"[\s_]+", "-", word.strip().lower()) if word else _GLYPH_WORD[match.group(1)]
 
 
 def leading_status(line: str) -> str | None:
@@ -131,9 +129,7 @@ def leading_status(line: str) -> str | None:
 def statuses_in_cell(cell: str) -> list[str]:
     """Status words of a Recent Statuses cell written as glyphs only (``✅✅❌``), oldest first; else ``[]``."""
     glyphs = re.sub(r"[\s,\ufe0f]", "", cell)
-    if not glyphs or any(ch not in _GLYPH_WORD for ch in glyphs):
-        return []
-    return [_GLYPH_WORD[ch] for ch in glyphs]
+    return [_GLYPH_WORD[ch] for ch in glyphs] if glyphs and all(ch in _GLYPH_WORD for ch in glyphs) else []
 
 
 # The template's "nothing here yet" lines: "- *(none yet)*", "*(No iterations yet.)*", "_(no lessons yet)_".
@@ -164,8 +160,8 @@ def lesson_key(text: str) -> str:
 
 
 # A bullet an agent reported (statefile apply) says so: "*(agent, iteration 42)* text".
-_AGENT_BULLET = re.compile(r"^\s*(?:[-*+]\s+)?\*\(agent, iteration ([0-9]+)\)\*")
 _AGENT_MARK = re.compile(r"\*\(agent, iteration [0-9]+\)\*")
+_AGENT_BULLET = re.compile(rf"^\s*(?:[-*+]\s+)?{_AGENT_MARK.pattern}")
 
 
 def agent_bullet(text: str, source: str, iteration: int) -> str:
@@ -201,9 +197,7 @@ def _decimal(text: str) -> Decimal | None:
 
 def leading_number(cell: object) -> Decimal | None:
     """The number a Machine State cell starts with, exactly: ``606 (canonical)`` → 606, ``— (CI failed)`` → None."""
-    if cell is None:
-        return None
-    match = _LEADING_NUMBER.match(str(cell))
+    match = _LEADING_NUMBER.match(str(cell)) if cell is not None else None
     return _decimal(match.group(1)) if match else None
 
 
@@ -218,9 +212,7 @@ def says_no_number(cell: object) -> bool:
 
 def number_text(text: str | None) -> str | None:
     """The first number in ``text`` as written, without a ``+`` sign (``"+6 (was 5)"`` → ``"6"``), or ``None``."""
-    if not text:
-        return None
-    match = NUMBER.search(text.replace(",", ""))
+    match = NUMBER.search(text.replace(",", "")) if text else None
     return match.group(0).lstrip("+").replace("−", "-") if match else None
 
 
@@ -237,23 +229,17 @@ _HIGHER = r"higher|more|greater|larger|bigger|max|maximum|maximi[sz]e[sd]?|maxim
 _DIRECTION = re.compile(rf"\b(?:({_LOWER})|({_HIGHER}))\b", re.I)
 
 
-def metric_direction(value: object) -> str:
-    """``"lower"`` or ``"higher"`` from a Metric Direction text: its first direction word (``minimize``, ``less is
-    better``) decides; without one, the upstream default ``"higher"``."""
-    if not isinstance(value, str):
-        return "higher"
-    match = _DIRECTION.search(value)
+def state_direction(state: dict[str, object]) -> str:
+    """``"lower"`` or ``"higher"``, as a Machine State's Metric Direction's first direction word says (else higher)."""
+    match = _DIRECTION.search(value) if isinstance(value := state.get("metric_direction"), str) else None
     return "lower" if match is not None and match.group(1) is not None else "higher"
 
 
-def state_direction(state: dict[str, object]) -> str:
-    """The metric direction of a parsed Machine State (its ``metric_direction`` row; ``"higher"`` without one)."""
-    return metric_direction(state.get("metric_direction"))
-
-
 _BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|<[^>]*>")
-_ROMAN = frozenset({"i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"})
-_FILLER = frozenset({"section", "part", "the", "our", "my"})
+# Words in front of a section's name: roman numerals and filler.
+_LEADING_WORDS = frozenset(
+    {"i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii", "section", "part", "the", "our", "my"}
+)
 
 
 def heading_key(title: str) -> str:
@@ -263,11 +249,8 @@ def heading_key(title: str) -> str:
 
 
 def section_name(title: str) -> str:
-    """A section heading reduced to the words that name it: ``"[v2] 3. 📚 Lessons Learned (pruned)"`` →
-    ``"lessons learned"`` (symbols, bracketed tags, leading numbers, letters and filler words removed)."""
+    """The words that name a section: ``"[v2] 3. 📚 Lessons Learned (pruned)"`` → ``"lessons learned"``."""
     words = heading_key(_BRACKETED.sub(" ", title)).split()
-    while len(words) > 1 and (
-        words[0].isdigit() or words[0] in _ROMAN or words[0] in _FILLER or (len(words[0]) == 1 and words[0].isalpha())
-    ):
+    while len(words) > 1 and (words[0].isdigit() or words[0] in _LEADING_WORDS or len(words[0]) == 1):
         words.pop(0)
     return " ".join(words)

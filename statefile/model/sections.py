@@ -31,10 +31,8 @@ CANONICAL_ORDER: tuple[str, ...] = tuple(SECTION_KINDS)
 # Sections a maintainer owns: compaction never changes them.
 MAINTAINER_OWNED: frozenset[str] = frozenset({"title", "preamble", "program_info", "priorities", "future", "other"})
 # (name, kind), longest name first: the most specific name decides.
-_NAMES: tuple[tuple[str, str], ...] = tuple(
-    sorted(
-        ((name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names), key=lambda pair: -len(pair[0])
-    )
+_NAMES = sorted(
+    ((name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names), key=lambda p: -len(p[0])
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 
 Span = tuple[int, int]
 """An inclusive interval of iteration numbers, ``first <= last``."""
@@ -39,17 +40,8 @@ def highest(spans: Iterable[Span]) -> int:
 
 def missing(spans: Iterable[Span], upto: int) -> list[Span]:
     """The numbers from 1 to ``upto`` that no span holds, as spans."""
-    gaps: list[Span] = []
-    nxt = 1
-    for first, last in merge(spans):
-        if first > upto:
-            break
-        if first > nxt:
-            gaps.append((nxt, first - 1))
-        nxt = max(nxt, last + 1)
-    if nxt <= upto:
-        gaps.append((nxt, upto))
-    return gaps
+    bounds = [(0, 0), *merge(span for span in spans if span[0] <= upto), (upto + 1, upto + 1)]
+    return [(a + 1, b - 1) for (_, a), (b, _) in pairwise(bounds) if a + 1 <= b - 1]
 
 
 def inside(merged: Sequence[Span], number: int) -> bool:

@@ -1,11 +1,11 @@
-"""A new state file in the upstream template's layout: title and banner, ⚙️ Machine State, 📋 Program Info,
-🎯 Current Priorities, 📚 Lessons Learned, 🚧 Foreclosed Avenues, 🔭 Future Directions, 📊 Iteration History."""
+"""A new state file in the upstream template's layout and words."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from statefile.model.machine_state import CANONICAL_ROWS, cell_text, field_key, label_for
+from statefile.model.sections import SECTION_KINDS
 from statefile.model.text import one_line
 
 # The template's fixed lines, for fixtures that want the exact upstream wording.
@@ -21,8 +21,7 @@ HISTORY_INTRO = "All iterations in reverse chronological order (newest first)."
 
 
 def new_state_file(program: str, **fields: Any) -> str:
-    """A fresh ``{program}.md``.  ``fields`` set Machine State rows by key (``metric_direction="lower"``)
-    and, with ``goal=``/``metric=``, the Program Info lines."""
+    """A fresh ``{program}.md``: ``fields`` set Machine State rows by key, ``goal=``, ``metric=`` the Program Info."""
     goal = one_line(str(fields.pop("goal", None) or "")) or "*(describe the goal)*"
     metric_name = one_line(str(fields.pop("metric", None) or "")) or "*(metric name)*"
     values: dict[str, Any] = dict.fromkeys(map(field_key, CANONICAL_ROWS))
@@ -30,72 +29,19 @@ def new_state_file(program: str, **fields: Any) -> str:
     values.update(completed=False, consecutive_errors=0)
     for name, value in fields.items():
         values[field_key(label_for(name))] = value
-    labels = {field_key(label): label for label in CANONICAL_ROWS}
-    rows = "\n".join(f"| {labels.get(key) or label_for(key)} | {cell_text(value)} |" for key, value in values.items())
+    rows = "\n".join(f"| {label_for(key)} | {cell_text(value)} |" for key, value in values.items())
     direction = values["metric_direction"] or "higher"
-    return f"""# Autoloop: {program}
-
-{BANNER}
-
----
-
-## ⚙️ Machine State
-
-{MACHINE_STATE_NOTE}
-
-| Field | Value |
-|-------|-------|
-{rows}
-
----
-
-## 📋 Program Info
-
-**Goal**: {goal}
-**Metric**: {metric_name} ({direction} is better)
-**Branch**: [`autoloop/{program}`](../../tree/autoloop/{program})
-**Pull Request**: {cell_text(values["pr"])}
-**Issue**: {cell_text(values["issue"])}
-
----
-
-## 🎯 Current Priorities
-
-<!-- Maintainers: add priorities here to steer the agent. The agent reads this before each iteration. -->
-
-{NO_PRIORITIES}
-
----
-
-## 📚 Lessons Learned
-
-{LESSONS_INTRO}
-
-- *(none yet)*
-
----
-
-## 🚧 Foreclosed Avenues
-
-{FORECLOSED_INTRO}
-
-- *(none yet)*
-
----
-
-## 🔭 Future Directions
-
-{FUTURE_INTRO}
-
-- *(none yet)*
-
----
-
-## 📊 Iteration History
-
-{HISTORY_INTRO}
-
-<!-- New entries are prepended below this line -->
-
-*(No iterations yet.)*
-"""
+    bodies = {
+        "machine_state": f"{MACHINE_STATE_NOTE}\n\n| Field | Value |\n|-------|-------|\n{rows}",
+        "program_info": f"**Goal**: {goal}\n**Metric**: {metric_name} ({direction} is better)\n"
+        f"**Branch**: [`autoloop/{program}`](../../tree/autoloop/{program})\n"
+        f"**Pull Request**: {cell_text(values['pr'])}\n**Issue**: {cell_text(values['issue'])}",
+        "priorities": "<!-- Maintainers: add priorities here to steer the agent. The agent reads this before each "
+        f"iteration. -->\n\n{NO_PRIORITIES}",
+        "lessons": f"{LESSONS_INTRO}\n\n- *(none yet)*",
+        "foreclosed": f"{FORECLOSED_INTRO}\n\n- *(none yet)*",
+        "future": f"{FUTURE_INTRO}\n\n- *(none yet)*",
+        "history": f"{HISTORY_INTRO}\n\n<!-- New entries are prepended below this line -->\n\n*(No iterations yet.)*",
+    }
+    sections = [f"{SECTION_KINDS[kind][0]}\n\n{body}" for kind, body in bodies.items()]
+    return "\n\n---\n\n".join([f"# Autoloop: {program}\n\n{BANNER}", *sections]) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import pytest
@@ -66,12 +67,15 @@ def test_a_collector_the_caller_turned_off_stays_off() -> None:
 
 
 def test_the_outline_cache_is_bounded_by_the_size_of_the_texts_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = blocks._OutlineCache(max_chars=10_000, max_text=4_000)
+    cache: OrderedDict[tuple[str, bool], object] = OrderedDict()
     monkeypatch.setattr(blocks, "_outlines", cache)
+    monkeypatch.setattr(blocks, "_cached_chars", 0)
+    monkeypatch.setattr(blocks, "MAX_CACHED_CHARS", 10_000)
+    monkeypatch.setattr(blocks, "MAX_CACHED_TEXT", 4_000)
     texts = [f"- item {n}\n" + "x" * 990 + "\n" for n in range(50)]
     for text in texts:
         assert outline(text) == blocks._outline(text, True)
-    assert cache.chars <= 10_000
-    assert cache.get((texts[-1], True)) is not None and cache.get((texts[0], True)) is None
+    assert sum(len(text) for text, _ in cache) == blocks._cached_chars <= 10_000
+    assert (texts[-1], True) in cache and (texts[0], True) not in cache
     big = "para\n" * 1_000
-    assert outline(big) and cache.get((big, True)) is None  # too long to keep: parsed, not held
+    assert outline(big) and (big, True) not in cache  # too long to keep: parsed, not held

@@ -249,7 +249,7 @@ def test_an_unclosed_fence_is_an_anomaly() -> None:
 
 @pytest.mark.parametrize("rule", ["---", "***", "___", "* * *", " - - -"])
 def test_an_added_bullet_or_table_goes_above_the_section_separator_whatever_its_shape(rule: str) -> None:
-    """Every thematic break is a section separator (planning.split_tail reads them so too), not just ``---``."""
+    """Every thematic break is a section separator (compaction.split_tail reads them so too), not just ``---``."""
     text = (
         "# Autoloop: x\n\n## ⚙️ Machine State\n\nNo table yet.\n\n"
         f"{rule}\n\n## 📚 Lessons Learned\n\nWhat we learned.\n\n{rule}\n\n## 🔭 Future Directions\n\n- more\n"

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statefile.model.document import parse
-from statefile.model.patterns import is_placeholder, metric_direction, section_name
+from statefile.model.patterns import is_placeholder, section_name, state_direction
 from statefile.model.sections import SECTION_KINDS, section_kind
 from statefile.model.template import new_state_file
 from statefile.policy.lessons import add_lesson, lessons
+from statefile.views.history import pressure
 from statefile.views.render import render_view
-from statefile.views.status import pressure
 
 NAMES = [(name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names]
 
@@ -69,10 +69,10 @@ def test_none_is_a_placeholder_everywhere() -> None:
 )
 def test_every_way_of_saying_lower_is_lower(words: str) -> None:
     """As seen in issue 11: every way of saying lower is lower."""
-    assert metric_direction(words) == "lower"
+    assert state_direction({"metric_direction": words}) == "lower"
 
 
 @pytest.mark.parametrize("words", ["higher", "maximize", "higher is better", "", "—", "increase"])
 def test_everything_else_is_higher(words: str) -> None:
     """As seen in issue 11: everything else is higher."""
-    assert metric_direction(words) == "higher"
+    assert state_direction({"metric_direction": words}) == "higher"
