@@ -1,4 +1,4 @@
-"""What statefile decides: the upstream record rules, history planning, range lines, compaction, pruning, lessons.
+"""What statefile decides: the upstream record rules, range lines, compaction, pruning, lessons, repair.
 
 Pure functions from documents to documents; imports only :mod:`statefile.model` and the base modules.
 """

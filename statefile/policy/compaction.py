@@ -1,11 +1,10 @@
 """Compaction: keep a state file under its byte budget by policy, deterministically, losing nothing.
 
-``compact(doc, policy)`` folds detailed entries beyond the newest ``keep_recent`` into range lines
-(:mod:`statefile.policy.ranges`; each older band broader), merges range lines beyond ``max_ranges``, collapses
-duplicate and expired lessons and consolidates Foreclosed Avenues (:mod:`statefile.policy.pruning`); whatever
-leaves the file is in ``CompactionResult.archive`` verbatim.  Machine State and maintainer-owned sections are never
-touched, and every iteration the input covers is covered exactly once by the output
-(:mod:`statefile.policy.planning` resolves overlaps and duplicates).
+``compact(doc, policy)`` resolves the history into disjoint parts (overlapping ranges merge, duplicates keep the
+complete entry), folds detailed entries beyond the newest ``keep_recent`` into range lines (each older band
+broader), merges range lines beyond ``max_ranges``, and prunes Lessons Learned and Foreclosed Avenues
+(:mod:`statefile.policy.pruning`); whatever leaves the file is in ``CompactionResult.archive`` verbatim.  Machine
+State and maintainer-owned sections are never touched; every iteration is covered exactly once.
 
 Over ``aggressive_at`` of the budget, aggressive steps keep fewer entries and ranges and consolidate avenues down
 to ``low_water``; over ``max_bytes``, the last resort gives up, one at a time: older entries, range lines and their
@@ -16,39 +15,45 @@ If even that does not fit, :class:`CompactionBudgetError` says which sections ta
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from bisect import bisect_left, bisect_right
+from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime
+from functools import cache
+from itertools import accumulate, groupby, pairwise
 from typing import Any
 
 from statefile import defaults
 from statefile.errors import BudgetError, UsageError
+from statefile.model.blocks import RULE, content_end, outline
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry
 from statefile.model.machine_state import table_rows
 from statefile.model.patterns import is_bullet_entry, is_placeholder, state_direction
 from statefile.model.sections import MAINTAINER_OWNED
+from statefile.model.spans import of_numbers, spans_text
 from statefile.model.text import clip, detect_newline, line_body, split_lines, utf8_size
 from statefile.numbers import budget_text, number_text, plural, size_text
 from statefile.policy import pruning, ranges
-from statefile.policy.planning import Detail, Group, ends_blank, join_entries, plan_sequence, resolve_history
-
-Summarizer = Callable[[list[dict[str, Any]]], "str | None"]
 
 _TITLE = re.compile(r"^Autoloop:\s*(\S+)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BLANK_END = re.compile(r"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)\Z")  # two line ends, "\r\n" never split
+_Cost = Callable[["CompactionResult"], int]  # the bytes a write with this result adds
+# The policy's counts and sizes and the least each may be (``max_lessons`` ``None`` is no cap).
+_AT_LEAST = dict.fromkeys(["max_bytes", "max_ranges", "max_ranges_aggressive", "band_span", "summary_cap"], 1)
+_AT_LEAST |= dict.fromkeys(["keep_recent", "keep_recent_aggressive", "max_lessons", "max_foreclosed_aggressive"], 0)
+_AT_LEAST |= dict.fromkeys(("range_text_cap", "foreclosed_page_bytes"), 0)
 
 
 @dataclass(frozen=True)
 class CompactionPolicy:
     """How small a state file must be and what compaction may move to get there (sizes in UTF-8 bytes).
 
-    ``aggressive_at`` and ``low_water`` are fractions of ``max_bytes``; ``today`` enables lesson expiry;
-    ``summarizer`` may offer shorter range summaries (see :func:`compact`); ``program`` names the archive folder
-    range lines point to (default: from the title); ``band_span`` is how many iterations the newest range line
-    gathers (older bands twice as many each, see :func:`statefile.policy.planning.plan_sequence`).
-    """
+    ``aggressive_at`` and ``low_water`` are fractions of ``max_bytes``; ``today`` enables lesson expiry; ``program``
+    names the archive folder range lines point to (default: from the title); ``band_span`` is how many iterations
+    the newest range line gathers (older bands twice as many each)."""
 
     max_bytes: int = defaults.DEFAULT_MAX_BYTES
     keep_recent: int = defaults.KEEP_RECENT
@@ -58,10 +63,8 @@ class CompactionPolicy:
     max_ranges: int = 5
     max_ranges_aggressive: int = 3
     band_span: int = 10
-    #: A hard cap on lessons; ``None``: pruned only when the file does not fit otherwise.  ``max_lessons_aggressive``
-    #: is kept for compatibility, unused.
+    #: A hard cap on lessons; ``None``: pruned only when the file does not fit otherwise.
     max_lessons: int | None = None
-    max_lessons_aggressive: int = 10
     lesson_similarity: float = 0.8
     foreclosed_page_bytes: int = 3072
     foreclosed_similarity: float = 0.6
@@ -69,7 +72,7 @@ class CompactionPolicy:
     summary_cap: int = defaults.SUMMARY_CAP
     range_text_cap: int = defaults.RANGE_TEXT_CAP
     today: date | None = None
-    summarizer: Summarizer | None = None
+    summarizer: Callable[[list[dict[str, Any]]], str | None] | None = None
     program: str | None = None
     #: Where range lines say the folded text is (``Store.archive_hint``); ``None``: ``archive/{program}/``.
     archive_hint: str | None = None
@@ -79,24 +82,11 @@ class CompactionPolicy:
     def __post_init__(self) -> None:
         if isinstance(self.today, datetime):  # a datetime does not compare with dates
             object.__setattr__(self, "today", self.today.date())
-        problems = []
-        if self.max_bytes < 1:
-            problems.append("max_bytes must be >= 1")
-        caps = (self.keep_recent, self.keep_recent_aggressive, self.max_lessons or 0, self.max_lessons_aggressive)
-        if min(caps) < 0:
-            problems.append("keep_recent, max_lessons and their aggressive forms must be >= 0")
-        if min(self.max_ranges, self.max_ranges_aggressive) < 1:
-            problems.append("max_ranges and max_ranges_aggressive must be >= 1")
+        problems = [f"{name} must be >= {low}" for name, low in _AT_LEAST.items() if (getattr(self, name) or 0) < low]
         if not 0 < self.low_water <= self.aggressive_at <= 1:
             problems.append("need 0 < low_water <= aggressive_at <= 1 (fractions of max_bytes)")
         if not (0 < self.lesson_similarity <= 1 and 0 < self.foreclosed_similarity <= 1):
             problems.append("similarity thresholds must be in (0, 1]")
-        if self.summary_cap < 1 or self.range_text_cap < 0 or self.foreclosed_page_bytes < 0:
-            problems.append("summary_cap must be >= 1, range_text_cap and foreclosed_page_bytes >= 0")
-        if self.band_span < 1:
-            problems.append("band_span must be >= 1")
-        if self.max_foreclosed_aggressive < 0:
-            problems.append("max_foreclosed_aggressive must be >= 0")
         if problems:
             raise UsageError(f"invalid compaction policy: {'; '.join(problems)}; fix the settings")
 
@@ -120,6 +110,9 @@ class MovedItem:
     reason: str
 
 
+_NOUNS = {"iteration": "iteration", "range": "range line", "lesson": "lesson", "foreclosed": "avenue"}
+
+
 @dataclass(frozen=True)
 class CompactionReport:
     """What a compaction did."""
@@ -133,11 +126,6 @@ class CompactionReport:
     moved: tuple[MovedItem, ...] = ()
     ranges_written: tuple[str, ...] = ()
 
-    @property
-    def folded_iterations(self) -> int:
-        """How many detailed iteration entries left the file."""
-        return sum(1 for m in self.moved if m.kind == "iteration")
-
     def count(self, kind: str) -> int:
         """How many moved items are of ``kind``."""
         return sum(1 for m in self.moved if m.kind == kind)
@@ -147,12 +135,34 @@ class CompactionReport:
         if not self.changed:
             return f"nothing to compact at {budget_text(self.bytes_after, self.max_bytes)}"
         mode = " (last resort)" if self.last_resort else " (aggressive)" if self.aggressive else ""
-        nouns = {"iteration": "iteration", "range": "range line", "lesson": "lesson", "foreclosed": "avenue"}
-        counts = ", ".join(plural(self.count(kind), noun) for kind, noun in nouns.items() if self.count(kind))
+        counts = ", ".join(plural(self.count(kind), noun) for kind, noun in _NOUNS.items() if self.count(kind))
         return (
             f"compacted{mode}: {number_text(self.bytes_before)} → {budget_text(self.bytes_after, self.max_bytes)}; "
             f"moved {counts or 'nothing'}; wrote {plural(len(self.ranges_written), 'range line')}"
         )
+
+    def details(self, folded: tuple[int, ...]) -> list[str]:
+        """What the compaction does, a line per kind (``fold 230 iterations (#1–230) into 5 range lines: …``);
+        ``folded`` are the folded iterations' numbers."""
+        out: list[str] = []
+        by_kind: dict[str, list[MovedItem]] = {}
+        for item in self.moved:
+            into_range = item.kind == "iteration" and item.reason.startswith("folded into")
+            by_kind.setdefault("folded" if into_range else item.kind, []).append(item)
+        if "folded" in by_kind:
+            heads = [line.split(" — ", 1)[0].lstrip("# ") for line in self.ranges_written]
+            shown = ", ".join(heads[:5]) + (f", … ({number_text(len(heads) - 5)} more)" if len(heads) > 5 else "")
+            runs = of_numbers(folded)
+            more = f" ({plural(len(runs) - 4, 'more run')})" if len(runs) > 4 else ""
+            out.append(f"fold {plural(len(by_kind.pop('folded')), 'iteration')} ({spans_text(runs, mark='#', limit=4)}"
+                       f"{more}) into {plural(len(heads), 'range line')}: {shown}")  # fmt: skip
+        for kind, items in sorted(by_kind.items(), key=lambda pair: pair[0] != "iteration"):
+            reasons = Counter(" ".join(item.reason.split()) for item in items)
+            why = "; ".join(f"{number_text(count)}: {clip(reason, 60)}" for reason, count in reasons.most_common(3))
+            more = f"; {plural(len(reasons) - 3, 'other reason')}" if len(reasons) > 3 else ""
+            noun = {"range": "range line", "foreclosed": "foreclosed avenue"}.get(kind, kind)
+            out.append(f"archive {plural(len(items), noun)} ({why}{more})")
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -162,8 +172,7 @@ class CompactionReport:
 
 @dataclass(frozen=True)
 class CompactionResult:
-    """The compacted document (the input itself when nothing changed), the archive text (everything removed,
-    verbatim; ``""`` if nothing) and a report."""
+    """The compacted document (the input itself when nothing changed), everything removed verbatim, a report."""
 
     document: StateDocument
     archive: str
@@ -175,9 +184,220 @@ class CompactionBudgetError(BudgetError):
 
     def __init__(self, message: str, *, size: int, max_bytes: int, sections: tuple[tuple[str, int, bool], ...]):
         super().__init__(message)
-        self.size = size
-        self.max_bytes = max_bytes
-        self.sections = sections
+        self.size, self.max_bytes, self.sections = size, max_bytes, sections
+
+
+class PatchBudgetError(BudgetError):
+    """No compaction keeps the file within its budget and the write within the added-bytes limit."""
+
+
+@dataclass(frozen=True)
+class Detail:
+    """A detailed entry: its position in the file, the entry, and its highest and lowest iteration numbers."""
+
+    pos: int
+    entry: Iteration
+    high: int
+    low: int
+
+
+@dataclass
+class BaseBand:
+    """Numbers ``first``–``last`` claimed by existing range lines (and entries resolved into them)."""
+
+    first: int
+    last: int
+    ranges: list[tuple[int, IterationRange]] = field(default_factory=list)
+    entries: list[Detail] = field(default_factory=list)
+
+
+@dataclass
+class Group:
+    """One range line of the output: existing bands and detailed entries folded together."""
+
+    bases: list[BaseBand] = field(default_factory=list)
+    folded: list[Detail] = field(default_factory=list)
+
+    @property
+    def first(self) -> int:
+        return min([b.first for b in self.bases] + [d.low for d in self.folded])
+
+    @property
+    def last(self) -> int:
+        return max([b.last for b in self.bases] + [d.high for d in self.folded])
+
+    @property
+    def range_lines(self) -> list[tuple[int, IterationRange]]:
+        return [pair for b in self.bases for pair in b.ranges]
+
+    @property
+    def details(self) -> list[Detail]:
+        """Entries resolved into its bands, then those folded."""
+        return [d for b in self.bases for d in b.entries] + self.folded
+
+
+@dataclass(frozen=True)
+class History:
+    """The Iteration History as disjoint parts covering every iteration number exactly once."""
+
+    region: tuple[int, int]  # absolute line span of the entries
+    raws: tuple[str, ...]  # entry texts in file order, the last without the trailing rule/blank lines
+    tail: str
+    original: str
+    bands: tuple[BaseBand, ...]
+    free: tuple[Detail, ...]  # detailed entries not inside a band, newest (highest number) first
+    dropped: tuple[tuple[Detail, int], ...]  # duplicate entries and the position of the one that stays
+    anchor: dict[int, int]  # opaque entry's position -> position of the entry above it (-1: top), in file order
+
+
+def resolve_history(doc: StateDocument) -> History | None:
+    """The history as disjoint parts (``None`` without entries): overlaps merge, duplicates keep the complete one."""
+    located = doc.located_history
+    if not located:
+        return None
+    entries = doc.history
+    raws = [e.raw for e in entries]
+    original = "".join(raws)
+    raws[-1], tail = split_tail(raws[-1])
+    details = [
+        Detail(pos, e, max(e.covers), min(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)
+    ]
+    bands = [
+        BaseBand(e.first, e.last, ranges=[(pos, e)]) for pos, e in enumerate(entries) if isinstance(e, IterationRange)
+    ]
+    owner: dict[int, int] = {}  # entries sharing a number are linked to the first that has it
+    links = ((i, owner.setdefault(n, i)) for i, detail in enumerate(details) for n in detail.entry.covers)
+    dropped: list[tuple[Detail, int]] = []
+    free: list[Detail] = []
+    for group in pruning.connected(len(details), links):
+        members = [details[i] for i in group]
+        union = {n for d in members for n in d.entry.covers}
+        if complete := [d for d in members if set(d.entry.covers) >= union]:
+            primary = min(complete, key=lambda d: (d.entry.partial, d.pos))
+            free.append(primary)
+            dropped.extend((d, primary.pos) for d in members if d is not primary)
+        else:
+            bands.append(BaseBand(min(union), max(union), entries=members))
+    widened = True
+    while widened:  # every detailed entry whose number a band covers joins that band, which may then overlap others
+        merged: list[BaseBand] = []
+        for band in sorted(bands, key=lambda b: (b.first, b.last)):
+            if merged and band.first <= merged[-1].last:
+                top = merged[-1]
+                top.last = max(top.last, band.last)
+                top.ranges.extend(band.ranges)
+                top.entries.extend(band.entries)
+            else:
+                merged.append(BaseBand(band.first, band.last, list(band.ranges), list(band.entries)))
+        bands = merged
+        starts = [b.first for b in bands]
+        remaining: list[Detail] = []
+        widened = False
+        for detail in free:
+            at = next(
+                (k for n in detail.entry.covers if (k := bisect_right(starts, n) - 1) >= 0 and bands[k].last >= n), -1
+            )
+            if at < 0:
+                remaining.append(detail)
+                continue
+            hit = bands[at]
+            hit.entries.append(detail)
+            if detail.low < hit.first or detail.high > hit.last:
+                hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.high)
+                widened = True
+        free = remaining
+    free.sort(key=lambda d: (-d.high, d.pos))
+    above = list(
+        accumulate(range(len(entries)), lambda a, p: a if isinstance(entries[p], OpaqueEntry) else p, initial=-1)
+    )
+    anchor = {pos: above[pos] for pos, e in enumerate(entries) if isinstance(e, OpaqueEntry)}
+    region = located[0].start, located[-1].end  # entries run to the end of the section that holds them
+    return History(region, tuple(raws), tail, original, tuple(bands), tuple(free), tuple(dropped), anchor)
+
+
+def split_tail(raw: str) -> tuple[str, str]:
+    """Split the trailing blank lines and rules (``---``, ``***``, ``___``: section separators) off the last entry."""
+    lines = split_lines(raw)
+    cut = content_end(lines)
+    return "".join(lines[:cut]), "".join(lines[cut:])
+
+
+def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) -> list[Detail | Group]:
+    """The output history, newest first: the newest ``keep`` free entries, the rest in at most ``max_ranges`` groups."""
+    kept = {d.pos for d in history.free[:keep]}
+    items: list[tuple[int, Detail | BaseBand]] = [(b.last, b) for b in history.bands]
+    items.extend((d.high, d) for d in history.free)
+    items.sort(key=lambda item: -item[0])
+    sequence: list[Detail | Group] = []
+    for fold, run in groupby((item for _, item in items), key=lambda i: isinstance(i, Detail) and i.pos not in kept):
+        if not fold:
+            sequence.extend(d if isinstance(d, Detail) else Group(bases=[d]) for d in run)
+            continue
+        # A run to fold as groups whose spans double going back from ``band_span``, never interleaved.
+        details = [d for d in run if isinstance(d, Detail)]
+        low, size, start = min(d.low for d in details), band_span, 0
+        while start < len(details):
+            top = details[start].high
+            if top - low + 1 < 2 * size:
+                sequence.append(Group(folded=details[start:]))
+                break
+            bottom, end = details[start].low, start + 1
+            while end < len(details) and (top - details[end].low < size or details[end].high >= bottom):
+                bottom = min(bottom, details[end].low)
+                end += 1
+            sequence.append(Group(folded=details[start:end]))
+            start, size = end, size * 2
+    index = 0
+    while index < len(sequence) - 1:  # a new run joins a young range line of ours just older than it
+        newer, older = sequence[index], sequence[index + 1]
+        if isinstance(newer, Group) and isinstance(older, Group) and newer.folded and not newer.bases and older.bases:
+            young = older.last - older.first + 1 < band_span
+            if young and all(ranges.parse_canonical(entry.heading) is not None for _, entry in older.range_lines):
+                sequence[index : index + 2] = [Group(older.bases, older.folded + newer.folded)]
+        index += 1
+    # Merge the pair covering the fewest numbers whose band is no broader than the group older than it (a binary
+    # counter: the newest band stays narrow); each group's bounds computed once.
+    bounds = [(s.first, s.last) if isinstance(s, Group) else (s.low, s.high) for s in sequence]
+    groups = sum(isinstance(s, Group) for s in sequence)
+
+    def score(i: int) -> tuple[bool, int, int, int]:
+        merged = bounds[i][1] - bounds[i + 1][0] + 1
+        behind = i + 2 < len(sequence) and isinstance(sequence[i + 2], Group)
+        return behind and merged > bounds[i + 2][1] - bounds[i + 2][0] + 1, merged, bounds[i + 1][0], i
+
+    while groups > max_ranges:
+        pairs = [i for i, (a, b) in enumerate(pairwise(sequence)) if isinstance(a, Group) and isinstance(b, Group)]
+        if not pairs:
+            break
+        i = min(pairs, key=score)
+        newer, older = sequence[i], sequence[i + 1]
+        assert isinstance(newer, Group) and isinstance(older, Group)
+        sequence[i] = Group(older.bases + newer.bases, older.folded + newer.folded)
+        bounds[i] = (min(bounds[i][0], bounds[i + 1][0]), max(bounds[i][1], bounds[i + 1][1]))
+        del sequence[i + 1], bounds[i + 1]
+        groups -= 1
+    return sequence
+
+
+def ends_blank(text: str) -> bool:
+    """Whether ``text`` ends with a blank line (or is only whitespace).  Looks at the last bytes only."""
+    return not text.strip() or _BLANK_END.search(text[-4:]) is not None
+
+
+def join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:
+    """Entries in order, then the section's tail; a ``spaced`` text gets a blank line after it when one follows."""
+    out = ""
+    for index, (text, spaced) in enumerate(texts):
+        out += text
+        follows = index < len(texts) - 1 or bool(tail)
+        if follows and not text.endswith(("\n", "\r")):
+            out += newline
+        if follows and spaced and index < len(texts) - 1 and not ends_blank(out):
+            out += newline
+    blocks = outline(tail, lists=False) if tail and out and not ends_blank(out) else []
+    if blocks and blocks[0].kind == RULE and blocks[0].start == 0:
+        out += newline  # "text\n---" would be a setext heading
+    return out + tail
 
 
 @dataclass(frozen=True)
@@ -202,10 +422,8 @@ class _Candidate:
     moved: list[MovedItem]
     ranges_written: list[str]
     groups: int = 0
-    lessons_kept: int = 0
-    lessons_unpinned: int = 0
-    foreclosed_kept: int = 0
-    foreclosed_unpinned: int = 0
+    # "lesson" and "avenue": how many bullets the list keeps and how many of those are unpinned
+    kept: dict[str, tuple[int, int]] = field(default_factory=lambda: {"lesson": (0, 0), "avenue": (0, 0)})
 
 
 _Rendered = tuple[str, list[tuple[tuple[int, int], str]], list[MovedItem]]  # a range line, its archive, its moves
@@ -224,13 +442,12 @@ class _Compactor:
         self.history = resolve_history(doc)
         self.lessons = self._list_info("lessons")
         self.foreclosed = self._list_info("foreclosed")
-        self.order_lessons = pruning.newest_last(self.lessons[2] if self.lessons else [])
-        self.order_foreclosed = pruning.newest_last(self.foreclosed[2] if self.foreclosed else [])
-        self._summaries: dict[tuple[int, ...], str] = {}
+        avenues = self.foreclosed[2] if self.foreclosed else []
+        self.page = sum(utf8_size(t) for t in avenues) > policy.foreclosed_page_bytes  # consolidate when aggressive
         self._histories: dict[tuple[int, int, int, bool, bool], tuple[str | None, _Candidate]] = {}
         self._rendered: dict[tuple[tuple[int, ...], tuple[int, ...], int, bool], _Rendered] = {}
 
-    def _list_info(self, kind: str) -> tuple[int, list[Any], list[str]] | None:
+    def _list_info(self, kind: str) -> tuple[int, list[Any], list[str], bool] | None:
         section = self.doc.section(kind)
         items = self.doc.list_items(kind)
         if section is None or not items:
@@ -238,7 +455,8 @@ class _Compactor:
         start, end = section.start + items[0].start, section.start + items[-1].end
         if self.history is not None and start < self.history.region[1] and self.history.region[0] < end:
             return None  # never edit across the history's entries
-        return section.start, items, [item.text for item in items]
+        texts = [item.text for item in items]
+        return section.start, items, texts, pruning.newest_last(texts)
 
     def _history_text(self, params: _Params, candidate: _Candidate, summarize: bool) -> str | None:
         history = self.history
@@ -253,15 +471,14 @@ class _Compactor:
                 texts.append(([item.pos], history.raws[item.pos], item.pos == last_pos))
                 continue
             members = [pos for pos, _ in item.range_lines] + [d.pos for d in item.details]
-            if len(item.bases) == 1 and item.bases[0].pristine and not item.folded and not params.force_render:
+            if len(item.range_lines) == 1 and not item.details and not params.force_render:
                 texts.append((members, history.raws[members[0]], members[0] == last_pos))  # the range line as it is
             else:
                 texts.append((members, self._render_group(item, params, candidate, summarize), True))
-        for detail, _primary in history.dropped:
+        for detail, _ in history.dropped:
+            why = f"duplicate of the entry kept for {detail.high}"
             candidate.archive.append(((detail.low, detail.pos), history.raws[detail.pos]))
-            candidate.moved.append(
-                MovedItem("iteration", _label(detail.entry), f"duplicate of the entry kept for {detail.high}")
-            )
+            candidate.moved.append(MovedItem("iteration", _label(detail.entry), why))
         candidate.groups = sum(isinstance(s, Group) for s in sequence)
         # Bullet-form entries stay in front (below a heading they would read as its body), whatever their numbers.
         texts.sort(key=lambda item: not is_bullet_entry(item[1]))
@@ -271,72 +488,77 @@ class _Compactor:
         after: dict[int, list[tuple[str, bool]]] = defaultdict(list)
         for pos, above in history.anchor.items():
             after[where.get(primary_of.get(above, above), -1)].append((history.raws[pos], pos == last_pos))
-        ordered = list(after.get(-1, []))
+        ordered = [*after[-1]]
         for index, (_, text, spaced) in enumerate(texts):
-            ordered.append((text, spaced))
-            ordered.extend(after.get(index, []))
+            ordered += [(text, spaced), *after[index]]
         return join_entries(ordered, history.tail, self.newline)
 
     def _render_group(self, group: Group, params: _Params, candidate: _Candidate, summarize: bool) -> str:
         lines, details = group.range_lines, group.details
         key = (tuple(pos for pos, _ in lines), tuple(d.pos for d in details), params.text_cap, summarize)
         if key not in self._rendered:  # stages re-plan the same groups: a 10,000-entry group is rendered once
-            self._rendered[key] = self._render_new(lines, details, params, summarize)
+            raws = self.history.raws if self.history is not None else ()
+            bands = [ranges.band_from_range(entry) for _, entry in lines]
+            archive = [((entry.first, pos), raws[pos]) for pos, entry in lines]
+            moved = [MovedItem("range", _label(entry), "merged into a new range line") for _, entry in lines]
+            if details:
+                entries = [d.entry for d in details]
+                summary = ranges.entries_summary(entries, self.policy.summary_cap)
+                if summarize:
+                    summary = self._summarize(entries, summary)
+                bands.append(ranges.band_from_entries(entries, self.direction, summary))
+                archive.extend(((detail.low, detail.pos), raws[detail.pos]) for detail in details)
+            band = ranges.merge_bands(bands, self.direction)
+            hint = self.policy.archive_hint
+            line = ranges.render_band(
+                band, program=self.program, text_cap=params.text_cap, newline=self.newline, archive=hint
+            )
+            reason = f"folded into {line_body(line)[4:].split(' — ', 1)[0]}"  # "Iters 11–40"
+            moved.extend(MovedItem("iteration", _label(detail.entry), reason) for detail in details)
+            self._rendered[key] = line, archive, moved
         line, archive, moved = self._rendered[key]
         candidate.archive.extend(archive)
         candidate.moved.extend(moved)
         candidate.ranges_written.append(line_body(line))
         return line
 
-    def _render_new(
-        self, lines: list[tuple[int, IterationRange]], details: list[Detail], params: _Params, summarize: bool
-    ) -> _Rendered:
-        history = self.history
-        assert history is not None
-        bands = [ranges.band_from_range(entry) for _, entry in lines]
-        archive = [((entry.first, pos), history.raws[pos]) for pos, entry in lines]
-        moved = [MovedItem("range", _label(entry), "merged into a new range line") for _, entry in lines]
-        if details:
-            entries = [d.entry for d in details]
-            summary = ranges.entries_summary(entries, self.policy.summary_cap)
-            if summarize:
-                summary = self._summarize(entries, summary)
-            bands.append(ranges.band_from_entries(entries, self.direction, summary))
-            archive.extend(((detail.low, detail.pos), history.raws[detail.pos]) for detail in details)
-        band = ranges.merge_bands(bands, self.direction)
-        line = ranges.render_band(
-            band, program=self.program, text_cap=params.text_cap, newline=self.newline, archive=self.policy.archive_hint
-        )
-        reason = f"folded into {line_body(line)[4:].split(' — ', 1)[0]}"  # "Iters 11–40"
-        moved.extend(MovedItem("iteration", _label(detail.entry), reason) for detail in details)
-        return line, archive, moved
-
     def _summarize(self, entries: list[Iteration], deterministic: str) -> str:
         """The summarizer's line when it is usable (one line, under the cap, shorter than ours), else ours."""
         summarizer = self.policy.summarizer
         if summarizer is None:
             return deterministic
-        key = tuple(sorted(n for e in entries for n in e.covers))
-        if key not in self._summaries:
-            offered: object
-            try:
-                offered = summarizer([ranges.entry_dict(e) for e in sorted(entries, key=lambda e: e.covers[0])])
-            except Exception:  # a summarizer is outside code (often an LLM call): any failure means "use ours"
-                offered = None
-            text = offered.strip() if isinstance(offered, str) else ""
-            short = 0 < len(text) < min(self.policy.summary_cap, len(deterministic))
-            self._summaries[key] = text if short and not _LINE_BREAK.search(text) else deterministic
-        return self._summaries[key]
+        offered: object  # one call per new range line: the summarizing build is the last and renders each once
+        try:
+            fields = ("number", "when", "status", "metric", "change", "notes")
+            ordered = sorted(entries, key=lambda e: e.covers[0])
+            offered = summarizer([{name: getattr(e, name) for name in fields} for e in ordered])
+        except Exception:  # a summarizer is outside code (often an LLM call): any failure means "use ours"
+            offered = None
+        text = offered.strip() if isinstance(offered, str) else ""
+        short = 0 < len(text) < min(self.policy.summary_cap, len(deterministic))
+        return text if short and not _LINE_BREAK.search(text) else deterministic
 
     def _list_edit(
-        self, info: tuple[int, list[Any], list[str]], plan: pruning.ListPlan, candidate: _Candidate, edits: list[Any]
-    ) -> tuple[int, int]:
-        """Adds the list's edit under ``plan`` to ``edits``; the bullets it keeps and how many are unpinned."""
-        left = [t for k, t in enumerate(info[2]) if k not in plan.remove and not is_placeholder(t)]
-        kept = len(left), sum(1 for t in left if not pruning.is_pinned(t))
+        self, noun: str, info: tuple[int, list[Any], list[str], bool], params: _Params, candidate: _Candidate
+    ) -> tuple[int, int, str] | None:
+        """The list's edit under ``params`` (first line, end line, text), or ``None``; notes what it keeps."""
+        start, items, texts, newest_last = info
+        lesson, policy = noun == "lesson", self.policy
+        collapse = params.collapse_lessons or params.max_lessons is not None
+        plan = pruning.plan_list(
+            texts,
+            noun,
+            collapse=collapse if lesson else self.page and params.consolidate_always,
+            similarity=policy.lesson_similarity if lesson else policy.foreclosed_similarity,
+            limit=params.max_lessons if lesson else params.max_foreclosed,
+            newest_last=newest_last,
+            today=policy.today if lesson else None,
+            why=params.why,
+        )
+        left = [t for k, t in enumerate(texts) if k not in plan.remove and not is_placeholder(t)]
+        candidate.kept[noun] = len(left), sum(1 for t in left if not pruning.is_pinned(t))
         if not (plan.remove or plan.rewrite):
-            return kept
-        start, items, texts = info
+            return None
         first, last = start + items[0].start, start + items[-1].end
         out: list[str] = []
         line = first
@@ -359,21 +581,17 @@ class _Compactor:
             out.insert(0, f"- *(none yet)*{self.newline}")
         if out and not out[-1].endswith(("\n", "\r")) and last < len(self.lines):
             out[-1] += self.newline
-        kind = "lesson" if info is self.lessons else "avenue"
-        heading = "📚 Lessons Learned" if kind == "lesson" else "🚧 Foreclosed Avenues"
+        heading = "📚 Lessons Learned" if lesson else "🚧 Foreclosed Avenues"
         pieces = [f"### {heading} — moved out by compaction{self.newline}"]
-        for k in sorted(plan.remove):
-            reason = plan.remove[k]
-            pieces.append(f"{self.newline}*({reason})*{self.newline}")
-            pieces.append(texts[k] if texts[k].endswith(("\n", "\r")) else texts[k] + self.newline)
-            candidate.moved.append(MovedItem("foreclosed" if kind == "avenue" else "lesson", _clip(texts[k]), reason))
+        for k, reason in sorted(plan.remove.items()):
+            ended = texts[k] if texts[k].endswith(("\n", "\r")) else texts[k] + self.newline
+            pieces += [f"{self.newline}*({reason})*{self.newline}", ended]
+            candidate.moved.append(MovedItem("lesson" if lesson else "foreclosed", _clip(texts[k]), reason))
         if len(pieces) > 1:
             candidate.list_archive.append("".join(pieces))
-        edits.append((first, last, "".join(out)))
-        return kept
+        return first, last, "".join(out)
 
     def build(self, params: _Params, *, summarize: bool = False) -> _Candidate:
-        policy = self.policy
         edits: list[tuple[int, int, str]] = []
         # The history depends on these limits only: a last-resort step on the lists does not re-plan it.
         key = (params.keep, params.max_ranges, params.text_cap, params.force_render, summarize)
@@ -384,56 +602,25 @@ class _Compactor:
         candidate = _Candidate("", 0, [*part.archive], [], [*part.moved], [*part.ranges_written], part.groups)
         if self.history is not None and history_text is not None and history_text != self.history.original:
             edits.append((*self.history.region, history_text))
-        if self.lessons is not None:
-            plan = pruning.plan_list(
-                self.lessons[2],
-                "lesson",
-                collapse=params.collapse_lessons or params.max_lessons is not None,
-                similarity=policy.lesson_similarity,
-                limit=params.max_lessons,
-                newest_last=self.order_lessons,
-                today=policy.today,
-                why=params.why,
-            )
-            candidate.lessons_kept, candidate.lessons_unpinned = self._list_edit(self.lessons, plan, candidate, edits)
-        if self.foreclosed is not None:
-            texts = self.foreclosed[2]
-            page = sum(utf8_size(t) for t in texts) > policy.foreclosed_page_bytes
-            plan = pruning.plan_list(
-                texts,
-                "avenue",
-                collapse=page and params.consolidate_always,
-                similarity=policy.foreclosed_similarity,
-                limit=params.max_foreclosed,
-                newest_last=self.order_foreclosed,
-                why=params.why,
-            )
-            kept = self._list_edit(self.foreclosed, plan, candidate, edits)
-            candidate.foreclosed_kept, candidate.foreclosed_unpinned = kept
-        if edits:
-            out: list[str] = []
-            at = 0
-            for start, end, text in sorted(edits):
-                out += ["".join(self.lines[at:start]), text]
-                at = end
-            out.append("".join(self.lines[at:]))
-            candidate.text = "".join(out)
-            if self.lines and not self.lines[-1].endswith(("\n", "\r")):  # the file had no final newline
-                candidate.text = re.sub(r"(?:\r\n|\r|\n)\Z", "", candidate.text)
-        else:
-            candidate.text = self.doc.render()
+        for noun, info in (("lesson", self.lessons), ("avenue", self.foreclosed)):
+            if info is not None and (edit := self._list_edit(noun, info, params, candidate)) is not None:
+                edits.append(edit)
+        out: list[str] = []
+        at = 0
+        for start, end, text in sorted(edits):
+            out += ["".join(self.lines[at:start]), text]
+            at = end
+        candidate.text = "".join(out) + "".join(self.lines[at:])
+        if self.lines and not self.lines[-1].endswith(("\n", "\r")):  # the file had no final newline
+            candidate.text = re.sub(r"(?:\r\n|\r|\n)\Z", "", candidate.text)
         candidate.size = utf8_size(candidate.text)
         return candidate
 
     def archive_text(self, candidate: _Candidate) -> str:
-        """Everything the candidate removed, verbatim: bullet-form entries, the rest of the history oldest first
-        (a chunk is read as a history), then lessons and avenues."""
-        pieces = [
-            text for _, text in sorted(candidate.archive, key=lambda item: (not is_bullet_entry(item[1]), item[0]))
-        ]
-        pieces.extend(candidate.list_archive)
+        """Everything the candidate removed, verbatim: bullet-form entries, other entries oldest first, the lists."""
+        ordered = sorted(candidate.archive, key=lambda item: (not is_bullet_entry(item[1]), item[0]))
         out: list[str] = []
-        for text in pieces:
+        for text in [text for _, text in ordered] + candidate.list_archive:
             if out and not ends_blank(out[-1]):
                 out.append(self.newline)
             out.append(text if text.endswith(("\n", "\r")) else text + self.newline)
@@ -461,11 +648,8 @@ def program_name(doc: StateDocument) -> str | None:
 def compact(
     doc: StateDocument, policy: CompactionPolicy | None = None, *, program: str | None = None
 ) -> CompactionResult:
-    """Compact ``doc`` under ``policy`` (default :class:`CompactionPolicy`); pure.
-
-    The result is at most ``policy.max_bytes`` (else :class:`CompactionBudgetError`); every iteration the input
-    covers is covered exactly once; Machine State and maintainer-owned sections are byte-identical; compacting the
-    result again changes nothing.  A file with an unclosed fence is refused (InvalidDataError).  A
+    """Compact ``doc`` under ``policy`` (default :class:`CompactionPolicy`), purely, to at most ``max_bytes`` (else
+    :class:`CompactionBudgetError`); compacting the result again changes nothing; an unclosed fence is refused.  A
     ``policy.summarizer`` gets each new range line's folded entries as dicts; its answer is used only when it is one
     line, shorter than ``summary_cap`` and than ours (decisions are made with ours, so it can only shrink the file).
     """
@@ -485,51 +669,46 @@ def compact(
             text_cap=min(policy.range_text_cap, policy.summary_cap),
         )
         candidate = work.build(params)
-        if candidate.size > policy.low_water_bytes:
-            params, candidate = _prune_lists(work, params, candidate)
+        if candidate.size > policy.low_water_bytes:  # avenues consolidate, then the oldest go (as few as needed)
+            params = replace(
+                params, consolidate_always=True, why="(the file was above the aggressive threshold of its budget)"
+            )
+            candidate, threshold = work.build(params), policy.aggressive_bytes
+            avenues = candidate.kept["avenue"][0]
+            if candidate.size > threshold and avenues > policy.max_foreclosed_aggressive:
+                params = replace(params, max_foreclosed=policy.max_foreclosed_aggressive)
+                candidate = work.build(params)
+                if candidate.size <= threshold:
+                    params, candidate = _largest(work, "max_foreclosed", avenues, threshold, (params, candidate))
     ceiling, folded_newest = params, False
     while candidate.size > policy.max_bytes:
-        if (step := _last_resort_step(work, replace(params, why=_OVER_BUDGET), candidate)) is None:
+        if (step := _last_resort_step(work, params, candidate)) is None:
             break
         last_resort = True
         folded_newest = folded_newest or (params.keep > 0 and step.keep == 0)
-        params = step
-        candidate = work.build(params)
-    if folded_newest and candidate.size <= policy.max_bytes:
-        params, candidate = _take_back(work, params, candidate, ceiling)
+        params, candidate = step, work.build(step)
+    if folded_newest and candidate.size <= policy.max_bytes:  # take back what went before it, as the budget allows
+        for limit, info in (("max_foreclosed", work.foreclosed), ("max_lessons", work.lessons)):
+            total, cap = len(info[1]) if info is not None else 0, getattr(ceiling, limit)
+            high = total if cap is None else min(cap, total)
+            if getattr(params, limit) is not None and getattr(params, limit) < high:
+                params, candidate = _largest(work, limit, high, policy.max_bytes, (params, candidate))
+        if params.force_render and not ceiling.force_render:
+            trial_params = replace(params, force_render=False, text_cap=ceiling.text_cap)
+            if (trial := work.build(trial_params)).size <= policy.max_bytes:
+                params, candidate = trial_params, trial
     if candidate.size > policy.max_bytes:
-        raise _budget_error(doc, candidate, policy, name)
+        raise _budget_error(candidate, policy, name)
     if policy.summarizer is not None and candidate.ranges_written:
         summarized = work.build(params, summarize=True)
         if summarized.size <= policy.max_bytes:  # never trade the budget for a summary
             candidate = summarized
     changed = candidate.text != doc.render()
-    document = parse(candidate.text) if changed else doc
     moved, written = tuple(candidate.moved), tuple(candidate.ranges_written)
     report = CompactionReport(
         doc.size, candidate.size, policy.max_bytes, changed, aggressive, last_resort, moved, written
     )
-    return CompactionResult(document=document, archive=work.archive_text(candidate), report=report)
-
-
-_AGGRESSIVE = "(the file was above the aggressive threshold of its budget)"
-_OVER_BUDGET = "(the file was over its byte budget)"
-_UNTITLED = {"preamble": "(text before the first heading)"}
-
-
-def _prune_lists(work: _Compactor, params: _Params, candidate: _Candidate) -> tuple[_Params, _Candidate]:
-    """Aggressive, still above low water: avenues consolidate, then the oldest go (as few as needed); lessons stay."""
-    policy = work.policy
-    threshold = policy.aggressive_bytes
-    params = replace(params, consolidate_always=True, why=_AGGRESSIVE)
-    candidate = work.build(params)
-    if candidate.size <= threshold or candidate.foreclosed_kept <= policy.max_foreclosed_aggressive:
-        return params, candidate
-    floor = replace(params, max_foreclosed=policy.max_foreclosed_aggressive)
-    found = floor, work.build(floor)
-    if found[1].size > threshold:
-        return found
-    return _largest(work, "max_foreclosed", candidate.foreclosed_kept, threshold, found)
+    return CompactionResult(parse(candidate.text) if changed else doc, work.archive_text(candidate), report)
 
 
 def _largest(
@@ -551,88 +730,83 @@ def _largest(
 
 def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) -> _Params | None:
     """The next smallest thing to give up over budget (in the module docstring's order), or ``None``."""
+    params = replace(params, why="(the file was over its byte budget)")
     history = work.history
     free = min(params.keep, len(history.free) if history is not None else 0)
-    if free > 1:
-        return replace(params, keep=free - 1)
-    if candidate.groups > 1 and params.max_ranges > 1:
-        return replace(params, max_ranges=min(params.max_ranges, candidate.groups) - 1)
-    if not params.force_render and candidate.groups:
-        return replace(params, force_render=True, text_cap=0)
-    if not params.collapse_lessons and candidate.lessons_unpinned > 0:
-        return replace(params, collapse_lessons=True)  # a duplicate goes before any lesson of its own
-    if candidate.lessons_unpinned > 0:
-        return replace(params, max_lessons=candidate.lessons_kept - 1)
-    if candidate.foreclosed_unpinned > 0:
-        return replace(params, max_foreclosed=candidate.foreclosed_kept - 1)
-    if free == 1:  # the newest entry becomes a range line, which the next steps merge and shorten
-        return replace(params, keep=0)
-    return None
+    (lessons, unpinned_lessons), (avenues, unpinned_avenues) = candidate.kept["lesson"], candidate.kept["avenue"]
+    steps = (
+        (free > 1, {"keep": free - 1}),
+        (candidate.groups > 1 and params.max_ranges > 1, {"max_ranges": min(params.max_ranges, candidate.groups) - 1}),
+        (not params.force_render and candidate.groups, {"force_render": True, "text_cap": 0}),
+        (not params.collapse_lessons and unpinned_lessons > 0, {"collapse_lessons": True}),  # duplicates go first
+        (unpinned_lessons > 0, {"max_lessons": lessons - 1}),
+        (unpinned_avenues > 0, {"max_foreclosed": avenues - 1}),
+        (free == 1, {"keep": 0}),  # the newest entry becomes a range line, which the next steps merge and shorten
+    )
+    return next((replace(params, **change) for ok, change in steps if ok), None)
 
 
-def _take_back(
-    work: _Compactor, params: _Params, candidate: _Candidate, ceiling: _Params
-) -> tuple[_Params, _Candidate]:
-    """After the newest entry folded, take back what went before it as the budget allows, up to ``ceiling``."""
-    max_bytes = work.policy.max_bytes
-    for name, info in (("max_foreclosed", work.foreclosed), ("max_lessons", work.lessons)):
-        total = len(info[1]) if info is not None else 0
-        cap = getattr(ceiling, name)
-        high = total if cap is None else min(cap, total)
-        if getattr(params, name) is not None and getattr(params, name) < high:
-            params, candidate = _largest(work, name, high, max_bytes, (params, candidate))
-    if params.force_render and not ceiling.force_render:
-        trial_params = replace(params, force_render=False, text_cap=ceiling.text_cap)
-        trial = work.build(trial_params)
-        if trial.size <= max_bytes:
-            params, candidate = trial_params, trial
-    return params, candidate
-
-
-def _budget_error(
-    doc: StateDocument, candidate: _Candidate, policy: CompactionPolicy, program: str | None
-) -> CompactionBudgetError:
+def _budget_error(candidate: _Candidate, policy: CompactionPolicy, program: str | None) -> CompactionBudgetError:
     """The error for a file that cannot fit: its size, a per-section byte table and what to do."""
     result = parse(candidate.text)
-    rows = [(s.title or _UNTITLED.get(s.kind, s.kind), s.size, s.kind in MAINTAINER_OWNED) for s in result.sections]
-    table = "; ".join(
-        f"{label} {number_text(size)}{' [maintainer-owned]' if owned else ''}" for label, size, owned in rows
-    )
+    untitled = {"preamble": "(text before the first heading)"}
+    rows = [(s.title or untitled.get(s.kind, s.kind), s.size, s.kind in MAINTAINER_OWNED) for s in result.sections]
+    table = "; ".join(f"{label} {number_text(size)}{' [maintainer-owned]' * owned}" for label, size, owned in rows)
     over = candidate.size - policy.max_bytes
-    name = f"{program}.md" if program else "the state file"
-    fix = f"statefile edit {program}" if program else "statefile edit PROGRAM"
-    table_section = result.section("machine_state")
-    longest = max(
-        table_rows(list(table_section.lines)) if table_section else [], key=lambda r: utf8_size(r.value), default=None
-    )
+    fix = f"statefile edit {program or 'PROGRAM'}"
+    state = result.section("machine_state")
+    longest = max(table_rows(list(state.lines)) if state else [], key=lambda r: utf8_size(r.value), default=None)
     # Entries compaction cannot fold (opaque headings): when they are what stands in the way, name them.
-    opaque = sorted(
-        ((utf8_size(entry.raw), entry) for entry in result.history if isinstance(entry, OpaqueEntry)),
-        key=lambda pair: -pair[0],
-    )
-    if opaque and sum(size for size, _ in opaque) >= over:
-        named = ", ".join(
-            f"'{clip(entry.heading, 60)}' ({size_text(size)}"
-            + (f"; {entry.implausible} is no plausible iteration number" if entry.implausible else "")
-            + ")"
-            for size, entry in opaque[:3]
-        )
+    opaque = sorted((e for e in result.history if isinstance(e, OpaqueEntry)), key=lambda e: -utf8_size(e.raw))
+    if opaque and sum(utf8_size(e.raw) for e in opaque) >= over:
+        heads = [(clip(e.heading, 60), size_text(utf8_size(e.raw)), e.implausible) for e in opaque[:3]]
+        named = ", ".join(f"'{h}' ({s}{f'; {n} is no plausible iteration number' if n else ''})" for h, s, n in heads)
         advice = (
             f"the history holds {plural(len(opaque), 'entry', 'entries')} compaction cannot fold, largest {named}; "
             f"fix their headings (or remove them) with `{fix}`, or raise max_bytes"
         )
-    elif table_section and longest and utf8_size(longest.value) >= over:  # a pasted log as a value
-        where = f"its '{longest.label}' value alone {size_text(utf8_size(longest.value))}"
+    elif state and longest and utf8_size(longest.value) >= over:  # a pasted log as a value
         advice = (
-            f"the Machine State table is {size_text(table_section.size)}, {where}; shorten that value where it was "
-            f"written (the record's options, or `{fix}`), or raise max_bytes"
+            f"the Machine State table is {size_text(state.size)}, its '{longest.label}' value alone "
+            f"{size_text(utf8_size(longest.value))}; shorten that value where it was written (the record's options, "
+            f"or `{fix}`), or raise max_bytes"
         )
     else:
         owned = sorted(((size, label) for label, size, owned in rows if owned), reverse=True)
         biggest = ", ".join(f"'{label}' ({size_text(size)})" for size, label in owned[:3]) or "the Machine State table"
         advice = f"shorten maintainer-owned text such as {biggest}, or raise max_bytes"
     message = (
-        f"{name} is still {size_text(candidate.size)} after moving everything compaction may move, over max_bytes "
-        f"{number_text(policy.max_bytes)} by {number_text(over)} (bytes per section: {table}); {advice}"
+        f"{f'{program}.md' if program else 'the state file'} is still {size_text(candidate.size)} after moving "
+        f"everything compaction may move, over max_bytes {number_text(policy.max_bytes)} by {number_text(over)} "
+        f"(bytes per section: {table}); {advice}"
     )
     return CompactionBudgetError(message, size=candidate.size, max_bytes=policy.max_bytes, sections=tuple(rows))
+
+
+def compact_within(
+    doc: StateDocument, policy: CompactionPolicy, cost: _Cost, *, soft_limit: int, hard_limit: int, what: str
+) -> CompactionResult:
+    """The most thorough compaction of ``doc`` whose ``cost`` (the bytes the write adds) fits ``soft_limit``
+    (max-patch-size); else the gentlest that keeps the file within ``max_bytes``, if within ``hard_limit`` (1.2 ×
+    that), else :class:`PatchBudgetError` before anything is written.  What is not folded moves on a later run."""
+    full = compact(doc, policy)
+    if cost(full) <= soft_limit:
+        return full
+
+    @cache
+    def gentle(keep: int) -> CompactionResult:  # keeps ``keep`` entries, folds more only over max_bytes
+        gentler = replace(policy, aggressive_at=1.0, low_water=1.0, force_aggressive=False, keep_recent=keep)
+        return compact(doc, replace(gentler, keep_recent_aggressive=keep))
+
+    low, high = policy.keep_recent, max(policy.keep_recent, len(doc.iterations))
+    if (least := cost(best := gentle(high))) > soft_limit:
+        if least <= hard_limit:
+            return best
+        raise PatchBudgetError(
+            f"{what} would add {size_text(least)} even with the least compaction that keeps the file within "
+            f"{size_text(policy.max_bytes)}, over the push limit of {size_text(hard_limit)} (1.2 × max-patch-size "
+            f"{number_text(soft_limit)}); nothing was written — raise max-patch-size (at least for one run), or "
+            "compact once through the branch where no patch limit applies: statefile --remote origin compact --all"
+        )
+    # The fewest kept entries (the most moved) that still fits.
+    return gentle(bisect_left(range(high), True, low, high, key=lambda keep: cost(gentle(keep)) <= soft_limit))

@@ -1,9 +1,7 @@
 """Which Lessons Learned and Foreclosed Avenues bullets leave the file, and why (compaction applies it).
 
-Pinned bullets (📌, ``<!-- pin -->``) never leave; expired lessons do; near-duplicates (word-set Jaccard similarity)
-collapse to the newest wording (avenues into one marked ``*(+N similar in archive)*``); beyond a count limit the
-oldest go, agents' bullets first and those marked ``IMPORTANT``/``CRITICAL`` last.  "Oldest" reads the list newest
-first when the iteration numbers its bullets mention mostly go down.
+Pinned bullets (📌, ``<!-- pin -->``) never leave; "oldest" reads the list newest first when the iteration numbers
+its bullets mention mostly go down.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date
 from itertools import pairwise
@@ -19,10 +18,9 @@ from itertools import pairwise
 from statefile.model import patterns
 from statefile.model.patterns import EXPIRES_PATTERN, ITERATION_MENTION, PIN_PATTERN
 
-#: What marks a bullet important: it is pruned only after every unmarked one.
-IMPORTANT_PATTERN = r"\b(?:IMPORTANT|CRITICAL)\b|\*\*\s*(?i:important|critical)\b"
 _PIN = re.compile(PIN_PATTERN, re.I)
-_IMPORTANT = re.compile(IMPORTANT_PATTERN)
+# What marks a bullet important: it is pruned only after every unmarked one.
+_IMPORTANT = re.compile(r"\b(?:IMPORTANT|CRITICAL)\b|\*\*\s*(?i:important|critical)\b")
 _EXPIRES = re.compile(EXPIRES_PATTERN, re.I)
 _CONSOLIDATED = re.compile(r"\s*\*\(\+(\d+) similar in archive\)\*")
 _WORD = re.compile(r"[^\W_]+")
@@ -48,12 +46,10 @@ def is_important(text: str) -> bool:
 
 def expiry(text: str) -> date | None:
     """The date in ``(expires YYYY-MM-DD)``, or ``None`` (also for an impossible date)."""
-    if not (match := _EXPIRES.search(text)):
-        return None
-    try:
-        return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    except ValueError:
-        return None
+    with suppress(ValueError):
+        if match := _EXPIRES.search(text):
+            return date(*map(int, match.group(1, 2, 3)))
+    return None
 
 
 def tokens(text: str) -> frozenset[str]:
@@ -65,9 +61,7 @@ def tokens(text: str) -> frozenset[str]:
 def newest_last(texts: Sequence[str]) -> bool:
     """Whether the list reads oldest to newest (the default, and statefile's own order)."""
     refs = [max(int(n) for n in found) for t in texts if (found := ITERATION_MENTION.findall(t))]
-    ups = sum(1 for a, b in pairwise(refs) if b > a)
-    downs = sum(1 for a, b in pairwise(refs) if b < a)
-    return downs <= ups
+    return sum((b < a) - (b > a) for a, b in pairwise(refs)) <= 0  # no more steps down than up
 
 
 def connected(count: int, links: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -121,7 +115,8 @@ def plan_list(
 ) -> ListPlan:
     """Which bullets of a list (``noun`` ``"lesson"`` or ``"avenue"``) leave: expired ones when ``today`` is given;
     with ``collapse``, older duplicates (avenues consolidate into one marked bullet); then beyond ``limit``
-    (``None``: no limit) the oldest unpinned ones, those marked important last."""
+    (``None``: no limit) the oldest unpinned ones, agents' first (they never push a maintainer's out), those marked
+    important last."""
     plan = ListPlan()
     for i, text in enumerate(texts):
         when = expiry(text) if today is not None and not is_pinned(text) else None
@@ -129,19 +124,8 @@ def plan_list(
             plan.remove[i] = f"expired {when.isoformat()}"
     live = [i for i, text in enumerate(texts) if not patterns.is_placeholder(text) and i not in plan.remove]
     age = list(range(len(texts))) if newest_last else list(range(len(texts), 0, -1))  # higher is newer
-    if collapse:
-        _collapse_duplicates(texts, live, similarity, age, plan, noun)
-    if limit is not None:
-        _apply_limit(texts, [i for i in live if i not in plan.remove], limit, age, plan, noun + "s", why)
-    return plan
-
-
-def _collapse_duplicates(
-    texts: Sequence[str], live: list[int], similarity: float, age: list[int], plan: ListPlan, noun: str
-) -> None:
     mark = noun == "avenue"  # an avenue stands for the ones folded into it, marked so
-    groups = similar_groups([tokens(texts[i]) for i in live], similarity)
-    for group in groups:
+    for group in similar_groups([tokens(texts[i]) for i in live], similarity) if collapse else []:
         members = [live[k] for k in group]
         pinned = [i for i in members if is_pinned(texts[i])]
         if pinned:
@@ -149,43 +133,21 @@ def _collapse_duplicates(
             continue
         # The newest maintainer bullet stands for the group: an agent's never replaces a maintainer's words.
         keep = max(members, key=lambda i: (not patterns.is_agent_bullet(texts[i]), age[i]))
-        folded = 0
         for i in members:
+            kept = "a newer" if age[i] < age[keep] else "a maintainer's"
             if i != keep:
-                kept = "a newer" if age[i] < age[keep] else "a maintainer's"
                 plan.remove[i] = f"similar to {kept} {noun}" if mark else f"duplicate of {kept} {noun}"
-                folded += 1 + _consolidated_count(texts[i])
-        if mark:
-            plan.rewrite[keep] = _with_marker(texts[keep], folded + _consolidated_count(texts[keep]))
-
-
-def _apply_limit(
-    texts: Sequence[str], live: list[int], limit: int, age: list[int], plan: ListPlan, noun: str, why: str = ""
-) -> None:
-    excess = len(live) - limit
-    if excess <= 0:
-        return
-
-    def order(i: int) -> tuple[bool, bool, int]:
-        """Agents' bullets first (they never push a maintainer's out), then the oldest, marked important last."""
-        return (not patterns.is_agent_bullet(texts[i]), is_important(texts[i]), age[i])
-
-    for i in sorted((i for i in live if not is_pinned(texts[i])), key=order):
-        if excess <= 0:
-            break
-        reason = f"beyond the newest {limit} {noun}" + (f" {why}" if why else "")
-        plan.remove[i] = reason + (" (marked important: pruned last)" if is_important(texts[i]) else "")
-        excess -= 1
-
-
-def _consolidated_count(text: str) -> int:
-    match = _CONSOLIDATED.search(text)
-    return int(match.group(1)) if match else 0
-
-
-def _with_marker(text: str, count: int) -> str:
-    """``text`` with its consolidation marker set to ``count`` (before the trailing line ending)."""
-    body = text.rstrip("\r\n")
-    ending = text[len(body) :]
-    body = _CONSOLIDATED.sub("", body).rstrip()
-    return f"{body} *(+{count} similar in archive)*{ending}"
+        if mark:  # the marker goes before the line ending
+            body = texts[keep].rstrip("\r\n")
+            marks = (_CONSOLIDATED.search(texts[i]) for i in members)  # each already stands for some
+            count = len(members) - 1 + sum(int(mark.group(1)) for mark in marks if mark)
+            marked = f"{_CONSOLIDATED.sub('', body).rstrip()} *(+{count} similar in archive)*"
+            plan.rewrite[keep] = marked + texts[keep][len(body) :]
+    live = [i for i in live if i not in plan.remove]
+    if limit is not None and len(live) > limit:
+        unpinned = (i for i in live if not is_pinned(texts[i]))
+        order = sorted(unpinned, key=lambda i: (not patterns.is_agent_bullet(texts[i]), is_important(texts[i]), age[i]))
+        for i in order[: len(live) - limit]:
+            reason = f"beyond the newest {limit} {noun}s" + (f" {why}" if why else "")
+            plan.remove[i] = reason + (" (marked important: pruned last)" if is_important(texts[i]) else "")
+    return plan

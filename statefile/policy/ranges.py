@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from functools import reduce
-from typing import Any
+from dataclasses import dataclass
 
 from statefile.model import patterns as pat
 from statefile.model.history import Iteration, IterationRange
@@ -29,7 +27,6 @@ PART_SEP = " / "
 # Status buckets, in the order the counts field lists them; "other" is pending, phantom, unknown, ….
 STATUS_BUCKETS: tuple[str, ...] = ("✅", "❌", "⚠️", "other")
 _BUCKET_OF = {"accepted": 0, "rejected": 1, "error": 2, "ci-fix-exhausted": 2}
-
 _CLAUSE_END = re.compile(r"\s+[—–]\s+|[.;:]\s|\s\(")
 
 # The header fragments of an agent's range line (dates or spans such as 2026-05-20/31, glyphs, the metric band,
@@ -51,8 +48,7 @@ _CONDENSED = re.compile(r"\s*\((?:condensed|summari[sz]ed|compressed)\)", re.I)
 
 
 def agent_summary(text: str) -> str:
-    """The words of an agent's range line without its head's fragments, a metric band or ``(condensed)``:
-    ``-- 2026-05-16 -- ✅ (metrics 551->578%): Cache rows`` → ``Cache rows`` (glyphs in its prose stay)."""
+    """The words of an agent's range line without its head's fragments, a metric band or ``(condensed)``."""
     rest = " ".join(text.split())
     while rest:
         if opened := _HEAD_BAND_OPEN.match(rest):
@@ -70,19 +66,6 @@ def agent_summary(text: str) -> str:
     return "" if not any(ch.isalnum() for ch in rest) else rest
 
 
-def date_span(text: str) -> tuple[str | None, str | None]:
-    """The earliest and latest date an agent's line names, a span such as ``2026-05-20/31`` read to its end."""
-    dates: list[str] = []
-    for match in _DATE_SPAN.finditer(text):
-        start = match.group(1)
-        dates.append(start)
-        if match.group(2):
-            end = start[: 10 - len(match.group(2))] + match.group(2)
-            if end > start:
-                dates.append(end)
-    return (min(dates), max(dates)) if dates else (None, None)
-
-
 @dataclass(frozen=True)
 class Band:
     """What one range line says about iterations ``first``–``last`` (see the module docstring)."""
@@ -97,26 +80,19 @@ class Band:
     parts: tuple[str, ...] = ()
 
     @property
-    def span(self) -> int:
-        """How many iteration numbers the band covers."""
-        return self.last - self.first + 1
-
-    @property
     def uncounted(self) -> int:
         """How many of the band's numbers no status count stands for (an agent's range, a gap), when some are."""
-        counted = sum(self.counts)
-        return self.span - counted if 0 < counted < self.span else 0
+        counted, span = sum(self.counts), self.last - self.first + 1
+        return span - counted if 0 < counted < span else 0
 
 
-def _better(a: str | None, b: str, direction: str) -> str | None:
-    """The better of two numeric metric texts in ``direction`` (ties keep ``a``), compared exactly."""
-    va, vb = first_number(a), first_number(b)
-    return b if va is None or (vb is not None and improves(vb, va, direction)) else a
-
-
-def bucket(status: str | None) -> int:
-    """Index into :data:`STATUS_BUCKETS` for a status word."""
-    return _BUCKET_OF.get(status or "", 3)
+def _best(texts: Iterable[str], direction: str, best: str | None = None) -> str | None:
+    """The best numeric metric text in ``direction`` (ties keep the earlier), compared exactly."""
+    for text in texts:
+        va, vb = first_number(best), first_number(text)
+        if va is None or (vb is not None and improves(vb, va, direction)):
+            best = text
+    return best
 
 
 def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str) -> Band:
@@ -124,48 +100,36 @@ def band_from_entries(entries: Sequence[Iteration], direction: str, summary: str
     best (or first accepted metric) and the best of that and every accepted metric, in ``direction``."""
     ordered = sorted(entries, key=lambda e: e.covers[0])
     counts = [0, 0, 0, 0]
-    dates: list[str] = []
-    before: str | None = None
-    accepted: list[str] = []
     for entry in ordered:
-        counts[bucket(entry.status)] += len(entry.covers)
-        if entry.when:
-            dates.append(entry.when[:10])
-        if before is None:
-            before = number_text(entry.previous_best)
-        if entry.status == "accepted" and (value := number_text(entry.metric)) is not None:
-            accepted.append(value)
-    if before is None and accepted:
-        before = accepted[0]
-    after = reduce(lambda best, value: _better(best, value, direction), accepted, before)
-    first = min(n for e in ordered for n in e.covers)
-    last = max(n for e in ordered for n in e.covers)
-    date_from, date_to = (min(dates), max(dates)) if dates else (None, None)
-    return Band(first, last, tuple(counts), date_from, date_to, before, after, (summary,) if summary else ())
+        counts[_BUCKET_OF.get(entry.status or "", 3)] += len(entry.covers)
+    dates = [entry.when[:10] for entry in ordered if entry.when]
+    accepted = [v for e in ordered if e.status == "accepted" and (v := number_text(e.metric)) is not None]
+    before = next((v for e in ordered if (v := number_text(e.previous_best)) is not None), next(iter(accepted), None))
+    numbers = [n for e in ordered for n in e.covers]
+    span: tuple[str | None, str | None] = (min(dates), max(dates)) if dates else (None, None)
+    after = _best(accepted, direction, before)
+    return Band(min(numbers), max(numbers), tuple(counts), *span, before, after, (summary,) if summary else ())
 
 
 def parse_canonical(heading: str) -> Band | None:
-    """The band of a canonical range line statefile wrote, in the current shape or the earlier one (``None`` for
-    any other line)."""
+    """The band of a range line statefile wrote (the current shape or the earlier one), else ``None``."""
     if not (match := pat.RANGE_LINE.match(heading.rstrip("\r\n"))):
         return None
     fields = match.group(3).split(SEP)
-    if not pat.RANGE_ARCHIVE_FIELD.match(fields[-1]):
+    if not pat.RANGE_ARCHIVE_FIELD.match(fields.pop()):
         return None
-    fields.pop()
-    counts = [0, 0, 0, 0]
     date_from = date_to = metric_from = metric_to = None
     parts: list[str] = []
+    counted = ""
     head = pat.RANGE_LINE_HEAD.match(fields[0]) if fields else None
     if head and (head.group("from") or head.group("summary") is not None):  # "counts (metrics a→b): summary"
         fields.pop(0)
-        _count(counts, head.group("counts") or "")
-        metric_from, metric_to = head.group("from"), head.group("to")
+        counted, metric_from, metric_to = head.group("counts") or "", head.group("from"), head.group("to")
         if head.group("summary") is not None:
             parts.append(head.group("summary"))
     else:  # the earlier shape, "counts · dates · metric a→b · summary" (counts alone read the same in both)
         if fields and pat.RANGE_COUNTS_FIELD.match(fields[0]):
-            _count(counts, fields.pop(0))
+            counted = fields.pop(0)
         if fields and (dates := pat.RANGE_DATES_FIELD.match(fields[0])):
             fields.pop(0)
             date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
@@ -175,73 +139,55 @@ def parse_canonical(heading: str) -> Band | None:
     if date_from is None and fields and (dates := pat.RANGE_DATES_FIELD.match(fields[-1])):
         fields.pop()
         date_from, date_to = dates.group(1), dates.group(2) or dates.group(1)
-    summary = SEP.join([*parts, *fields]).strip()
-    first = int(match.group(1))
-    last = int(match.group(2)) if match.group(2) else first
-    band = Band(min(first, last), max(first, last), tuple(counts), date_from, date_to, metric_from, metric_to)
-    return replace(band, parts=(summary,)) if summary else band
-
-
-def _count(counts: list[int], text: str) -> None:
-    for glyph, count in pat.RANGE_COUNT_ITEM.findall(text):
+    counts = [0, 0, 0, 0]
+    for glyph, count in pat.RANGE_COUNT_ITEM.findall(counted):
         counts[STATUS_BUCKETS.index(glyph)] += int(count)
+    summary = SEP.join([*parts, *fields]).strip()
+    first, last = sorted((int(match.group(1)), int(match.group(2) or match.group(1))))
+    return Band(first, last, tuple(counts), date_from, date_to, metric_from, metric_to, (summary,) if summary else ())
 
 
 def band_from_range(entry: IterationRange) -> Band:
-    """The band an existing range line stands for: exactly if statefile wrote it, else the agent's words, dates and
-    metric band (no counts)."""
+    """The band a range line stands for: exact if statefile wrote it, else the agent's words, dates, metric band."""
     if (canonical := parse_canonical(entry.heading)) is not None:
         return canonical
+    dates: list[str] = []
+    for match in _DATE_SPAN.finditer(entry.heading):  # a span such as 2026-05-20/31 is read to its end
+        start, end = match.group(1), match.group(2)
+        dates += [start] + ([full] if end and (full := start[: 10 - len(end)] + end) > start else [])
     summary = agent_summary(entry.summary)
     metrics = number_text(entry.metric_from), number_text(entry.metric_to)
-    return Band(
-        entry.first, entry.last, (0, 0, 0, 0), *date_span(entry.heading), *metrics, (summary,) if summary else ()
-    )
+    span: tuple[str | None, str | None] = (min(dates), max(dates)) if dates else (None, None)
+    return Band(entry.first, entry.last, (0, 0, 0, 0), *span, *metrics, (summary,) if summary else ())
 
 
 def merge_bands(bands: Iterable[Band], direction: str) -> Band:
-    """One band standing for all of ``bands``: counts add up, dates widen, the metric runs from the oldest band's
-    to the best of all, summary parts stay in chronological order."""
-    ordered = sorted(bands, key=lambda b: (b.first, b.last))
-    if not ordered:
-        raise ValueError("merge_bands needs at least one band")
+    """One band for all ``bands``: counts add up, dates widen, metrics from the oldest to the best, parts in order."""
+    ordered = sorted(bands, key=lambda b: (b.first, b.last))  # callers pass at least one
     counts = [sum(b.counts[i] for b in ordered) for i in range(4)]
     starts = [b.date_from for b in ordered if b.date_from]
     ends = [b.date_to for b in ordered if b.date_to]
     metric_from = next((b.metric_from for b in ordered if b.metric_from is not None), None)
-    bests = [b.metric_to for b in ordered if b.metric_to is not None]
-    metric_to = reduce(lambda best, value: _better(best, value, direction), bests, None)
+    metric_to = _best((b.metric_to for b in ordered if b.metric_to is not None), direction)
     dates = min(starts) if starts else None, max(ends) if ends else None
-    parts = ordered[0].parts if len(ordered) == 1 else _merged_parts(ordered)
+    # Merged, the parts lose the header fragments older lines carried (a "…" stays).
+    pieces = [piece.strip() for b in ordered for part in b.parts for piece in part.split(PART_SEP)]
+    merged = tuple(cleaned for p in pieces if (cleaned := p if p == ELLIPSIS else agent_summary(p)))
+    parts = ordered[0].parts if len(ordered) == 1 else merged
     return Band(ordered[0].first, max(b.last for b in ordered), tuple(counts), *dates, metric_from, metric_to, parts)
 
 
-def _merged_parts(bands: Sequence[Band]) -> tuple[str, ...]:
-    """The summary parts of bands being merged, without the header fragments older lines carried (a ``…`` stays)."""
-    out: list[str] = []
-    for band in bands:
-        for part in band.parts:
-            for piece in part.split(PART_SEP):
-                cleaned = piece.strip() if piece.strip() == ELLIPSIS else agent_summary(piece)
-                if cleaned:
-                    out.append(cleaned)
-    return tuple(out)
-
-
 def join_parts(parts: Sequence[str], cap: int) -> str:
-    """Summary parts joined with `` / `` within ``cap`` characters: each an equal share when they do not fit, only
-    the newest after a ``…`` when there are too many for a useful share."""
+    """Parts joined with `` / `` within ``cap``: equal shares when too long, only the newest after ``…`` if too many."""
     parts = [" ".join(p.split()) for p in parts if p.strip()]
     if cap <= 0 or not parts:
         return ""
     joined = PART_SEP.join(parts)
     if len(joined) <= cap:
         return joined
-    prefix = ""
     most = max(1, cap // 40)
-    if len(parts) > most:
-        parts = parts[-most:]
-        prefix = ELLIPSIS + PART_SEP
+    prefix = ELLIPSIS + PART_SEP if len(parts) > most else ""
+    parts = parts[-most:]
     room = cap - len(prefix) - len(PART_SEP) * (len(parts) - 1)
     share = max(8, room // len(parts))
     return clip(prefix + PART_SEP.join(clip(p, share) for p in parts), cap)
@@ -275,15 +221,6 @@ def render_band(
     return f"### Iters {numbers} — {SEP.join(fields)}{newline}"
 
 
-def short_change(change: str) -> str:
-    """The first clause of a Change line (``Add `x.ts` — long details`` → ``Add `x.ts```)."""
-    text = " ".join(change.split()).strip("*_ ")
-    match = _CLAUSE_END.search(text)
-    if match and match.start() >= 8:
-        text = text[: match.start()]
-    return clip(text.rstrip(" .,"), 60)
-
-
 def change_of(entry: Iteration) -> str | None:
     """What an entry tried: its Change line, or a heading-only entry's words (``✅ fillna (32→33)`` → ``fillna``)."""
     if entry.change:
@@ -293,8 +230,7 @@ def change_of(entry: Iteration) -> str | None:
 
 
 def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
-    """A one-line summary of ``entries`` within ``cap``: accepted changes, oldest first (else ``tried: …``), the
-    rest counted (``(+N more)``) unread."""
+    """Accepted changes of ``entries``, oldest first (else ``tried: …``), within ``cap``; the rest as ``(+N more)``."""
     ordered = sorted(entries, key=lambda e: e.covers[0])
     pool = [e for e in ordered if e.status == "accepted" and change_of(e)]
     lead = ""
@@ -304,7 +240,10 @@ def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
         return ""
     text, seen = lead, set()
     for index, entry in enumerate(pool):
-        item = short_change(change_of(entry) or "")
+        item = " ".join((change_of(entry) or "").split()).strip("*_ ")  # its first clause: `Add x.ts` — details
+        if (end := _CLAUSE_END.search(item)) and end.start() >= 8:
+            item = item[: end.start()]
+        item = clip(item.rstrip(" .,"), 60)
         if not item or item in seen:
             continue  # repeated changes add nothing
         seen.add(item)
@@ -317,8 +256,3 @@ def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
             return text + f" (+{rest + 1} more)"
         text += piece
     return text
-
-
-def entry_dict(entry: Iteration) -> dict[str, Any]:
-    """An entry as the plain dict a summarizer receives."""
-    return {name: getattr(entry, name) for name in ("number", "when", "status", "metric", "change", "notes")}

@@ -1,20 +1,20 @@
 """Repair: fix what ``check`` reports that has only one right answer, archiving every byte it takes out.
 
-``repair(doc, program=…)``, in order: a drifted known heading (``## Machine State``) gets the exact one back; entries
-without a history heading get one; a duplicated section's blocks the first lacks move into it and the copy is
-archived (a second Machine State table whole, unless the first has no rows); a repeated or ``(partial)`` entry a
-complete one covers is archived; overlapping range lines merge into one canonical line.  The rest stays in
-:attr:`RepairResult.remaining`; a file with an unclosed block is not edited; repairing again changes nothing.
+In order: a drifted known heading gets the exact one back; entries without a history heading get one; a duplicated
+section's blocks the first lacks move into it and the copy is archived (a second Machine State table whole, unless
+the first has no rows); a repeated or ``(partial)`` entry a complete one covers is archived; overlapping range lines
+merge into one.  The rest stays in :attr:`RepairResult.remaining`; a file with an unclosed block is not edited.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from statefile.defaults import RANGE_TEXT_CAP
-from statefile.model import lists as bullets
-from statefile.model.anomalies import REPAIRABLE, Anomaly
+from statefile.model import document as bullets
+from statefile.model.anomalies import Anomaly
 from statefile.model.blocks import RULE, content_end, outline
 from statefile.model.document import StateDocument, parse
 from statefile.model.history import Entry, Iteration, IterationRange, parse_entry
@@ -23,16 +23,14 @@ from statefile.model.sections import SECTION_KINDS, Section
 from statefile.model.spans import holds
 from statefile.model.text import line_body, line_ending, split_lines
 from statefile.numbers import plural
-from statefile.policy.planning import join_entries, split_tail
+from statefile.policy.compaction import join_entries, split_tail
 from statefile.policy.ranges import band_from_range, merge_bands, render_band
 
-#: The ``check`` warning codes repair answers.
-FIXABLE = REPAIRABLE
-_LIST_KINDS = frozenset({"lessons", "foreclosed", "future"})
+_LIST_KINDS = ("lessons", "foreclosed", "future")
 
 
-class Fix(Anomaly):
-    """One repair: the ``check`` code it answers and what was done."""
+Fix = Anomaly  # one repair: the ``check`` code it answers and what was done
+_Step = tuple[StateDocument, list[str], list[Fix]]  # a step's document, what it archived and what it fixed
 
 
 @dataclass(frozen=True)
@@ -64,35 +62,34 @@ LEFT_BECAUSE: dict[str, str] = {
 
 
 def repair(doc: StateDocument, *, program: str | None = None, archive: str | None = None) -> RepairResult:
-    """Repair ``doc`` (see the module docstring); ``program`` names the archive folder merged range lines point to,
-    ``archive`` where the store really keeps the parts when that is not ``archive/{program}/`` (repo-memory)."""
+    """Repair ``doc`` (see the module docstring); ``program`` and ``archive`` name where range lines point to."""
     if doc.unclosed_block is not None:
         return RepairResult(doc, "", (), doc.warnings)
     fixes: list[Fix] = []
-    archived: list[str] = []
-    steps: list[Callable[[StateDocument], tuple[StateDocument, list[str], list[Fix]]]] = [
-        _restore_headings,
-        _history_heading,
-        _merge_duplicate_sections,
-        _drop_duplicate_entries,
-        lambda d: _merge_overlapping_ranges(d, program, archive),
-    ]
-    for step in steps:
+    archived = ""
+    merge_ranges = partial(_merge_overlapping_ranges, program=program, archive=archive)
+    for step in (_restore_headings, _history_heading, _merge_duplicate_sections, _drop_duplicate_entries, merge_ranges):
         new, removed, done = step(doc)
         if done and not _sound(doc, new, removed=len(doc.sections) - len(new.sections)):
             continue  # it would disturb something else (an open block, the table, coverage)
         doc = new
-        archived.extend(removed)
         fixes.extend(done)
-    archive = ""
-    for piece in archived:
-        archive += piece if piece.endswith(("\n", "\r")) else piece + "\n"
-        if not archive.endswith(("\n\n", "\r\n\r\n")):
-            archive += "\n"
-    return RepairResult(doc, archive, tuple(fixes), doc.warnings)
+        for piece in removed:  # each followed by a blank line
+            archived += piece if piece.endswith(("\n", "\r")) else piece + "\n"
+            if not archived.endswith(("\n\n", "\r\n\r\n")):
+                archived += "\n"
+    return RepairResult(doc, archived, tuple(fixes), doc.warnings)
 
 
-def _restore_headings(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
+def removed_by_edit(old: StateDocument, new: StateDocument) -> str:
+    """The entries and list items of ``old`` that ``new`` no longer holds verbatim (``""``: none)."""
+    kept = new.render()
+    texts = [entry.raw for entry in old.history]
+    texts += [item.text for kind in _LIST_KINDS for item in old.list_items(kind) if not item.is_placeholder]
+    return "".join(t if t.endswith("\n") else t + "\n" for t in texts if t.strip() and t.strip() not in kept)
+
+
+def _restore_headings(doc: StateDocument) -> _Step:
     lines = split_lines(doc.render())
     fixes = []
     archived = []
@@ -103,8 +100,7 @@ def _restore_headings(doc: StateDocument) -> tuple[StateDocument, list[str], lis
         if section.title == canonical[3:] or heading_key(section.title) != heading_key(canonical[3:]):
             continue  # exact, or other words ("## Lessons"): a name someone chose
         line = lines[section.start]
-        bom = "\ufeff" if line.startswith("\ufeff") else ""
-        lines[section.start] = bom + canonical + line_ending(line)
+        lines[section.start] = "\ufeff" * line.startswith("\ufeff") + canonical + line_ending(line)  # a BOM stays
         code = "machine-state-heading" if section.kind == "machine_state" else "heading-drift"
         fixes.append(Fix(code, f"'## {section.title}' is '{canonical}' again"))
         # The old heading as text (a "##" line in the archive would read as a chunk heading).
@@ -112,12 +108,11 @@ def _restore_headings(doc: StateDocument) -> tuple[StateDocument, list[str], lis
     return (parse("".join(lines)) if fixes else doc), archived, fixes
 
 
-def _history_heading(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
+def _history_heading(doc: StateDocument) -> _Step:
     if not doc.history_misplaced:
         return doc, [], []
-    new, _ = doc.with_history_section()
-    heading = SECTION_KINDS["history"][0]
-    return new, [], [Fix("missing-history-heading", f"'{heading}' added above the first iteration entry")]
+    fix = Fix("missing-history-heading", f"'{SECTION_KINDS['history'][0]}' added above the first iteration entry")
+    return doc.with_history_section()[0], [], [fix]
 
 
 def _norm(text: str) -> str:
@@ -133,9 +128,7 @@ def _blocks(section: Section) -> list[str]:
             return found
     # Runs of blocks not separated by a blank line or a rule (a paragraph and its bullets, a whole fence).
     runs: list[tuple[int, int]] = []
-    for block in outline("".join(body[1:])):
-        if block.kind == RULE:
-            continue
+    for block in (block for block in outline("".join(body[1:])) if block.kind != RULE):
         if runs and block.start == runs[-1][1]:
             runs[-1] = (runs[-1][0], block.end)
         else:
@@ -148,25 +141,25 @@ def _missing(first: Section, copy: Section) -> list[str]:
     return [block for block in _blocks(copy) if _norm(block) not in have]
 
 
-def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
+def _merge_duplicate_sections(doc: StateDocument) -> _Step:
     archived: list[str] = []
     fixes: list[Fix] = []
     skip: set[int] = set()
     while True:
-        if (pair := _next_duplicate(doc, skip)) is None:
+        kinds = [section.kind for section in doc.sections]
+        copies = [i for i, s in enumerate(doc.sections) if s.kind in SECTION_KINDS and s.kind in kinds[:i]]
+        if (copy_index := next((i for i in copies if doc.sections[i].start not in skip), None)) is None:
             return doc, archived, fixes
-        first_index, copy_index = pair
+        first_index = kinds.index(doc.sections[copy_index].kind)
         first, copy = doc.sections[first_index], doc.sections[copy_index]
         name = SECTION_KINDS[copy.kind][0][3:]
         if copy.kind == "machine_state" and len(doc.machine_state) <= 1:  # no rows: which table is right is a judgment
             skip.add(copy.start)
             continue
         if copy.kind == "history":
-            new = _merge_history(doc, first_index, copy_index)
-            moved = "its entries moved into the first"
+            new, moved = _merge_history(doc, first_index, copy_index), "its entries moved into the first"
         elif copy.kind == "machine_state":
-            new = _without_section(doc, copy_index)
-            moved = "the scheduler reads only the first table"
+            new, moved = _without_section(doc, copy_index), "the scheduler reads only the first table"
         else:
             missing = _missing(first, copy)
             new = _append_blocks(
@@ -184,22 +177,9 @@ def _merge_duplicate_sections(doc: StateDocument) -> tuple[StateDocument, list[s
 
 def _sound(old: StateDocument, new: StateDocument, *, removed: int) -> bool:
     """Whether ``new`` is ``old`` with ``removed`` sections fewer and no block open, the table and coverage kept."""
-    if new.unclosed_block is not None or new.machine_state != old.machine_state:
-        return False
-    if len(new.sections) != len(old.sections) - removed:
-        return False
-    return holds([s for entry in new.history for s in entry.spans], [s for entry in old.history for s in entry.spans])
-
-
-def _next_duplicate(doc: StateDocument, skip: set[int]) -> tuple[int, int] | None:
-    seen: dict[str, int] = {}
-    for index, section in enumerate(doc.sections):
-        if section.kind not in SECTION_KINDS:
-            continue
-        if section.kind in seen and section.start not in skip:
-            return seen[section.kind], index
-        seen.setdefault(section.kind, index)
-    return None
+    kept = new.unclosed_block is None and new.machine_state == old.machine_state
+    spans = [s for entry in new.history for s in entry.spans], [s for entry in old.history for s in entry.spans]
+    return kept and len(new.sections) == len(old.sections) - removed and holds(*spans)
 
 
 def _without_section(doc: StateDocument, index: int) -> StateDocument:
@@ -214,10 +194,8 @@ def _append_blocks(doc: StateDocument, index: int, blocks: Sequence[str], *, lis
     section = doc.sections[index]
     end = section.start + content_end(section.lines)
     nl = doc.newline
-    added: list[str] = []
-    for block in blocks:
-        text = block if block.endswith(("\n", "\r")) else block + nl
-        added.extend(split_lines(text) if list_kind else [nl, *split_lines(text)])
+    texts = [block if block.endswith(("\n", "\r")) else block + nl for block in blocks]
+    added = [line for text in texts for line in ([] if list_kind else [nl]) + split_lines(text)]  # paragraphs: spaced
     if list_kind and not bullets.items(list(section.lines)):
         added.insert(0, nl)
     placeholder = [item for item in bullets.items(list(section.lines)) if item.is_placeholder] if list_kind else []
@@ -236,40 +214,29 @@ def _merge_history(doc: StateDocument, first_index: int, copy_index: int) -> Sta
     intro = copy.text.partition(entries[0].raw)[0] if entries else copy.text
     extra = _missing(doc.sections[first_index], Section(copy.kind, copy.title, 2, 0, tuple(split_lines(intro))))
     doc = _without_section(doc, copy_index)
-    if extra:
-        doc = _append_blocks_before_entries(doc, extra)
+    nl = doc.newline
+    if extra and not doc.history:  # the intro's paragraphs go above the first section's entries
+        doc = _append_blocks(doc, first_index, extra, list_kind=False)  # the copy came after it
+    elif extra:
+        added = [line for b in extra for line in split_lines((b if b.endswith(("\n", "\r")) else b + nl) + nl)]
+        doc = doc.with_lines(doc.entry_lines[0], doc.entry_lines[0], added)
     if not moving:
         return doc
     if not doc.history:  # the moved entries become the first section's, in their order
-        block = join_entries([(raw, True) for raw in moving], "", doc.newline)
-        return doc.with_entry(block if block.endswith(("\n\n", "\r\n\r\n")) else block + doc.newline)
+        block = join_entries([(raw, True) for raw in moving], "", nl)
+        return doc.with_entry(block if block.endswith(("\n\n", "\r\n\r\n")) else block + nl)
     return _rewrite_entries(doc, lambda raws: _merged_in(raws, moving))
-
-
-def _append_blocks_before_entries(doc: StateDocument, blocks: Sequence[str]) -> StateDocument:
-    """Paragraphs of a history section's intro kept above the entries of the first one."""
-    if not doc.history:
-        index = next(i for i, s in enumerate(doc.sections) if s.kind == "history")
-        return _append_blocks(doc, index, blocks, list_kind=False)
-    nl = doc.newline
-    added = [line for b in blocks for line in split_lines((b if b.endswith(("\n", "\r")) else b + nl) + nl)]
-    return doc.with_lines(doc.entry_lines[0], doc.entry_lines[0], added)
 
 
 def _merged_in(raws: list[str], moving: list[str]) -> list[str]:
     """``raws`` with each of ``moving`` placed above the first older entry (one without numbers: at the end)."""
     out = list(raws)
     for raw in moving:
-        spans = parse_entry(raw).spans
-        if not spans:
-            out.append(raw)
-            continue
-        newest = spans[-1][1]
-        at = next(
-            (i for i, existing in enumerate(out) if (c := parse_entry(existing).spans) and c[-1][1] < newest),
-            len(out),
+        newest = spans[-1][1] if (spans := parse_entry(raw).spans) else None
+        older = (
+            i for i, e in enumerate(out) if newest is not None and (c := parse_entry(e).spans) and c[-1][1] < newest
         )
-        out.insert(at, raw)
+        out.insert(next(older, len(out)), raw)
     return out
 
 
@@ -285,29 +252,20 @@ def _rewrite_entries(doc: StateDocument, fn: Callable[[list[str]], list[str]]) -
     return parse("".join(lines[: located[0].start]) + region + "".join(lines[located[-1].end :]))
 
 
-def _drop_duplicate_entries(doc: StateDocument) -> tuple[StateDocument, list[str], list[Fix]]:
+def _drop_duplicate_entries(doc: StateDocument) -> _Step:
     entries = doc.history
     complete = {n for entry in entries if isinstance(entry, Iteration) and not entry.partial for n in entry.covers}
     seen: set[str] = set()
-    drop: set[int] = set()
-    fixes: list[Fix] = []
-    archived: list[str] = []
+    drop: dict[int, str] = {}  # index -> what was done
     for index, entry in enumerate(entries):
-        key = _norm(entry.raw)
         if isinstance(entry, Iteration) and entry.partial and set(entry.covers) <= complete:
-            drop.add(index)
-            fixes.append(Fix("duplicate-iteration", f"the (partial) copy of {_label(entry)} archived; the "
-                                                    "complete entry stays"))  # fmt: skip
-        elif entry.covers and key in seen:
-            drop.add(index)
-            fixes.append(Fix("duplicate-iteration", f"a repeated copy of {_label(entry)} archived"))
+            drop[index] = f"the (partial) copy of {_label(entry)} archived; the complete entry stays"
+        elif entry.covers and _norm(entry.raw) in seen:
+            drop[index] = f"a repeated copy of {_label(entry)} archived"
         else:
-            seen.add(key)
-            continue
-        archived.append(entry.raw)
-    if not drop:
-        return doc, [], []
-    return _rewrite_entries(doc, lambda raws: [r for i, r in enumerate(raws) if i not in drop]), archived, fixes
+            seen.add(_norm(entry.raw))
+    new = _rewrite_entries(doc, lambda raws: [r for i, r in enumerate(raws) if i not in drop]) if drop else doc
+    return new, [entries[i].raw for i in drop], [Fix("duplicate-iteration", why) for why in drop.values()]
 
 
 def _label(entry: Entry) -> str:
@@ -317,37 +275,29 @@ def _label(entry: Entry) -> str:
     return "iteration " + "+".join(str(n) for n in covers) if covers else "an entry"
 
 
-def _merge_overlapping_ranges(
-    doc: StateDocument, program: str | None, archive: str | None = None
-) -> tuple[StateDocument, list[str], list[Fix]]:
-    entries = doc.history
-    ranged = sorted(
-        ((index, entry) for index, entry in enumerate(entries) if isinstance(entry, IterationRange)),
-        key=lambda pair: (pair[1].first, pair[1].last),
-    )
+def _merge_overlapping_ranges(doc: StateDocument, program: str | None, archive: str | None = None) -> _Step:
+    ranged = [(index, entry) for index, entry in enumerate(doc.history) if isinstance(entry, IterationRange)]
     groups: list[list[tuple[int, IterationRange]]] = []
-    for index, entry in ranged:
+    for index, entry in sorted(ranged, key=lambda pair: (pair[1].first, pair[1].last)):
         if groups and entry.first <= max(e.last for _, e in groups[-1]):
             groups[-1].append((index, entry))
         else:
             groups.append([(index, entry)])
-    groups = [group for group in groups if len(group) > 1]
-    if not groups:
-        return doc, [], []
     direction = state_direction(doc.machine_state)
     replace_at: dict[int, str] = {}
     drop: set[int] = set()
     archived: list[str] = []
     fixes: list[Fix] = []
-    nl = doc.newline
-    for group in groups:
+    for group in (group for group in groups if len(group) > 1):
         band = merge_bands((band_from_range(entry) for _, entry in group), direction)
-        line = render_band(band, program=program, text_cap=RANGE_TEXT_CAP, newline=nl, archive=archive)
         top = min(index for index, _ in group)  # where the newest-first history has the merged line
+        line = render_band(band, program=program, text_cap=RANGE_TEXT_CAP, newline=doc.newline, archive=archive)
         replace_at[top] = line
         drop.update(index for index, _ in group if index != top)
         archived.extend(entry.raw for _, entry in sorted(group))
         spans = ", ".join(f"{e.first}–{e.last}" for _, e in group)
         fixes.append(Fix("overlapping-ranges", f"range lines {spans} merged into one ({band.first}–{band.last})"))
+    if not fixes:
+        return doc, [], []
     new = _rewrite_entries(doc, lambda raws: [replace_at.get(i, r) for i, r in enumerate(raws) if i not in drop])
     return new, archived, fixes

@@ -38,7 +38,15 @@ from statefile.model.history import Iteration, IterationRange, parse_entry, rend
 from statefile.model.patterns import is_placeholder
 from statefile.model.sections import MAINTAINER_OWNED, SECTION_KINDS
 from statefile.model.template import new_state_file
-from statefile.policy.compaction import CompactionBudgetError, CompactionPolicy, CompactionResult, compact, program_name
+from statefile.policy.compaction import (
+    CompactionBudgetError,
+    CompactionPolicy,
+    CompactionReport,
+    CompactionResult,
+    MovedItem,
+    compact,
+    program_name,
+)
 from statefile.policy.pruning import is_pinned
 from statefile.policy.ranges import (
     Band,
@@ -303,7 +311,7 @@ def test_entries_beyond_keep_recent_fold_into_one_range_line() -> None:
         assert core(doc.history[15 - n].raw) in result.archive
     for old, new in zip(doc.history[:10], after.history[:10], strict=True):
         assert old.raw == new.raw  # the newest entries are untouched
-    assert result.report.folded_iterations == 5 and not result.report.aggressive
+    assert result.report.count("iteration") == 5 and not result.report.aggressive
     check_invariants(doc, result, CompactionPolicy())
 
 
@@ -714,7 +722,7 @@ def test_lessons_stay_while_the_file_is_under_budget() -> None:
     lessons = [f"- Lesson number {i} about topic {i}." for i in range(40)]
     doc = make_doc(history_of(15), lessons=lessons)
     result = compact(doc)
-    assert result.report.folded_iterations == 5  # the history still folds
+    assert result.report.count("iteration") == 5  # the history still folds
     assert lessons_after(result) == lessons
     assert result.report.count("lesson") == 0
 
@@ -1287,7 +1295,7 @@ def test_large_synthetic_files_compact_correctly(iterations: int, budget: int) -
     text = synthetic_state("perf", iterations, direction="lower", lessons=40, foreclosed=30)
     result = check(text, CompactionPolicy(max_bytes=budget))
     assert result is not None
-    assert result.report.folded_iterations >= iterations - 10
+    assert result.report.count("iteration") >= iterations - 10
 
 
 @pytest.mark.slow
@@ -1408,3 +1416,12 @@ def test_decorated_files_with_prose_mentions_keep_every_number_covered(text: str
     result = check(text, CompactionPolicy(max_bytes=budget))
     if result is not None:
         assert covered_numbers(result.document.render()) >= numbers
+
+
+def test_a_dry_run_summary_counts_the_runs_it_does_not_show() -> None:
+    """Issue 23 review (a dry run's details): past four runs of folded iterations the line says how many more."""
+    folded = (1, 2, 4, 6, 8, 10, 12)
+    moved = tuple(MovedItem("iteration", f"Iteration {n}", "folded into Iters 1–12") for n in folded)
+    report = CompactionReport(9000, 5000, 6000, True, moved=moved, ranges_written=("### Iters 1–12 — x",))
+    (line,) = report.details(folded)
+    assert "(#1–2, #4, #6, #8, … (2 more runs))" in line, line

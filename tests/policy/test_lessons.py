@@ -24,9 +24,7 @@ from statefile.policy.lessons import (
     remove_lesson,
     restorable_lessons,
     restore_lesson,
-    restored_chunk,
     tombstones,
-    unpin_lesson,
 )
 from statefile.policy.pruning import is_pinned
 from statefile.views.render import render_view
@@ -139,20 +137,20 @@ def test_restore_once_through_a_real_archive() -> None:
     archive = [content]
     [tomb] = restorable_lessons(archive)
     assert tomb.text == "- Third\n  with a second line\n"
-    restored = restore_lesson(new, find_tombstone(archive, "third"))
+    restored, note = restore_lesson(new, find_tombstone(archive, "third"), today="2026-05-03")
     assert restored.render() == raw  # the lesson was last: restoring puts back exactly the same bytes
     # The caller records the restore; the tombstone is then no longer restorable.
-    archive = [content + restored_chunk(tomb, today="2026-05-03")]
+    archive = [content + note]
     assert restorable_lessons(archive) == []
     [done] = tombstones(archive)
     assert done.restored == "2026-05-03"
     with pytest.raises(UsageError, match=r"already restored on 2026-05-03"):
         find_tombstone(archive, tomb.id[:6])
     with pytest.raises(UsageError, match="already restored"):
-        restore_lesson(restored, done)
+        restore_lesson(restored, done, today="2026-05-04")
     # Restoring a stale tombstone object onto a file that has the lesson again is refused too.
     with pytest.raises(UsageError, match="already in Lessons Learned"):
-        restore_lesson(restored, tomb)
+        restore_lesson(restored, tomb, today="2026-05-04")
 
 
 def test_remove_again_after_restore_makes_a_new_restorable_tombstone() -> None:
@@ -160,13 +158,13 @@ def test_remove_again_after_restore_makes_a_new_restorable_tombstone() -> None:
     removed, first = remove_lesson(doc, 1, reason="r", today="2026-05-01")
     archive = first
     tomb = find_tombstone([archive], 1)
-    back = restore_lesson(removed, tomb)
-    archive += restored_chunk(tomb, today="2026-05-01")
+    back, note = restore_lesson(removed, tomb, today="2026-05-01")
+    archive += note
     again, second = remove_lesson(back, 1, reason="r", today="2026-05-01")
     archive += second
     [open_one] = restorable_lessons([archive])
     assert open_one.id == tomb.id  # same content, same day, same reason: same id, yet a new tombstone
-    assert texts(restore_lesson(again, open_one)) == ["- a lesson"]
+    assert texts(restore_lesson(again, open_one, today="2026-05-01")[0]) == ["- a lesson"]
 
 
 def test_find_tombstone_errors() -> None:
@@ -186,11 +184,11 @@ def test_find_tombstone_errors() -> None:
 def test_restore_keeps_crlf_and_works_on_a_file_without_lessons() -> None:
     doc = doc_with("one", "two", newline="\r\n")
     new, chunk = remove_lesson(doc, "one", reason="r", today="2026-05-01")
-    back = restore_lesson(new, tombstones([chunk])[0])
+    back, _ = restore_lesson(new, tombstones([chunk])[0], today="2026-05-01")
     assert texts(back) == ["- two", "- one"]
     assert "- one\r\n" in back.render() and "\n- one\n" not in back.render()
     bare = parse("# Autoloop: x\n\n## Notes\n\ntext")
-    back = restore_lesson(bare, tombstones([chunk])[0])
+    back, _ = restore_lesson(bare, tombstones([chunk])[0], today="2026-05-01")
     assert texts(back) == ["- one"]
     assert back.render().startswith("# Autoloop: x\n\n## Notes\n\ntext\n\n## 📚 Lessons Learned\n\n- one\n")
 
@@ -209,9 +207,9 @@ def test_corpus_remove_then_restore_every_lesson(path: Path) -> None:
         if any(other.text == item.text for other in lessons(new)):
             # The file holds the same lesson twice: restoring the removed copy would only duplicate it.
             with pytest.raises(UsageError, match="already in Lessons Learned"):
-                restore_lesson(new, tomb)
+                restore_lesson(new, tomb, today="2026-05-01")
             continue
-        back = restore_lesson(new, tomb)
+        back, _ = restore_lesson(new, tomb, today="2026-05-01")
         assert len(lessons(back)) == count
 
 
@@ -225,8 +223,8 @@ def test_pin_and_unpin() -> None:
     assert is_pinned(lessons(pinned)[0].text)
     assert pin_lesson(pinned, 1) == pinned
     assert pin_lesson(doc, 2) == doc
-    assert texts(unpin_lesson(pinned, 1))[0] == "- **Bold**: first"
-    assert texts(unpin_lesson(doc, 2))[1] == "- second "
+    assert texts(pin_lesson(pinned, 1, pinned=False))[0] == "- **Bold**: first"
+    assert texts(pin_lesson(doc, 2, pinned=False))[1] == "- second "
 
 
 def test_promote_creates_shared_file_and_is_idempotent() -> None:
@@ -276,7 +274,7 @@ def test_restoring_an_id_twice_says_it_is_restored_instead_of_restoring_another(
     [(_part, archive)] = plan_append("perf", None, one + two, 30720)
     tomb = find_tombstone([archive], first_id)
     assert tomb.text == "- Warm the cache first\n"
-    archive += restored_chunk(tomb, today="2026-05-02")
+    archive += restore_lesson(doc, tomb, today="2026-05-02")[1]
     with pytest.raises(UsageError, match=rf"lesson {first_id} \(Warm the cache first\) was already restored"):
         find_tombstone([archive], first_id)
     assert find_tombstone([archive], 1).text == "- Cache keys must include the dtype\n"  # numbers still work

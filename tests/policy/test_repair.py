@@ -12,11 +12,12 @@ from gitutil import make_repos, run_statefile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from statefile.model.anomalies import REPAIRABLE
 from statefile.model.document import parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
 from statefile.model.text import line_body, split_lines
-from statefile.policy.repair import FIXABLE, repair
+from statefile.policy.repair import repair
 from statefile.store import Store
 
 
@@ -46,7 +47,7 @@ def test_the_messy_sample() -> None:
     for moved in ("## 📚 Lessons Learned\n\n- Duplicated", "### Iteration 39 (partial)", "### Iters 30-38 --",
                   "### Iterations 20–32 — Various features (condensed)"):  # fmt: skip
         assert moved in result.archive
-    assert not FIXABLE & {w.code for w in result.remaining}
+    assert not REPAIRABLE & {w.code for w in result.remaining}
     assert parse(text).machine_state == doc.machine_state
     again = repair(result.document, program="messy")
     assert not again.changed and again.document == result.document and again.archive == ""

@@ -789,3 +789,9 @@ def test_a_specific_pause_reason_survives_later_errors() -> None:
     state = upstream_machine_state(text)
     assert state["paused"] is True and state["pause_reason"] == "ci-fix-exhausted: TS2339:a:b.ts"
     assert state["consecutive_errors"] == 4
+
+
+def test_a_signalling_nan_metric_is_refused_as_usage() -> None:
+    """Decimal('sNaN') made the finite check raise ValueError (it cannot become a float) instead of a UsageError."""
+    with pytest.raises(UsageError, match="not a finite number"):
+        RecordRequest("accepted", metric=Decimal("sNaN"))
