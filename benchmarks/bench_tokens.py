@@ -28,7 +28,7 @@ what the agent reads and writes:
                  about size), whole file read and written; the note says from which iteration the file is over
                  max-file-size, i.e. when repo-memory starts refusing the push
 
-Tokens are estimated as ceil(UTF-8 bytes / 4) (statefile.views.status.estimate_tokens).  Then, at the end, it asks
+Tokens are estimated as ceil(UTF-8 bytes / 4) (statefile.views.history.estimate_tokens).  Then, at the end, it asks
 whether the facts of every earlier iteration (its Change line) are still reachable: in memory.md alone; by
 `search` on that Change's own text (its first 30 words; recall at 5: a top-5 hit on that iteration or quoting it); by
 `expand N` (what statefile_expand runs); and, for the upstream way, anywhere in the whole file.  Everything is
@@ -69,8 +69,7 @@ from statefile.policy.compaction import CompactionPolicy
 from statefile.policy.lessons import numbered_lessons
 from statefile.policy.rules import UPSTREAM_STATUSES, RecordRequest
 from statefile.store import FolderStore
-from statefile.views.hints import TOOL_EXPAND, TOOL_SEARCH, TOOLS
-from statefile.views.render import CORE_BUDGET
+from statefile.views.render import CORE_BUDGET, TOOL_EXPAND, TOOL_SEARCH, TOOLS
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpus" / "real"

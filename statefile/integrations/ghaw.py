@@ -1,25 +1,35 @@
 """The gh-aw formats statefile meets, re-stated from their observed behaviour (github/gh-aw-actions ``setup/js/``):
-repo-memory's file-glob (``glob_pattern_helpers.cjs``) and patch-size rule (``push_repo_memory.cjs``), the agent
-output file (``collect_ndjson_output.cjs``), and the input values a custom safe-output job receives."""
+repo-memory's file-glob (``glob_pattern_helpers.cjs``) and push job (``push_repo_memory.cjs`` v0.65.6 lines 224-429:
+files matching ``file-glob`` are copied over the branch; the push aborts when one exceeds ``max-file-size``, more than
+``max-file-count`` match, or the lines added against the clone's ``HEAD`` exceed ``floor(max-patch-size × 1.2)``
+bytes), the agent output file (``collect_ndjson_output.cjs``) and the inputs a custom safe-output job receives."""
 
 from __future__ import annotations
 
 import math
+import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import stat
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER
-from statefile.errors import NotFoundError, UsageError
+from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, SHARED_PROGRAM
+from statefile.errors import GitError, NotFoundError, UsageError
 from statefile.jsontext import JsonError, parse_json
 from statefile.model.anomalies import plausible
+from statefile.model.archive import ARCHIVE_ROOT, LAYOUT_KINDS, ROOT_ARCHIVE_PREFIX, ArchiveLayout, part_number
 from statefile.model.patterns import PIN_PATTERN
-from statefile.numbers import number_text
+from statefile.model.text import split_lines
+from statefile.numbers import number_text, plural, size_text
+from statefile.redaction import redact
 from statefile.store.atomic import read_regular_file
+from statefile.store.git.runner import git_executable
+from statefile.store.names import is_program_name
 
 #: Where gh-aw clones a repo-memory: ``/tmp/gh-aw/repo-memory/{id}`` (the lock's ``MEMORY_DIR``, not the docs').
 REPO_MEMORY_ROOT = "/tmp/gh-aw/repo-memory"
@@ -28,12 +38,52 @@ DEFAULT_MEMORY_ID = "default"
 #: repo-memory's defaults when the frontmatter names no limit (gh-aw v0.65.6: ``push_repo_memory.cjs`` lines 42-64).
 DEFAULT_MAX_PATCH_SIZE = 10240
 DEFAULT_MAX_FILE_COUNT = 100
+# What the sanitiser leaves of a URL it refused: "(host/redacted)" or "(redacted)".
+_REDACTED = re.compile(r"\((?:[\w.…-]*/)?redacted\)")
+_NONE_WORDS = {"", "-", "—", "none", "null", "n/a", "na"}
+# ASCII digits only: int() and Decimal() also read Arabic-Indic, Devanagari … digits, which no number here is in.
+_PR_URL = re.compile(r"/pull/([0-9]{1,10})(?![0-9])")
+_NUMBER_REF = re.compile(r"(?:pr|pull request|issue)?\s*#?\s*([0-9]{1,10})", re.I)
+# At most 40 digits each side of the point and a 4-digit exponent, so converting it is always cheap.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,4})?")
+_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3}){1,13}(?:\.[0-9]{1,40})?")
+_COUNT_TEXT = re.compile(r"[0-9]{1,9}")
+_WORDLIKE = re.compile(r"[^\W_]")
+#: The caps on every text an agent reports (UTF-8 bytes per entry, entries), so a hostile agent can neither fill the
+#: file nor push the maintainers' text out of the next agent's view; any other input name gets the default.
+AGENT_TEXT_LIMITS: dict[str, tuple[int, int]] = {
+    "program": (100, 1), "status": (40, 1), "metric": (100, 1), "change": (300, 1), "notes": (1000, 1),
+    "commit": (64, 1), "pr": (300, 1), "issue": (300, 1), "ci_fix_attempts": (20, 1), "pause_reason": (300, 1),
+    "lessons": (300, 5), "future_directions": (300, 5), "foreclosed_avenues": (300, 5),
+}  # fmt: skip
+DEFAULT_TEXT_LIMIT = (300, 5)
+#: The most of a raw value any step looks at, so every pass over a 5 MB value is bounded.
+_RAW_SCAN = 64 * 1024
+# Terminal escape sequences: CSI (ESC [ … final, or the one-byte C1 CSI), OSC and other strings (ESC ] … BEL or
+# ST), and two-character escapes.  Removed whole, so no "[31m" is left behind as text.
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?"
+)
+# C0 controls but tab and newline, DEL, C1 controls, and the invisible characters that reorder or hide text
+# (bidi embeddings, overrides and isolates, marks, the BOM): "Trojan Source" text reads one way and is another.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# What makes a bullet protected from pruning or shown first (policy.pruning): a pin and "important" emphasis.
+_PIN_MARK = re.compile(PIN_PATTERN, re.I)
+_IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
+_IMPORTANT_EMPHASIS = re.compile(r"\*\*(\s*)(?i:(important|critical))\b(\s*:?)(?:\s*\*\*)?")
+# A git that behaves like the push job's fresh runner: no user or system configuration (diff.algorithm, …).
+_PRISTINE = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C", "LANGUAGE": "C"}
+_GIT_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
+# A part in the flat or the root layout: the name's next-to-last dotted segment is its number.
+_FLAT_PART = re.compile(rf"(?:{re.escape(ROOT_ARCHIVE_PREFIX)}|{ARCHIVE_ROOT}/)[^/]*\.\d{{4,}}\.[^./]*")
 
 
 @lru_cache(maxsize=256)
 def glob_regex(pattern: str) -> re.Pattern[str]:
-    """The anchored, case-sensitive expression gh-aw builds from one pattern: ``**`` matches anything, ``*``
-    anything but ``/``, every other character is literal (``?`` and ``[…]`` too)."""
+    """gh-aw's anchored expression: ``**`` matches anything, ``*`` anything but ``/``, all else is literal."""
     parts = re.findall(r"\*\*|\*|[^*]+", pattern)
     return re.compile("^" + "".join({"**": ".*", "*": "[^/]*"}.get(p) or re.escape(p) for p in parts) + "$")
 
@@ -43,14 +93,8 @@ def glob_matches(path: str, patterns: Sequence[str]) -> bool:
     return not patterns or any(glob_regex(pattern).match(path) for pattern in patterns)
 
 
-def effective_patch_limit(max_patch_size: int) -> int:
-    """The added bytes at which the push job aborts: ``floor(max-patch-size × 1.2)``, in the job's IEEE-754."""
-    return math.floor(max_patch_size * 1.2)
-
-
 def patch_added_bytes(diff: str) -> int:
-    """What the push job counts for a ``git diff --cached`` text: each line starting with ``+`` but not ``+++``
-    costs its UTF-8 length plus one; a content line starting with ``++`` is not counted at all (the job's quirk)."""
+    """What the push job counts for a diff: UTF-8 length + 1 of each line starting with ``+`` but not ``+++``."""
     added = (line for line in diff.split("\n") if line.startswith("+") and not line.startswith("+++"))
     return sum(len(line.encode("utf-8", "surrogateescape")) + 1 for line in added)
 
@@ -69,8 +113,7 @@ class AgentOutput:
 
     def of_type(self, item_type: str) -> list[Mapping[str, Any]]:
         """The items whose ``type`` is ``item_type`` (compared with ``-`` as ``_``), in order."""
-        wanted = tool_type(item_type)
-        return [item for item in self.items if tool_type(str(item.get("type", ""))) == wanted]
+        return [item for item in self.items if tool_type(str(item.get("type", ""))) == tool_type(item_type)]
 
 
 def parse_agent_output(text: str, source: str) -> AgentOutput:
@@ -97,8 +140,7 @@ def read_agent_output(path: Path) -> AgentOutput:
         # 32 MiB at most: gh-aw's own limits keep a run's output far below this.
         data = read_regular_file(path, limit=32 * 1024 * 1024, what="the agent output")
     except FileNotFoundError:
-        raise NotFoundError(f'{path}: no agent output file; in a safe-output job pass "$GH_AW_AGENT_OUTPUT" (gh-aw '
-                            "sets it)") from None  # fmt: skip
+        raise NotFoundError(f'{path}: no agent output file; pass "$GH_AW_AGENT_OUTPUT" (gh-aw sets it)') from None
     except OSError as exc:
         raise NotFoundError(f"{path}: cannot read the agent output ({exc.strerror}); check the path") from None
     try:
@@ -108,62 +150,17 @@ def read_agent_output(path: Path) -> AgentOutput:
     return parse_agent_output(text, str(path))
 
 
-# What the sanitiser leaves of a URL it refused: "(host/redacted)" or "(redacted)".
-_REDACTED = re.compile(r"\((?:[\w.…-]*/)?redacted\)")
-_NONE_WORDS = {"", "-", "—", "none", "null", "n/a", "na"}
-# ASCII digits only: int() and Decimal() also read Arabic-Indic, Devanagari … digits, which no number here is in.
-_PR_URL = re.compile(r"/pull/([0-9]{1,10})(?![0-9])")
-_NUMBER_REF = re.compile(r"(?:pr|pull request|issue)?\s*#?\s*([0-9]{1,10})", re.I)
-# At most 40 digits each side of the point and a 4-digit exponent, so converting it is always cheap.
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,4})?")
-_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3}){1,13}(?:\.[0-9]{1,40})?")
-_COUNT_TEXT = re.compile(r"[0-9]{1,9}")
-_WORDLIKE = re.compile(r"[^\W_]")
-
-
 class InputError(UsageError):
     """One input of an item cannot be used (the item is reported and skipped; the others still land)."""
 
 
-#: The caps on every text an agent reports, (UTF-8 bytes per entry, entries): a longer text is cut, with a warning;
-#: a list keeps its first entries.  A hostile agent can neither fill the file nor push the maintainers' text out of
-#: the next agent's view.  Any other input (an older or misspelt name) gets the default, bounded all the same.
-AGENT_TEXT_LIMITS: dict[str, tuple[int, int]] = {
-    "program": (100, 1), "status": (40, 1), "metric": (100, 1), "change": (300, 1), "notes": (1000, 1),
-    "commit": (64, 1), "pr": (300, 1), "issue": (300, 1), "ci_fix_attempts": (20, 1), "pause_reason": (300, 1),
-    "lessons": (300, 5), "future_directions": (300, 5), "foreclosed_avenues": (300, 5),
-}  # fmt: skip
-DEFAULT_TEXT_LIMIT = (300, 5)
-#: The most of a raw value any step looks at, so every pass over a 5 MB value is bounded.
-_RAW_SCAN = 64 * 1024
-
-# Terminal escape sequences: CSI (ESC [ … final, or the one-byte C1 CSI), OSC and other strings (ESC ] … BEL or
-# ST), and two-character escapes.  Removed whole, so no "[31m" is left behind as text.
-_ANSI = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -~]?"
-)
-# C0 controls but tab and newline, DEL, C1 controls, and the invisible characters that reorder or hide text
-# (bidi embeddings, overrides and isolates, marks, the BOM): "Trojan Source" text reads one way and is another.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# What makes a bullet protected from pruning or shown first (policy.pruning): a pin and "important" emphasis.
-_PIN_MARK = re.compile(PIN_PATTERN, re.I)
-_IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
-_IMPORTANT_EMPHASIS = re.compile(r"\*\*(\s*)(?i:(important|critical))\b(\s*:?)(?:\s*\*\*)?")
-
-
 def clean_text(value: str) -> str:
-    """Agent text made inert: data, never structure, authority or terminal control.
-
-    Removes terminal escapes, control and invisible bidi characters (a carriage return becomes a newline), HTML
-    comments (which could carry an item marker or a pin), pin markers and the emphasis that marks a lesson
-    important; lone surrogates become U+FFFD.  Linear in ``value``.  Removing one thing can join its neighbours
-    into another (``<📌!--``), so the passes repeat until nothing changes, then what is left of openers is broken.
-    """
+    """Agent text made inert in linear time: no terminal escapes, controls, bidi characters, HTML comments (a marker or
+    pin could hide in one), pins or "important" emphasis; ``\r`` becomes a newline, a lone surrogate U+FFFD."""
     text = _SURROGATE.sub("\ufffd", value).replace("\r\n", "\n").replace("\r", "\n")
-    for _ in range(4):  # each pass is linear; a handful covers every join one removal can make
+    # Removing one thing can join its neighbours into another (``<📌!--``): passes repeat until nothing changes (a
+    # handful covers every join), then what is left of openers is broken.
+    for _ in range(4):
         before = text
         text = _PIN_MARK.sub("", _CONTROLS.sub("", _ANSI.sub("", text)))
         text = _drop_comments(text)
@@ -192,18 +189,24 @@ def _drop_comments(text: str) -> str:
 def cut_bytes(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes on a character boundary, ``…`` marking a cut."""
     data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    return data[: max(0, limit - 3)].decode("utf-8", "ignore").rstrip() + "…"
+    return text if len(data) <= limit else data[: max(0, limit - 3)].decode("utf-8", "ignore").rstrip() + "…"
+
+
+def _one_line(raw: str) -> str:
+    return " ".join(clean_text(raw[:_RAW_SCAN]).split())
 
 
 def _shown(text: str) -> str:
-    return cut_bytes(" ".join(clean_text(text[:200]).split()), 60)
+    return cut_bytes(_one_line(text[:200]), 60)
+
+
+def _bare(text: str) -> str | None:
+    text = text.strip().strip("`").strip()
+    return None if text.lower() in _NONE_WORDS else text
 
 
 def text_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = None) -> str | None:
-    """A one-line text input: cleaned (:func:`clean_text`), whitespace folded, cut to its cap
-    (:data:`AGENT_TEXT_LIMITS`, a warning added to ``warnings``); ``None`` when absent or empty."""
+    """A one-line text input, cleaned and cut to its cap (with a warning); ``None`` when absent or empty."""
     raw = item.get(name)
     if isinstance(raw, (bool, int, float)):  # numbers as their text
         raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
@@ -211,7 +214,7 @@ def text_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = 
         raise InputError(f"{name} must be text, got {type(raw).__name__}")
     if raw is None:
         return None
-    text = " ".join(clean_text(raw[:_RAW_SCAN]).split())
+    text = _one_line(raw)
     limit = AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT)[0]
     kept = cut_bytes(text, limit)
     if warnings is not None and (kept != text or len(raw) > _RAW_SCAN):
@@ -220,8 +223,7 @@ def text_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = 
 
 
 def lines_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = None) -> list[str]:
-    """A list input: a JSON list of strings, or one string with one entry per line (bullets' ``- `` removed);
-    each entry cleaned and cut, at most the cap's number of entries (a warning says what was left out)."""
+    """A list input (a JSON list, or one entry per line), each entry cleaned and cut, at most the cap's count."""
     value = item.get(name)
     if value is None:
         return []
@@ -237,16 +239,14 @@ def lines_value(item: Mapping[str, Any], name: str, warnings: list[str] | None =
     for entry in raw:
         if not isinstance(entry, (str, int, float)) or isinstance(entry, bool):
             raise InputError(f"{name} must hold texts, got {type(entry).__name__}")
-        text = " ".join(clean_text(str(entry)[:_RAW_SCAN]).split())
-        text = re.sub(r"^(?:[-*+]|[0-9]{1,9}[.)])\s+", "", text).strip()
+        text = re.sub(r"^(?:[-*+]|[0-9]{1,9}[.)])\s+", "", _one_line(str(entry))).strip()
         if not text or text.lower() in _NONE_WORDS or not _WORDLIKE.search(text):
             continue  # nothing left to read (what was there was a comment, a pin, markup)
         if len(out) >= most:
             dropped += 1
             continue
-        kept = cut_bytes(text, limit)
-        cut += kept != text
-        out.append(kept)
+        out.append(cut_bytes(text, limit))
+        cut += out[-1] != text
     if warnings is not None and (dropped or cut or (isinstance(value, str) and len(value) > _RAW_SCAN)):
         more = f" ({dropped:,} more left out)" if dropped else ""
         warnings.append(f"{name}: kept the first {most} entries of at most {limit:,} bytes each{more}")
@@ -254,84 +254,237 @@ def lines_value(item: Mapping[str, Any], name: str, warnings: list[str] | None =
 
 
 def number_value(item: Mapping[str, Any], name: str) -> Decimal | None:
-    """A number input: a JSON number, or a string holding one (``"0.93"``, ``" 1,234.5 "``, ``"`12`"``), checked
-    on the text before anything converts it (ASCII digits, 40 each side of the point, a magnitude within 1e±308)."""
+    """A number input (``0.93``, ``" 1,234.5 "``, ``"`12`"``), its text checked before anything converts it."""
     value = item.get(name)
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise InputError(f"{name} must be a number, got {str(value).lower()}")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InputError(f"{name} must be a finite number, got {value}")
         return Decimal(repr(value))
-    if not isinstance(value, (int, str)):
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError(f"{name} must be a number, got {type(value).__name__}")
-    text = str(value)
-    shown = _shown(text)
-    text = text.strip().strip("`").strip().replace("_", "")
+    shown = _shown(str(value))
+    text = str(value).strip().strip("`").strip().replace("_", "")
     if text.lower() in _NONE_WORDS:
         return None
     if len(text) <= 200 and _GROUPED.fullmatch(text):
         text = text.replace(",", "")
     if len(text) > 200 or not _NUMBER_TEXT.fullmatch(text):
-        raise InputError(f"{name} {shown!r} is not a number (ASCII digits, at most 40 before and after the point, an "
-                         "exponent of at most 4 digits); report the measured value, such as 0.93")  # fmt: skip
+        raise InputError(f"{name} {shown!r} is not a number of at most 40 ASCII digits each side; report e.g. 0.93")
     number = Decimal(text)
     if not plausible(number):
         raise InputError(f"{name} {shown!r} is beyond 1e±{MAX_EXPONENT}; report the measured value")
     return number
 
 
+def _whole(name: str, number: Decimal | int, low: int, high: int, shown: str, noun: str = "whole number") -> int:
+    if number != int(number) or not low <= number <= high:
+        raise InputError(f"{name} must be a {noun} from {low:,} to {high:,}, got {shown}")
+    return int(number)
+
+
 def count_value(item: Mapping[str, Any], name: str, *, maximum: int = 1000) -> int | None:
     """A whole-number input from 0 to ``maximum``, from a JSON number or a string of ASCII digits."""
     value = item.get(name)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip().strip("`").strip()
-        if text.lower() in _NONE_WORDS:
-            return None
-        if not _COUNT_TEXT.fullmatch(text):
-            raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {_shown(value)!r}")
-        count = int(text)
-    else:
+    if not isinstance(value, str):
         number = number_value(item, name)
-        if number is None:
-            return None
-        if number != number.to_integral_value() or not 0 <= number <= maximum:
-            raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {value!r}")
-        count = int(number)
-    if count > maximum:
-        raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {count:,}")
-    return count
+        return None if number is None else _whole(name, number, 0, maximum, repr(value))
+    text = _bare(value)
+    if text is not None and not _COUNT_TEXT.fullmatch(text):
+        raise InputError(f"{name} must be a whole number from 0 to {maximum:,}, got {_shown(value)!r}")
+    return None if text is None else _whole(name, int(text), 0, maximum, f"{int(text):,}")
 
 
 def reference_value(item: Mapping[str, Any], name: str) -> tuple[int | None, str | None]:
-    """A pull request or issue reference (``12``, ``"#12"``, ``"PR #12"``, a ``…/pull/12`` URL): ``(number,
-    warning)``; a URL the sanitiser redacted has no number, and the warning says so."""
+    """A reference (``12``, ``"#12"``, ``"PR #12"``, a ``…/pull/12`` URL) as ``(number, warning)``."""
     value = item.get(name)
     if value is None or isinstance(value, bool):
         return None, None
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
             raise InputError(f"{name} must be a number such as 12 or '#12', got {value}")
-        if not 1 <= value <= MAX_GITHUB_NUMBER:
-            raise InputError(f"{name} must be a number from 1 to {MAX_GITHUB_NUMBER:,}, got {number_text(int(value))}")
-        return int(value), None
+        return _whole(name, int(value), 1, MAX_GITHUB_NUMBER, number_text(int(value)), "number"), None
     if not isinstance(value, str):
         raise InputError(f"{name} must be a number such as 12 or '#12', got {type(value).__name__}")
     # Whitespace folded first: the pattern's optional parts would backtrack quadratically on a long run of spaces.
-    text = " ".join(value[:_RAW_SCAN].split()).strip("`").strip()
+    text = _bare(" ".join(value[:_RAW_SCAN].split())) or ""
     shown = _shown(text)
-    if text.lower() in _NONE_WORDS:
-        return None, None
     match = _NUMBER_REF.fullmatch(text) or _PR_URL.search(text)
-    if match:
-        number = int(match.group(1))
-        if not 1 <= number <= MAX_GITHUB_NUMBER:
-            raise InputError(f"{name} must be a number from 1 to {MAX_GITHUB_NUMBER:,}, got {shown!r}")
-        return number, None
+    if not text or match:
+        return (_whole(name, int(match.group(1)), 1, MAX_GITHUB_NUMBER, repr(shown), "number") if match else None), None
     if _REDACTED.search(text):
         return None, f"{name} {shown!r} was redacted by gh-aw's sanitiser (its host is not allowed); pass the number"
     raise InputError(f"{name} {shown!r} is not a number such as 12, '#12' or a pull request URL")
+
+
+class Cost(NamedTuple):
+    """What a push of the folder would add (bytes, by the job's formula) and how many files it would match."""
+
+    added: int
+    files: int
+
+
+@dataclass
+class RepoMemoryFolder:
+    """One repo-memory folder with its push limits (``globs`` empty = no file-glob filter)."""
+
+    folder: Path
+    _: KW_ONLY
+    globs: tuple[str, ...]
+    max_file_size: int
+    max_patch_size: int
+    max_file_count: int
+    _baselines: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _costs: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
+
+    @property
+    def patch_limit(self) -> int:
+        """The added bytes at which the push job aborts: ``floor(max-patch-size × 1.2)``, in the job's IEEE-754."""
+        return math.floor(self.max_patch_size * 1.2)
+
+    def reaches_branch(self, path: str) -> bool:
+        """Whether the push job copies ``path`` (relative, ``/``-separated) to the branch."""
+        # upload-artifact leaves out hidden paths (a segment starting with "."), before the glob is even applied.
+        return not any(part.startswith(".") for part in path.split("/")) and glob_matches(path, self.globs)
+
+    def layout_for(self, program: str) -> ArchiveLayout:
+        """The first archive layout the glob lets through; UsageError when none does (compaction would lose text)."""
+        for kind in LAYOUT_KINDS:
+            layout = ArchiveLayout(kind)
+            if all(self.reaches_branch(layout.part_path(program, name)) for name in ("0001.md", "0123.md")):
+                return layout
+        tried = ", ".join(ArchiveLayout(kind).part_path(program, "0001.md") for kind in LAYOUT_KINDS)
+        raise UsageError(f"repo-memory's file-glob ({' '.join(self.globs)}) lets no archive file of '{program}' reach "
+                         f"the branch (tried {tried}); nothing was written — add '*.md' to file-glob")  # fmt: skip
+
+    def require_state_path(self, program: str) -> None:
+        """UsageError when ``{program}.md`` itself would not reach the branch."""
+        if not self.reaches_branch(f"{program}.md"):
+            raise UsageError(f"repo-memory's file-glob ({' '.join(self.globs)}) does not let {program}.md reach the "
+                             "branch; nothing was written — add '*.md' to file-glob")  # fmt: skip
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        env = {k: v for k, v in os.environ.items() if k not in _GIT_VARIABLES} | _PRISTINE
+        try:
+            return subprocess.run([git_executable(), *args], cwd=self.folder, env=env, capture_output=True, check=False)
+        except OSError as exc:
+            raise GitError(f"cannot run git in {self.folder} ({exc.strerror}); install git") from None
+
+    @cached_property
+    def has_baseline(self) -> bool:
+        """Whether the folder is the top of a git clone (an unborn branch's baseline is the empty tree)."""
+        top = self._git("rev-parse", "--show-toplevel") if (self.folder / ".git").exists() else None
+        at_top = top is not None and Path(os.fsdecode(top.stdout.strip())).resolve() == self.folder.resolve()
+        return top is not None and top.returncode == 0 and at_top
+
+    def baseline(self, path: str) -> str | None:
+        """The text of ``path`` at the clone's HEAD, ``None`` when it is not there (a new file)."""
+        if path not in self._baselines:
+            shown = self._git("cat-file", "blob", f"HEAD:{path}") if self.has_baseline else None
+            ok = shown is not None and shown.returncode == 0
+            self._baselines[path] = shown.stdout.decode("utf-8", "surrogateescape") if shown and ok else None
+        return self._baselines[path]
+
+    def _unchanged(self, path: str) -> bool:
+        old = self.baseline(path)
+        try:
+            return old is not None and (self.folder / path).read_bytes().decode("utf-8", "surrogateescape") == old
+        except OSError:
+            return False
+
+    def added_bytes(self, path: str, new: str) -> int:
+        """The bytes the push job would count for ``path`` changing from its baseline to ``new``."""
+        old = self.baseline(path)
+        if old == new:
+            return 0
+        if not old or (new.startswith(old) and old.endswith("\n")):
+            added = split_lines(new[len(old or "") :])
+            return patch_added_bytes("\n".join("+" + line.rstrip("\r\n") for line in added))
+        import tempfile  # here, not at the top: only a write that reshapes a file needs it
+
+        with tempfile.TemporaryDirectory(prefix="statefile-patch-") as tmp:
+            for name, text in (("a", old), ("b", new)):
+                Path(tmp, name).write_bytes(text.encode("utf-8", "surrogateescape"))
+            # --diff-algorithm=default: Myers, as the push job's `git diff --cached` on a fresh runner.
+            proc = self._git("diff", "--no-index", "--no-color", "--no-ext-diff", "--no-textconv",
+                             "--diff-algorithm=default", "--", str(Path(tmp, "a")), str(Path(tmp, "b")))  # fmt: skip
+        if proc.returncode not in (0, 1):
+            raise GitError(redact(f"git diff failed in {self.folder}: {proc.stderr.decode('utf-8', 'replace')}"))
+        return patch_added_bytes(proc.stdout.decode("utf-8", "surrogateescape"))
+
+    def files(self) -> dict[str, int]:
+        """Every regular file below the folder except ``.git``: relative path → size (what the job scans)."""
+        found: dict[str, int] = {}
+        for top, dirs, names in os.walk(self.folder):
+            rel = Path(top).relative_to(self.folder)
+            dirs[:] = sorted(d for d in dirs if not (rel == Path(".") and d == ".git"))
+            for name in sorted(names):
+                info = os.lstat(Path(top, name))
+                if stat.S_ISREG(info.st_mode):
+                    found[(rel / name).as_posix()] = info.st_size
+        return found
+
+    def problems(self, programs: Iterable[str]) -> dict[str, list[str]]:
+        """What would make the push drop a file statefile wrote, or abort: ``error``, ``warning`` and ``info``."""
+        found: dict[str, list[str]] = {"error": [], "warning": [], "info": []}
+        glob_text = " ".join(self.globs) or "(none)"
+        files = self.files()
+        outside = sorted(p for p in files if _written_by_statefile(p) and not self.reaches_branch(p))
+        # An archive part on the branch already: the push skips it and the branch keeps it; nothing of this run is
+        # lost.  A state file outside the glob stays an error: no record of it could be pushed.
+        kept = [path for path in outside if "/" in path and self._unchanged(path)]
+        found["error"] += [f"{path} does not match repo-memory's file-glob ({glob_text}): its push skips it, so it "
+                           "never reaches the branch" for path in outside if path not in kept]  # fmt: skip
+        if kept:
+            names = ", ".join(kept[:3]) + (f" (+{number_text(len(kept) - 3)} more)" if len(kept) > 3 else "")
+            found["info"].append(f"left on the branch as it has them (outside file-glob {glob_text}, unchanged by "
+                                 f"this run): {plural(len(kept), 'file')}, {names}")  # fmt: skip
+        for program in programs:
+            try:
+                self.layout_for(program)
+            except UsageError as exc:
+                found["error"].append(str(exc))
+        matched = {path: size for path, size in files.items() if self.reaches_branch(path)}
+        found["error"] += [f"{path} is {size_text(size)}, over repo-memory's max-file-size "
+                           f"({size_text(self.max_file_size)}): the whole push would be aborted"
+                           for path, size in sorted(matched.items()) if size > self.max_file_size]  # fmt: skip
+        if len(matched) > self.max_file_count:
+            found["error"].append(f"{plural(len(matched), 'file')} match file-glob, over repo-memory's max-file-count "
+                                  f"({number_text(self.max_file_count)}): the whole push would be aborted")  # fmt: skip
+        added = self.write_cost({}).added
+        if added > self.patch_limit:
+            found["error"].append(f"this run adds {size_text(added)}, over repo-memory's patch limit "
+                                  f"({size_text(self.patch_limit)} = 1.2 × max-patch-size "
+                                  f"{number_text(self.max_patch_size)}): the whole push would be aborted")  # fmt: skip
+        elif added > self.max_patch_size:
+            found["warning"].append(f"this run adds {size_text(added)}, over max-patch-size "
+                                    f"({size_text(self.max_patch_size)}) but within its limit of "
+                                    f"{size_text(self.patch_limit)} (1.2 × max-patch-size)")  # fmt: skip
+        return found
+
+    def snapshot(self) -> dict[str, str]:
+        """The text of every matched file now (what a push would copy)."""
+        return {path: (self.folder / path).read_bytes().decode("utf-8", "surrogateescape")
+                for path in self.files() if self.reaches_branch(path)}  # fmt: skip
+
+    def write_cost(self, files: dict[str, str], snapshot: dict[str, str] | None = None) -> Cost:
+        """The push's cost if ``files`` (path → text) were written over ``snapshot`` (default: the folder now)."""
+        current = self.snapshot() if snapshot is None else snapshot
+        merged = {**current, **{path: text for path, text in files.items() if self.reaches_branch(path)}}
+        if not self.has_baseline:
+            return Cost(0, len(merged))
+        for key in merged.items():
+            if key not in self._costs:
+                self._costs[key] = self.added_bytes(*key)
+        return Cost(sum(self._costs[key] for key in merged.items()), len(merged))
+
+
+def _written_by_statefile(path: str) -> bool:
+    """State files, ``_shared.md`` and archive parts in any layout: the files statefile itself writes."""
+    parts = path.split("/")
+    if len(parts) == 3 and parts[0] == ARCHIVE_ROOT:
+        return is_program_name(parts[1]) and part_number(parts[2]) is not None
+    if len(parts) == 1 and path.endswith(".md") and (path == f"{SHARED_PROGRAM}.md" or is_program_name(path[:-3])):
+        return True
+    return _FLAT_PART.fullmatch(path) is not None

@@ -1,9 +1,8 @@
 """``--summarizer "CMD"``: an outside command (often an LLM call) writes the one-line summary of a range.
 
-It gets the folded entries as JSON on stdin (number, when, status, metric, change, notes) and its line is used only
-when it exits 0 within the timeout, printing one non-empty line under the cap without control characters; else
-compaction keeps its own summary.  It runs without a shell, in its own process group (a timeout kills what it
-started too), its output read with a bound."""
+It reads the folded entries as JSON on stdin; its line is used only when it exits 0 in time with one non-empty line
+under the cap without control characters, else compaction keeps its own.  No shell, its own process group (a timeout
+kills what it started too), its output read with a bound."""
 
 from __future__ import annotations
 
@@ -24,13 +23,10 @@ from statefile.defaults import SUMMARIZER_TIMEOUT, SUMMARY_CAP
 from statefile.errors import UsageError
 from statefile.numbers import number_text, plural
 
-_STDERR_TAIL = 2048
-
 
 @dataclass(repr=False)
 class CommandSummarizer:
-    """Call it with the folded entries; ``last_reason`` says why the last call returned ``None`` (the last 2 KB of
-    stderr explain a failure)."""
+    """Call it with the folded entries; ``last_reason`` says why the last call returned ``None``."""
 
     argv: list[str]
     _: KW_ONLY
@@ -46,7 +42,10 @@ class CommandSummarizer:
     def __call__(self, entries: list[dict[str, Any]]) -> str | None:
         """The command's one-line summary of ``entries``, or ``None`` (see the module docstring)."""
         try:
-            payload = _payload(entries)
+            try:
+                payload = json.dumps(entries, ensure_ascii=False, default=str).encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates from undecodable bytes: escaped JSON is valid for any reader
+                payload = json.dumps(entries, ensure_ascii=True, default=str).encode("ascii")
             if payload not in self._answers:
                 self._answers[payload] = self._answer(payload)
             line, self.last_reason = self._answers[payload]
@@ -55,19 +54,6 @@ class CommandSummarizer:
         return line
 
     def _answer(self, payload: bytes) -> tuple[str | None, str | None]:
-        output, reason = self._run(payload)
-        text = (output or b"").decode("utf-8", "replace").strip()
-        if output is None or not text:
-            return None, reason or "printed nothing"
-        if "\n" in text or "\r" in text:
-            return None, "printed more than one line"
-        if any(unicodedata.category(ch) == "Cc" and ch != "\t" for ch in text):
-            return None, "printed control characters"
-        if len(text) >= self.cap:
-            return None, f"printed {plural(len(text), 'character')}; the cap is {number_text(self.cap)}"
-        return text, None
-
-    def _run(self, payload: bytes) -> tuple[bytes | None, str | None]:
         pipe = subprocess.PIPE
         try:
             proc = subprocess.Popen(self.argv, stdin=pipe, stdout=pipe, stderr=pipe, start_new_session=True)
@@ -78,8 +64,15 @@ class CommandSummarizer:
             limit = 4 * self.cap + 8  # a UTF-8 character is at most 4 bytes: past this the line is over the cap
             deadline = time.monotonic() + self.timeout
             timed_out = None, f"timed out after {self.timeout:g}s"
+
+            def feed(stream: IO[bytes]) -> None:  # a command may exit without reading everything: its answer counts
+                with contextlib.suppress(OSError, ValueError):
+                    stream.write(payload)
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close()
+
             # A command that never reads stdin must not block us while we watch the clock.
-            threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True).start()
+            threading.Thread(target=feed, args=(proc.stdin,), daemon=True).start()
             out, err = bytearray(), bytearray()
             with selectors.DefaultSelector() as selector:
                 selector.register(proc.stdout, selectors.EVENT_READ, out)
@@ -96,7 +89,7 @@ class CommandSummarizer:
                             selector.unregister(key.fileobj)
                         if len(out) > limit:
                             return None, f"printed more than {plural(self.cap, 'character')}"
-                        del err[:-_STDERR_TAIL]
+                        del err[:-2048]
             try:
                 proc.wait(max(deadline - time.monotonic(), 0.0))
             except subprocess.TimeoutExpired:
@@ -104,7 +97,6 @@ class CommandSummarizer:
             if proc.returncode != 0:
                 tail = err.decode("utf-8", "replace").strip().splitlines()
                 return None, f"exited with status {proc.returncode}" + (f": {tail[-1][:200]}" if tail else "")
-            return bytes(out), None
         finally:
             # Also after a normal exit: what it left running may hold our pipes open (stdin is the writer thread's).
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -114,28 +106,18 @@ class CommandSummarizer:
             for stream in filter(None, (proc.stdout, proc.stderr)):
                 with contextlib.suppress(OSError):
                     stream.close()
-
-
-def _payload(entries: list[dict[str, Any]]) -> bytes:
-    try:
-        return json.dumps(entries, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError:
-        # Text read from undecodable bytes holds lone surrogates; escaped JSON is still valid for any reader.
-        return json.dumps(entries, ensure_ascii=True, default=str).encode("ascii")
-
-
-def _feed(stream: IO[bytes], payload: bytes) -> None:
-    # A command may exit (or be killed) without reading everything: its answer still counts.
-    with contextlib.suppress(OSError, ValueError):
-        stream.write(payload)
-    with contextlib.suppress(OSError, ValueError):
-        stream.close()
+        text = out.decode("utf-8", "replace").strip()
+        checks = [
+            (not text, "printed nothing"),
+            ("\n" in text or "\r" in text, "printed more than one line"),
+            (any(unicodedata.category(ch) == "Cc" and ch != "\t" for ch in text), "printed control characters"),
+            (len(text) >= self.cap, f"printed {plural(len(text), 'character')}; the cap is {number_text(self.cap)}"),
+        ]
+        return next(((None, why) for failed, why in checks if failed), (text, None))
 
 
 def command_summarizer(cmd: str, *, timeout: float = SUMMARIZER_TIMEOUT, cap: int = SUMMARY_CAP) -> CommandSummarizer:
-    """A summarizer callable that runs ``cmd``; a command that cannot be split or is empty, a non-positive timeout
-    or a cap under 1 is a :class:`UsageError` here, once: the callable itself never raises (a broken summarizer
-    must not break a run)."""
+    """A summarizer that runs ``cmd``; a bad command, timeout or cap is a UsageError here: the callable never raises."""
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:

@@ -1,1 +1,1 @@
-"""Read-only views of documents for people and agents: budgeted render, search, status, plain-data descriptions."""
+"""Read-only views for people and agents: budgeted render (and its hints), search, history and memory pressure."""

@@ -16,7 +16,7 @@ from gitutil import Repos, run_statefile
 
 from statefile import __version__
 from statefile.errors import EXIT_USAGE, UsageError
-from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_json_atomic
+from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_text_atomic
 from statefile.model.document import parse
 from statefile.model.template import new_state_file
 
@@ -164,7 +164,7 @@ def test_merge_is_pure() -> None:
 
 def test_write_creates_folders_and_ends_with_a_newline(tmp_path: Path) -> None:
     target = tmp_path / "gh-aw" / "deep" / "autoloop.json"
-    write_json_atomic(target, {"a": 1, "pause_reason": "naïve — ok"})
+    write_text_atomic(target, json.dumps({"a": 1, "pause_reason": "naïve — ok"}, indent=2) + "\n")
     text = target.read_text(encoding="utf-8")
     assert text.endswith("}\n") and not text.endswith("\n\n")
     assert json.loads(text) == {"a": 1, "pause_reason": "naïve — ok"}
@@ -176,7 +176,7 @@ def test_write_replaces_the_file_and_keeps_its_permissions(tmp_path: Path) -> No
     target.write_text("{}\n")
     target.chmod(0o640)
     inode = target.stat().st_ino
-    write_json_atomic(target, {"b": 2})
+    write_text_atomic(target, json.dumps({"b": 2}, indent=2) + "\n")
     assert read_json_object(target) == {"b": 2}
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert target.stat().st_ino != inode  # a new file renamed into place, never rewritten in place
@@ -186,7 +186,7 @@ def test_write_replaces_the_file_and_keeps_its_permissions(tmp_path: Path) -> No
 def test_a_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
     umask = os.umask(0o022)
     try:
-        write_json_atomic(tmp_path / "a.json", {})
+        write_text_atomic(tmp_path / "a.json", json.dumps({}, indent=2) + "\n")
     finally:
         os.umask(umask)
     assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o644
@@ -195,11 +195,11 @@ def test_a_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     (tmp_path / "autoloop.json").mkdir()
     with pytest.raises(UsageError, match="is a folder; name a file to write"):
-        write_json_atomic(tmp_path / "autoloop.json", {"a": 1})
+        write_text_atomic(tmp_path / "autoloop.json", json.dumps({"a": 1}, indent=2) + "\n")
     assert os.listdir(tmp_path) == ["autoloop.json"]
     (tmp_path / "file").write_text("")
     with pytest.raises(UsageError, match="cannot write"):
-        write_json_atomic(tmp_path / "file" / "below.json", {"a": 1})
+        write_text_atomic(tmp_path / "file" / "below.json", json.dumps({"a": 1}, indent=2) + "\n")
 
 
 def test_read_missing_is_empty(tmp_path: Path) -> None:
@@ -237,7 +237,7 @@ def test_round_trip_of_the_schedulers_file(tmp_path: Path) -> None:
     merged = merge_report(
         read_json_object(path), {"perf": program_report("perf", doc.size, 30720, doc.machine_state)}, None
     )
-    write_json_atomic(path, merged)
+    write_text_atomic(path, json.dumps(merged, indent=2) + "\n")
     again = read_json_object(path)
     assert again == merged
     assert again["state_file_size_bytes"] == doc.size

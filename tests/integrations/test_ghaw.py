@@ -1,21 +1,28 @@
-"""gh-aw's formats as statefile reads them: file-glob, the patch-size rule, agent output, sanitised values."""
+"""gh-aw's formats as statefile reads them: file-glob, the patch-size rule, agent output, sanitised values; and
+folder mode for users who keep gh-aw's repo-memory (``statefile --repo-memory``): the folder from the workflow
+frontmatter, archive parts where file-glob lets them reach the branch, and each run's additions within
+max-patch-size while the file stays within max-file-size."""
 
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from ghaw import push_job
+from ghaw.push_job import glob_to_regex, patch_size
 from ghaw.safe_outputs import sanitize
+from gitutil import run_statefile
+from synthetic import synthetic_state
 
 from statefile.errors import NotFoundError, UsageError
 from statefile.integrations.ghaw import (
     InputError,
+    RepoMemoryFolder,
     count_value,
-    effective_patch_limit,
     glob_matches,
     lines_value,
     number_value,
@@ -56,10 +63,14 @@ def test_no_globs_is_no_filter() -> None:
     assert glob_matches("anything/at/all", ())
 
 
+def _folder(max_patch_size: int) -> RepoMemoryFolder:
+    return RepoMemoryFolder(Path("."), globs=(), max_file_size=1, max_patch_size=max_patch_size, max_file_count=1)
+
+
 def test_patch_limit_is_floor_of_1_2_times() -> None:
     for limit in (1, 10, 1000, 10240, 30720, 12345, 99999):
-        assert effective_patch_limit(limit) == math.floor(limit * 1.2)
-    assert effective_patch_limit(10240) == 12288
+        assert _folder(limit).patch_limit == math.floor(limit * 1.2)
+    assert _folder(10240).patch_limit == 12288
 
 
 def test_patch_size_counts_added_lines_like_the_push_job(tmp_path: Path) -> None:
@@ -208,3 +219,267 @@ def test_one_huge_number_is_its_items_problem_not_the_outputs() -> None:
         reference_value(output.items[0], "pr")
     with pytest.raises(InputError):
         number_value(output.items[1], "metric")
+
+
+# -- the repo-memory folder ------------------------------------------------------------------------------------
+
+
+WORKFLOW = """---
+on:
+  schedule: every 6h
+tools:
+  repo-memory:
+{memory}
+---
+
+# Autoloop
+"""
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def _workspace(tmp_path: Path, memory: str) -> Path:
+    work = tmp_path / "workspace"
+    (work / ".github" / "workflows").mkdir(parents=True)
+    (work / ".github" / "workflows" / "autoloop.md").write_text(WORKFLOW.format(memory=memory))
+    _git("init", "-q", str(work), cwd=tmp_path)
+    return work
+
+
+def _memory_clone(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A repo-memory folder as gh-aw leaves it for the agent: a clone of the branch, at its HEAD."""
+    folder = tmp_path / "repo-memory" / "default"
+    folder.mkdir(parents=True)
+    _git("init", "-q", str(folder), cwd=tmp_path)
+    _git("checkout", "-q", "--orphan", "memory/autoloop", cwd=folder)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    _git("add", "-A", cwd=folder)
+    _git("commit", "-q", "-m", "branch", "--allow-empty", cwd=folder)
+    return folder
+
+
+def _push(folder: Path, globs: list[str]) -> int:
+    """Commit what the push job would copy (files matching the glob); the patch size it would count."""
+    patterns = [glob_to_regex(g) for g in globs]
+    files = [p for p in _git("ls-files", "--others", "--modified", "--exclude-standard", cwd=folder).split()
+             if any(r.match(p) for r in patterns)]  # fmt: skip
+    if not files:
+        return 0
+    _git("add", "--", *files, cwd=folder)
+    size = patch_size(_git("diff", "--cached", cwd=folder))
+    _git("commit", "-q", "-m", "push", cwd=folder)
+    return size
+
+
+MEMORY = (
+    '    branch-name: memory/autoloop\n    file-glob: ["*.md"]\n    max-file-size: {size}\n    max-patch-size: {patch}'
+)
+
+
+def test_the_folder_comes_from_the_frontmatter(tmp_path: Path) -> None:
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    done = run_statefile("--json", "config", cwd=work)
+    rows = {row["key"]: row for row in __import__("json").loads(done.stdout)}
+    assert rows["repo-memory-dir"]["value"] == "/tmp/gh-aw/repo-memory/default"
+    assert rows["max-patch-size"]["value"] == 10240 and "frontmatter" in rows["max-patch-size"]["source"]
+    listed = '    - id: notes\n      branch-name: memory/autoloop\n      file-glob: ["*.md"]'
+    work2 = _workspace(tmp_path / "two", listed)
+    rows = {row["key"]: row for row in __import__("json").loads(run_statefile("--json", "config", cwd=work2).stdout)}
+    assert rows["repo-memory-dir"]["value"] == "/tmp/gh-aw/repo-memory/notes"
+    done = run_statefile("--repo-memory", "list", cwd=work2, env={"STATEFILE_REPO_MEMORY_DIR": str(tmp_path / "no")})
+    assert done.returncode == 3 and "no such folder" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("globs", "archive"),
+    [('["*.md"]', "_archive.perf.0001.md"), ('["*.md", "**/*.md"]', "archive/perf/0001.md"),
+     ('["*.md", "archive/*.md"]', "archive/perf.0001.md"), ('"*"', "_archive.perf.0001.md")],
+)  # fmt: skip
+def test_archive_parts_go_where_the_glob_lets_them_through(tmp_path: Path, globs: str, archive: str) -> None:
+    work = _workspace(tmp_path, f"    branch-name: memory/autoloop\n    file-glob: {globs}\n    max-patch-size: 100000")
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 14, seed=2)})
+    done = run_statefile("--repo-memory", "--dir", str(folder), "compact", "perf", cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert (folder / archive).is_file()
+    assert run_statefile("--repo-memory", "--dir", str(folder), "expand", "perf", "1", cwd=work).returncode == 0
+    check = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("globs", ['["perf.md"]', '["**/*.md"]'])
+def test_a_glob_that_holds_no_archive_or_state_file_is_a_clear_error(tmp_path: Path, globs: str) -> None:
+    work = _workspace(tmp_path, f"    branch-name: memory/autoloop\n    file-glob: {globs}")
+    text = synthetic_state("perf", 14, seed=2)
+    folder = _memory_clone(tmp_path, {"perf.md": text})
+    done = run_statefile("--repo-memory", "--dir", str(folder), "compact", "perf", cwd=work)
+    assert done.returncode == 2 and "nothing was written" in done.stderr and "Traceback" not in done.stderr
+    assert (folder / "perf.md").read_text() == text and not (folder / "archive").exists()
+    check = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
+    assert check.returncode == 1 and "file-glob" in check.stdout
+
+
+def test_check_flags_what_the_push_would_drop_or_refuse(tmp_path: Path) -> None:
+    work = _workspace(tmp_path, MEMORY.format(size=6000, patch=1000))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 3, seed=1)})
+    (folder / "archive" / "perf").mkdir(parents=True)
+    (folder / "archive" / "perf" / "0001.md").write_text("# Archive: perf (part 1)\n")
+    (folder / "notes.md").write_text("x" * 7000)
+    done = run_statefile("--repo-memory", "--dir", str(folder), "check", cwd=work)
+    assert done.returncode == 1
+    assert "archive/perf/0001.md does not match repo-memory's file-glob (*.md)" in done.stdout
+    assert "notes.md is 7,000 bytes, over repo-memory's max-file-size (6,000 bytes)" in done.stdout
+    assert re.search(r"this run adds [\d,]+ bytes, over repo-memory's patch limit \(1,200 bytes = 1.2", done.stdout)
+
+
+def test_a_large_first_compaction_spreads_over_runs(tmp_path: Path) -> None:
+    """A 29 KB file never compacted: each run archives what its push may add; nothing is lost or oversize."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    original = synthetic_state("legacy", 88, seed=1)
+    assert 28000 < len(original.encode()) <= 30720
+    folder = _memory_clone(tmp_path, {"legacy.md": original})
+    sizes, patches = [], []
+    for run in range(1, 7):
+        done = run_statefile("--repo-memory", "--dir", str(folder), "record", "legacy", "--status", "rejected",
+                             "--metric", "1", "--notes", f"run {run}", cwd=work)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        sizes.append((folder / "legacy.md").stat().st_size)
+        patches.append(_push(folder, ["*.md"]))
+    assert all(size <= 30720 for size in sizes), sizes
+    assert all(patch <= 10240 for patch in patches), patches
+    assert max(patches) > 5000, "the first runs move as much as the push allows"
+    assert sizes[-1] < 15000, f"compaction caught up over the runs: {sizes}"
+    # Every one of the 88 original entries is verbatim in the file or the archive on the "branch".
+    pushed = "".join(p.read_text() for p in folder.glob("*.md"))
+    for block in re.split(r"\n(?=### Iteration \d+ )", original)[1:]:
+        entry = block.split("\n---")[0].split("\n## ")[0].rstrip("\n")
+        assert entry in pushed, entry[:60]
+
+
+def test_both_limits_cannot_be_met_fails_before_writing(tmp_path: Path) -> None:
+    work = _workspace(tmp_path, MEMORY.format(size=20000, patch=600))
+    text = synthetic_state("legacy", 88, seed=1)  # ~29 KB: must lose ~9 KB this run, the push allows ~720 bytes
+    folder = _memory_clone(tmp_path, {"legacy.md": text})
+    done = run_statefile("--repo-memory", "--dir", str(folder), "compact", "legacy", cwd=work)
+    assert done.returncode == 4 and "nothing was written" in done.stderr and "max-patch-size" in done.stderr
+    assert (folder / "legacy.md").read_text() == text
+    assert not list(folder.glob("_archive*"))
+
+
+# -- issue 22: what the post-step judges, a --dir naming the folder, the lock file ------------------------------------
+
+
+def _statefile(capfd: pytest.CaptureFixture[str], cwd: Path, *args: str) -> tuple[int, str, str]:
+    """The CLI in this process, as the console script runs it, from ``cwd``: exit code, stdout, stderr."""
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        for name in ("STATEFILE_DIR", "STATEFILE_REPO_MEMORY", "STATEFILE_REMOTE"):
+            patch.delenv(name, raising=False)
+        code = invoke(cli, list(args))
+    out, err = capfd.readouterr()
+    return code, out, err
+
+
+def test_check_judges_only_what_this_run_pushes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """As seen: archive/perf-comparison/0001.md, written on the branch by path 1 (or the maintenance job, a
+    maintainer's record, repair), made every path-2 post-step `check` fail, though the push leaves it as it is."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    archive = "# Archive: perf-comparison (part 1)\n\n## Archived 2026-01-01 00:00 UTC — compaction\n\nold text\n"
+    folder = _memory_clone(tmp_path, {"perf-comparison.md": synthetic_state("perf-comparison", 3, seed=1)})
+    (folder / "archive" / "perf-comparison").mkdir(parents=True)
+    (folder / "archive" / "perf-comparison" / "0001.md").write_text(archive)
+    _git("add", "-A", cwd=folder)
+    _git("commit", "-q", "-m", "written through the remote (path 1)", cwd=folder)
+
+    code, out, _ = _statefile(capfd, work, "--repo-memory", "--dir", str(folder), "check")
+    assert code == 0, out
+    assert "does not match" not in out
+    notes = [line for line in out.splitlines() if line.strip().startswith("note:")]
+    assert len(notes) == 1 and "archive/perf-comparison/0001.md" in notes[0] and "unchanged" in notes[0], out
+
+    # What this run changes outside the glob is still an error: that change would never reach the branch.
+    (folder / "archive" / "perf-comparison" / "0001.md").write_text(archive + "\nnew text\n")
+    (folder / "archive" / "perf-comparison" / "0002.md").write_text("# Archive: perf-comparison (part 2)\n")
+    code, out, _ = _statefile(capfd, work, "--repo-memory", "--dir", str(folder), "check")
+    assert code == 1
+    assert "archive/perf-comparison/0001.md does not match repo-memory's file-glob" in out
+    assert "archive/perf-comparison/0002.md does not match repo-memory's file-glob" in out
+
+
+def test_a_dir_naming_the_repo_memory_folder_writes_as_repo_memory(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As seen: `statefile --dir /tmp/gh-aw/repo-memory/default record …` compacted into archive/perf/0001.md,
+    which repo-memory's push dropped (file-glob *.md): the folded history never reached the branch."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=100000))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 14, seed=2)})
+    (work / ".statefile.toml").write_text(f'keep-recent = 3\nrepo-memory-dir = "{folder}"\n')
+    code, _, err = _statefile(capfd, work, "--dir", str(folder), "record", "perf", "--status", "accepted",
+                                "--metric", "1")  # fmt: skip
+    assert code == 0, err
+    assert not (folder / "archive").exists(), "a plain folder store's archive layout, which the push drops"
+    assert list(folder.glob("_archive.perf.*.md")), sorted(p.name for p in folder.iterdir())
+    assert "repo-memory folder" in err  # it says why it wrote elsewhere than --dir's plain layout
+    _push(folder, ["*.md"])
+    assert _statefile(capfd, work, "--dir", str(folder), "expand", "perf", "1")[0] == 0
+    # The scheduler's clone beside it is a plain folder, as before.
+    other = tmp_path / "repo-memory" / "autoloop"
+    other.mkdir()
+    (other / "perf.md").write_text(synthetic_state("perf", 14, seed=2))
+    code, _, err = _statefile(capfd, work, "--dir", str(other), "record", "perf", "--status", "accepted",
+                                "--metric", "1")  # fmt: skip
+    assert code == 0, err
+    assert (other / "archive" / "perf" / "0001.md").is_file()
+
+
+def test_no_lock_file_is_left_in_the_folder(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """As seen: .statefile.lock stayed in the repo-memory folder after a --repo-memory write."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=10240))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 3, seed=1)})
+    code, _, err = _statefile(capfd, work, "--repo-memory", "--dir", str(folder), "record", "perf", "--status",
+                              "rejected", "--metric", "1")  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == [".git", "perf.md"]
+    assert _git("status", "--porcelain", cwd=folder).split() == ["M", "perf.md"]
+
+
+def test_range_lines_and_messages_name_the_archive_where_it_is(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """As seen (issue 22, item 7): in --repo-memory mode under file-glob *.md the parts are _archive.perf.0001.md,
+    yet range lines ended in `· archive/perf/` and record, repair and lesson remove named archive/perf/."""
+    work = _workspace(tmp_path, MEMORY.format(size=30720, patch=100000))
+    folder = _memory_clone(tmp_path, {"perf.md": synthetic_state("perf", 14, seed=2)})
+    (work / ".statefile.toml").write_text("keep-recent = 3\n")
+    memory = ("--repo-memory", "--dir", str(folder))
+    code, out, err = _statefile(capfd, work, *memory, "record", "perf", "--status", "accepted", "--metric", "1")
+    assert code == 0, err
+    text = (folder / "perf.md").read_text()
+    pointers = re.findall(r"^### Iters .* · (\S+)$", text, re.M)
+    assert pointers and set(pointers) == {"_archive.perf.*.md"}, text
+    assert "archive/perf/" not in out + err and "the full text is in _archive.perf.*.md" in out + err
+    assert list(folder.glob("_archive.perf.0001.md"))
+    # The line reads back as statefile's own: compacting again changes nothing.
+    code, out, err = _statefile(capfd, work, *memory, "compact", "perf")
+    assert code == 0 and (folder / "perf.md").read_text() == text, out + err
+    code, out, err = _statefile(capfd, work, *memory, "--json", "expand", "perf", "1")
+    assert code == 0 and __import__("json").loads(out)["source"] == "_archive.perf.0001.md", out + err
+    # repair merges two overlapping range lines into one pointing at the same place.
+    overlapping = text.replace("<!-- New entries", "### Iters 2–6 — an agent's own line\n\n<!-- New entries", 1)
+    if overlapping == text:
+        overlapping = re.sub(r"(^### Iters )", r"### Iters 2–6 — an agent's own line\n\n\1", text, count=1, flags=re.M)
+    (folder / "perf.md").write_text(overlapping)
+    code, out, err = _statefile(capfd, work, *memory, "repair", "perf")
+    assert code == 0, err
+    assert "archived to _archive.perf.*.md" in out + err and "archive/perf/" not in out + err
+    assert set(re.findall(r"^### Iters .* · (\S+)$", (folder / "perf.md").read_text(), re.M)) == {"_archive.perf.*.md"}
+    code, out, err = _statefile(capfd, work, *memory, "lesson", "add", "perf", "Warm the cache first")
+    assert code == 0, err
+    code, out, err = _statefile(capfd, work, *memory, "lesson", "remove", "perf", "Warm the cache",
+                                "--reason", "superseded")  # fmt: skip
+    assert code == 0 and "to _archive.perf.*.md" in out + err and "archive/perf/" not in out + err, out + err
