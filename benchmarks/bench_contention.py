@@ -13,7 +13,7 @@ iterations of the same program ``perf`` (the worst case).  Two kinds of writer, 
                 copy wins every conflict) and pushes again, 3 retries
 
 A full run adds the heavy case, 32 writers × 10 records: statefile's writers retry with jittered exponential
-backoff (bounded in tries and in time, see statefile/store/git/retry.py) until every record has landed.
+backoff (bounded in tries and in time, see statefile/store/git/refs.py) until every record has landed.
 
 Reported: wall time until every writer has finished, records landed of those attempted (statefile: records that
 did not give up; repo-memory: pushes that went through), retries (re-applied attempts / pull-and-push rounds), lost

@@ -1,6 +1,5 @@
-"""Files outside git: the one way statefile replaces one (temp file, fsync, rename, fsync the folder) and the one
-way it reads a file a user or a tool names (never blocking on a FIFO, never past its limit).
-"""
+"""Files outside git: the one atomic replace (temp file, fsync, rename, fsync the folder), the one read of a named
+file (never blocking on a FIFO, never past its limit), and how large a file statefile reads at all."""
 
 from __future__ import annotations
 
@@ -11,15 +10,55 @@ import os
 import stat
 from pathlib import Path
 
-from statefile.errors import EnvironmentFailure, StatefileError, UsageError
+from statefile.defaults import DEFAULT_MAX_BYTES
+from statefile.errors import EnvironmentFailure, InvalidDataError, NotFoundError, StatefileError, UsageError
+from statefile.model.document import StateDocument, parse
+from statefile.store.base import decode_text
 
 #: The largest export ``import`` reads: every file of a branch, far beyond any real memory branch.
 IMPORT_LIMIT = 128 * 1024 * 1024
 #: The largest small input statefile reads: a config file, the scheduler's autoloop.json, a run context.
 INPUT_LIMIT = 8 * 1024 * 1024
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+#: Whatever the budget, files up to this size are read (a 10,000-iteration history is about 4 MB).
+MIN_READ_LIMIT = 8 * 1024 * 1024
+#: Above the floor, files up to this many budgets are read: far beyond anything an agent's edits produce.
+READ_LIMIT_BUDGETS = 64
+#: Whatever the budget, files of up to this many lines are read (the real files have a few hundred).
+MIN_LINE_LIMIT = 20_000
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _KINDS = ((stat.S_ISLNK, "symbolic link"), (stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO"),
           (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))  # fmt: skip
+
+
+def read_limit(max_bytes: int) -> int:
+    """The largest file statefile reads for a byte budget of ``max_bytes``: 64 budgets, at least 8 MiB."""
+    return max(MIN_READ_LIMIT, READ_LIMIT_BUDGETS * max_bytes)
+
+
+def line_limit(max_bytes: int) -> int:
+    """The most lines statefile reads in one file for a byte budget of ``max_bytes``: the budget, at least 20,000."""
+    return max(MIN_LINE_LIMIT, max_bytes)
+
+
+def check_lines(where: str, data: bytes, max_bytes: int) -> bytes:
+    """``data`` itself, or InvalidDataError when it has more lines than :func:`line_limit` allows."""
+    lines = data.count(b"\n")
+    if lines > line_limit(max_bytes):
+        raise InvalidDataError(
+            f"{where} has {lines:,} lines, more than statefile will read ({line_limit(max_bytes):,}: the "
+            f"{max_bytes:,}-byte budget in lines, at least {MIN_LINE_LIMIT:,}); nothing was changed — it is not a "
+            "state file an agent wrote: remove or truncate it with git (or raise --max-bytes)"
+        )
+    return data
+
+
+def too_large(where: str, size: int, max_bytes: int) -> InvalidDataError:
+    """The error for a file over :func:`read_limit`: what, how big, what to do.  Nothing was read."""
+    return InvalidDataError(
+        f"{where} is {size:,} bytes, more than statefile will read ({read_limit(max_bytes):,} bytes: "
+        f"{READ_LIMIT_BUDGETS} × the {max_bytes:,}-byte budget, at least {MIN_READ_LIMIT:,}); nothing was read "
+        "— it is not a state file an agent wrote: remove or truncate it with git (or raise --max-bytes)"
+    )
 
 
 def not_regular(mode: int) -> str:
@@ -30,7 +69,7 @@ def not_regular(mode: int) -> str:
 def read_regular_file(path: Path, *, limit: int, what: str = "", error: type[StatefileError] = UsageError) -> bytes:
     """The bytes of the file at ``path``, which must be a regular file of at most ``limit`` bytes."""
     name = f"{what} {path}" if what else str(path)
-    fd = os.open(path, _READ_FLAGS)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
     try:
         info = os.fstat(fd)
         kind = not_regular(info.st_mode)
@@ -50,10 +89,31 @@ def read_regular_file(path: Path, *, limit: int, what: str = "", error: type[Sta
         os.close(fd)
 
 
+def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bounded: bool = True) -> str:
+    """The UTF-8 text of ``path``; a clear error when it is missing, not a regular file, too large or not UTF-8."""
+    limit = read_limit(max_bytes) if bounded else IMPORT_LIMIT
+    try:
+        info = os.stat(path)
+        if bounded and stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            raise too_large(str(path), info.st_size, max_bytes)
+        data = read_regular_file(path, limit=limit, error=NotFoundError)
+        if bounded:
+            check_lines(str(path), data, max_bytes)
+    except FileNotFoundError:
+        raise NotFoundError(f"{path}: no such file; check the path") from None
+    except OSError as exc:
+        raise NotFoundError(f"{path}: cannot read ({exc.strerror}); check the path and permissions") from None
+    return decode_text(data, str(path))
+
+
+def read_state_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> StateDocument:
+    """Parse the state file at ``path`` (refused unread when over :func:`read_limit` of ``max_bytes``)."""
+    return parse(read_text_file(path, max_bytes))
+
+
 def replace_file(target: Path, data: bytes, *, mode: int) -> None:
     """Write ``data`` to ``target`` atomically, with permission bits ``mode``; the folder must exist."""
-    # mkstemp creates the file with O_EXCL in the target's folder: never written through something someone else put
-    # there, and on the same file system, so os.replace is a rename.
+    # mkstemp's O_EXCL file in the target's folder: never someone else's, and os.replace is a rename.
     import tempfile  # ~10 ms to import; only a write needs it (``statefile report`` without --out does not)
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -79,46 +139,38 @@ def write_output(target: Path, data: bytes, *, append: bool = False) -> None:
             info = os.stat(target)
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise UsageError(f"{target} is a folder; name a file to write")
-        if info is not None and not stat.S_ISREG(info.st_mode):
-            _write_into(target, data, append=append)
-        elif append:
-            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+        if info is None or stat.S_ISREG(info.st_mode):
+            if not append:
+                current = os.umask(0)
+                os.umask(current)
+                mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current
+                replace_file(Path(os.path.realpath(target)), data, mode=mode)
+                return
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
         else:
-            mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
-            real = Path(os.path.realpath(target))
-            replace_file(real, data, mode=mode)
+            flags = os.O_WRONLY | os.O_NONBLOCK | _CLOEXEC | (os.O_APPEND if append else 0)
+        try:
+            fd = os.open(target, flags, 0o666)  # a FIFO nobody reads: ENXIO at once, instead of waiting for a reader
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                raise UsageError(f"{target} is a FIFO nobody is reading; start its reader, or name a file") from None
+            raise
+        with open(fd, "wb") as handle:  # a buffered writer writes it all, however little each write takes
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            handle.write(data)
     except OSError as exc:
-        raise output_error(exc, target) from None
+        raise os_error(exc, f"write {target}") from None
 
 
-def _write_into(target: Path, data: bytes, *, append: bool) -> None:
-    flags = os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (os.O_APPEND if append else 0)
-    try:
-        fd = os.open(target, flags)  # a FIFO nobody reads: ENXIO at once, instead of waiting for a reader
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise UsageError(f"{target} is a FIFO nobody is reading; start its reader first, or name a file") from None
-        raise
-    try:
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
-def output_error(exc: OSError, target: Path) -> StatefileError:
-    """The one-line error for an OSError while writing ``target``: the machine's problem said as one."""
+def os_error(exc: OSError, what: str, fallback: type[StatefileError] = UsageError) -> StatefileError:
+    """The error for an OSError that stopped ``what`` ("write x"): a full or read-only disk is EnvironmentFailure."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return EnvironmentFailure(f"cannot write {target}: the disk is full ({exc.strerror}); free space, then run "
-                                  "the command again")  # fmt: skip
+        return EnvironmentFailure(f"cannot {what}: the disk is full ({exc.strerror}); free space, then run the "
+                                  "command again — nothing was changed")  # fmt: skip
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return EnvironmentFailure(f"cannot write {target} ({exc.strerror}); make it writable for this user, or "
-                                  "write elsewhere")  # fmt: skip
-    return UsageError(f"cannot write {target} ({exc.strerror}); check the folder exists and is writable")
+        return EnvironmentFailure(f"cannot {what} ({exc.strerror}); make it writable for this user (or write "
+                                  "elsewhere), then run the command again")  # fmt: skip
+    return fallback(f"cannot {what} ({exc.strerror}); check the folder exists and is writable")
 
 
 def fsync_dir(folder: Path) -> None:
@@ -129,9 +181,3 @@ def fsync_dir(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current

@@ -1,28 +1,27 @@
-"""The store interface (:class:`Store`) and the shared, pure part of every write (turning an update function's
-result into files to write); the stores (a git branch, a plain folder) do the I/O.  It imports neither store, so
-both can import it without a cycle.  See :mod:`statefile.store` for what an update function must promise.
-"""
+"""The store interface (:class:`Store`) and the pure part of every write; it imports neither store (no cycle)."""
 
 from __future__ import annotations
 
 import abc
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
-from statefile.defaults import BOT_EMAIL as BOT_EMAIL
-from statefile.defaults import BOT_NAME as BOT_NAME
-from statefile.defaults import DEFAULT_BRANCH as DEFAULT_BRANCH
-from statefile.defaults import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from statefile.errors import BudgetError, InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.model.archive import LAYOUT_KINDS, NESTED, ArchiveLayout, make_chunk, part_number, plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
 from statefile.numbers import budget_text
-from statefile.store.names import case_twins, validate_part, validate_path, validate_program
+from statefile.store.names import (
+    case_twins,
+    is_program_name,
+    validate_part,
+    validate_path,
+    validate_program,
+    windows_reserved,
+)
 
 if TYPE_CHECKING:  # a default (PEP 696) for type checkers only: a bare ``Change`` means ``Change[None]``
     from typing_extensions import TypeVar as TypeVarWithDefault
@@ -36,45 +35,36 @@ else:
 
 @dataclass(frozen=True)
 class Change(Generic[T]):
-    """What an update function may return instead of a bare :class:`StateDocument`: ``archive`` is removed text to
-    append, verbatim, to the program's archive; ``archive_label`` names the operation in the chunk's heading."""
+    """An update function's result: ``archive`` is removed text for the archive, ``archive_label`` its heading."""
 
     document: StateDocument
     archive: str = ""
     archive_label: str = ""
-    #: The commit message for this write, when the update function knows better than its caller (e.g. the
-    #: iteration number a record got on the tip it actually ran on); "" keeps the message given to update().
+    #: The commit message for this write when the update function knows better than its caller; "" keeps update()'s.
     message: str = ""
-    #: What the caller wants back from the call that landed (a compaction report, the iteration number the
-    #: record got): returned as :attr:`UpdateResult.detail`; the store never looks at it.
+    #: What the caller wants back from the call that landed (:attr:`UpdateResult.detail`); the store never looks.
     detail: T | None = None
 
 
 @dataclass(frozen=True)
 class UpdateResult(Generic[T]):
-    """What :meth:`Store.update` (and :meth:`Store.write_files`) did; after a retry, all of it is from the call
-    whose result landed."""
+    """What :meth:`Store.update` (or :meth:`Store.write_files`) did, all from the call that landed."""
 
-    #: The branch tip afterwards: the new commit, or the unchanged tip when nothing was written (``None`` for
-    #: a folder store, which has no commits, and for an empty branch left empty).
-    commit: str | None
-    #: Whether this call wrote anything (``False``: the result equalled what is stored).
-    landed: bool
+    commit: str | None  # the branch tip afterwards (``None`` for a folder store, and for an empty branch left empty).
+    landed: bool  # whether this call wrote anything (``False``: the result equalled what is stored).
     #: The store paths written, in the order written (archive parts first, the state file last).
     files: tuple[str, ...] = ()
     #: The program's document as stored afterwards (``None`` for :meth:`Store.write_files`).
     document: StateDocument | None = None
-    #: :attr:`Change.detail` of the call that landed (``None`` when it returned a bare document).
-    detail: T | None = None
-    #: How many times the write was tried (1 unless a concurrent writer got in first).
-    attempts: int = 1
+    detail: T | None = None  # :attr:`Change.detail` of the call that landed.
+    attempts: int = 1  # how many times the write was tried (1 unless a concurrent writer got in first).
 
 
 @dataclass(frozen=True)
 class Plan(Generic[T]):
     """The files one call of an update function asks to write (the pure part of :meth:`Store.update`)."""
 
-    files: dict[str, str]  # path → text; archive parts first, the state file last; empty when nothing changes
+    files: dict[str, bytes]  # archive parts first, the state file last; empty when nothing changes
     message: str  # the Change's own commit message ("" for none)
     document: StateDocument
     detail: T | None
@@ -93,43 +83,33 @@ class LogEntry:
 UpdateFn = Callable[[StateDocument | None], StateDocument | Change[T]]
 
 
-DEFAULT_MAX_TRIES = 100  # how many times a write may start again after a concurrent writer got in first
-DEFAULT_MAX_WAIT = 300.0  # and for how many seconds
-
-
 class Store(abc.ABC):
     """A place holding ``{program}.md`` state files, their archives and shared files."""
 
     max_bytes: int
-    #: The git store's class, set by :mod:`statefile.store.git.store` when it loads (this module cannot import it).
-    git_store: ClassVar[type[GitStore] | None] = None
+    #: ``Store.open(path, branch, remote, *, max_bytes, author, max_tries, max_wait)``: the git store at (or above)
+    #: ``path`` on ``branch``; with ``remote`` (a name or a URL) every write fetches, commits and pushes (never forced),
+    #: retrying up to ``max_tries`` times and ``max_wait`` s.  Set by :mod:`.git.store`, which this package loads.
+    open: ClassVar[type[GitStore]]
+    where: str = ""  # how messages say where a file is: "on branch memory/autoloop", "in /tmp/memory".
 
-    @staticmethod
-    def open(
-        path: str | os.PathLike[str],
-        branch: str = DEFAULT_BRANCH,
-        remote: str | None = None,
-        *,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        author: str | None = None,
-        max_tries: int = DEFAULT_MAX_TRIES,
-        max_wait: float = DEFAULT_MAX_WAIT,
-    ) -> GitStore:
-        """Open the git repository at (or above) ``path`` (found as git finds it) and keep state files on ``branch``.
+    # -- what a store provides: its revision, files and listings at a revision -----------------------------------
 
-        With ``remote`` (a configured remote's name such as ``"origin"``, or a URL) every write fetches the branch,
-        commits on its tip and pushes (never forced), starting again on a concurrent write, with backoff, up to
-        ``max_tries`` times and ``max_wait`` seconds.  ``author`` is ``"Name <email>"``; without it commits carry
-        git's own identity, and where git has none, ``statefile <statefile@users.noreply.github.com>``.
-        """
-        if Store.git_store is None:
-            raise RuntimeError("statefile.store.git is not loaded; import statefile.store")
-        return Store.git_store(
-            path, branch, remote, max_bytes=max_bytes, author=author, max_tries=max_tries, max_wait=max_wait
-        )
+    def _head(self) -> str | None:
+        """The revision reads see (a git store's tip; a folder has only the one it holds: ``None``)."""
+        return None
 
-    #: How messages say where a file is: "on branch memory/autoloop", "in /tmp/memory".
-    where: str = ""
+    @abc.abstractmethod
+    def _read_at(self, at: str | None, path: str) -> str | None:
+        """The text of the file at ``path`` at revision ``at``, ``None`` when there is none."""
+
+    @abc.abstractmethod
+    def _names(self, at: str | None, program: str = "") -> list[str]:
+        """The top-level names at ``at`` (for case twins), or with ``program`` its archive part names."""
+
+    @abc.abstractmethod
+    def _top_md(self) -> dict[str, tuple[int, str]]:
+        """Every top-level ``{name}.md`` entry: name → (size, why it cannot be read, "" when it can)."""
 
     def read(self, program: str) -> StateDocument | None:
         """The parsed state file of ``program``, or ``None`` when it does not exist."""
@@ -138,45 +118,57 @@ class Store(abc.ABC):
 
     def read_text(self, program: str) -> str | None:
         """The raw text of ``{program}.md`` or ``None``; InvalidDataError if it is not UTF-8 or not a file."""
-        return self._read_file(state_path(program))
-
-    @abc.abstractmethod
-    def _read_file(self, path: str) -> str | None:
-        """The text of the file at ``path``, ``None`` when there is none."""
+        return self._read_at(self._head(), state_path(program))
 
     def read_texts(
         self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
     ) -> dict[str, str | None]:
-        """:meth:`read_text` for many programs at once (a git store reads them in one batch, at one tip); with
-        ``errors`` given, a program that cannot be read is left out and its error stored there instead."""
-        return read_each(programs, self.read_text, errors)
+        """:meth:`read_text` of many programs at one revision; with ``errors``, a failed read is stored there."""
+        at, texts = self._head(), {}
+        for name in programs:
+            try:
+                texts[name] = self._read_at(at, state_path(name))
+            except StatefileError as exc:
+                if errors is None:
+                    raise
+                errors[name] = exc
+        return texts
 
-    @abc.abstractmethod
     def programs(self) -> dict[str, int]:
         """Every top-level ``*.md`` state file: program name (without ``.md``) → size in bytes."""
+        found = self._top_md().items()
+        return {name: size for name, (size, why) in sorted(found) if not why and is_program_name(name)}
 
-    @abc.abstractmethod
     def unreadable(self) -> dict[str, str]:
-        """Top-level ``{name}.md`` entries that look like programs but cannot be read (a link, a submodule, a
-        folder, a missing object, a FIFO, a name Windows reserves): name → why, in one line.  :meth:`programs`
-        leaves them out; ``check``, ``list`` and ``compact --all`` report them as errors."""
+        """Top-level ``{name}.md`` entries that look like programs but cannot be read: name → why (one line)."""
+        found: dict[str, str] = {}
+        for name, (_, why) in sorted(self._top_md().items()):
+            if not is_program_name(name) and windows_reserved(name):
+                why = why or f"{name}.md {self.where}: {name!r} is a reserved device name on Windows; rename it"
+            if why and (is_program_name(name) or windows_reserved(name)):
+                found[name] = why
+        return found
 
     def archive_hint(self, program: str) -> str:
-        """Where a person finds ``program``'s archive parts in this store (``archive/perf/``; repo-memory's
-        ``_archive.perf.*.md``), for range lines and messages."""
-        return NESTED.hint(program)
+        """Where a person finds ``program``'s archive parts here (``archive/perf/``, ``_archive.perf.*.md``)."""
+        return self._layout(program).hint(program)
 
     def archive_path(self, program: str, part: str) -> str:
         """The path of archive part ``part`` (``0001.md``) of ``program`` in this store, as a person finds it."""
-        return NESTED.part_path(program, part)
+        return self._layout(program).part_path(program, part)
+
+    def _layout(self, program: str) -> ArchiveLayout:
+        return NESTED
+
+    def archive_parts(self, program: str) -> list[str]:
+        """The archive part file names of ``program``, oldest first (``["0001.md", …]``)."""
+        return sorted_parts(self._names(self._head(), validate_program(program)))
 
     def archive_part_paths(self, program: str) -> list[str]:
-        """Every archive part of ``program``, in *every* layout, as paths for reading: oldest first within a layout,
-        the store's own layout last (its parts are the newest)."""
+        """Paths of ``program``'s archive parts in every layout, oldest first; the store's own layout last."""
         # The store's own layout through archive_parts: it refuses what is no archive, as every write does.
         own = [self.archive_path(program, part) for part in self.archive_parts(program)]
-        own_path = self.archive_path(program, "0001.md")
-        own_kind = next(k for k in LAYOUT_KINDS if ArchiveLayout(k).part_path(program, "0001.md") == own_path)
+        own_kind = self._layout(program).kind
         found: dict[str, list[tuple[int, str]]] = {kind: [] for kind in LAYOUT_KINDS if kind != own_kind}
         for path in self.paths():
             folder, _, name = path.rpartition("/")
@@ -187,15 +179,10 @@ class Store(abc.ABC):
         return [path for kind in found for _, path in sorted(found[kind])] + own
 
     def read_path(self, path: str) -> str:
-        """The text of the file at ``path`` (relative to the store root, as :meth:`paths` lists it); NotFoundError
-        when there is none, InvalidDataError when it is not UTF-8 text in a regular file."""
-        if (text := self._read_file(path)) is None:
+        """The text of the file at ``path`` (as :meth:`paths` lists it); NotFoundError when there is none."""
+        if (text := self._read_at(self._head(), path)) is None:
             raise NotFoundError(f"{path} is not {self.where}")
         return text
-
-    @abc.abstractmethod
-    def archive_parts(self, program: str) -> list[str]:
-        """The archive part file names of ``program``, oldest first (``["0001.md", …]``)."""
 
     def read_archive(self, program: str, part: str) -> str:
         """The text of one archive part; NotFoundError when it does not exist."""
@@ -208,21 +195,18 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def read_all(self) -> dict[str, str]:
-        """Every text file in the store: relative path → text.  Files that are not UTF-8 are skipped unless they
-        are ``.md`` files (then InvalidDataError); symlinks and submodules are refused with InvalidDataError."""
+        """Every text file: path → text (non-UTF-8 skipped, but a ``.md`` one, a link or a submodule is refused)."""
 
     def _text(self, path: str, data: bytes) -> str | None:
-        """``data`` as :meth:`read_all` returns it: ``None`` for a binary file (none of ours), InvalidDataError for
-        a ``.md`` file that is not UTF-8."""
+        """``None`` for a binary file (none of ours); a ``.md`` file must be UTF-8."""
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
             return decode_text(data, f"{path} {self.where}") if path.endswith(".md") else None
 
+    @abc.abstractmethod
     def paths(self) -> list[str]:
-        """Every file path in the store, sorted (what ``check`` looks at for names that differ only in case); this
-        default reads every file, a store that can list them without reading overrides it."""
-        return sorted(self.read_all())
+        """Every file path in the store, sorted (what ``check`` looks at for names that differ only in case)."""
 
     def log(self, program: str, limit: int = 50) -> list[LogEntry]:
         """Commits that touched ``{program}.md``, newest first (empty for stores without history)."""
@@ -230,34 +214,62 @@ class Store(abc.ABC):
         return []
 
     def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
-        """What each of those commits changed in ``{program}.md``, as a unified diff: commit → patch text (empty
-        without history)."""
+        """What each of those commits changed in ``{program}.md``: commit → unified diff (empty without history)."""
         return {}
 
     def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
-        """``{program}.md`` before and after each of those commits: commit → (before, after), ``None`` where the file
-        did not exist.  Empty without history, and where the history cannot be read within the read limit:
-        callers show less, never fail, for it."""
+        """``{program}.md`` before and after each of those commits (``None``: no file); empty when unreadable."""
         return {}
 
     @abc.abstractmethod
     def update(self, program: str, fn: UpdateFn[T], message: str = "") -> UpdateResult[T]:
-        """Apply ``fn`` to the current document of ``program`` and store the result atomically.
+        """Store ``fn(document or None)`` for ``program`` atomically (``fn`` must be pure: it may run again); if it
+        raises or is over ``max_bytes`` (BudgetError), nothing is written."""
 
-        ``fn(doc_or_None)`` returns a :class:`StateDocument` or a :class:`Change`.  On a concurrent write the
-        store re-reads and calls ``fn`` again, so ``fn`` must be a pure function of its argument.  If ``fn``
-        raises, nothing is written; a result over ``max_bytes`` raises BudgetError and changes nothing.
-        ``message`` is the commit message unless the :class:`Change` carries its own (one of them must).
-        """
+    def _plan(self, program: str, at: str | None, fn: UpdateFn[T], message: str) -> Plan[T]:
+        """The pure part of :meth:`update` at revision ``at``: the files to write, archive parts first."""
+        path = state_path(program)
+        current = self._read_at(at, path)
+        # PERF.md beside perf.md is one file on macOS and Windows: a checkout there would lose one of them.
+        twins = case_twins([path], self._names(at)) if current is None else []
+        if twins:
+            twin = twins[0][1]
+            raise UsageError(
+                f"program {program!r} would sit beside {twin}, a name that differs only in case — a checkout on macOS "
+                f"or Windows could hold only one of them; use {twin[:-3]!r} or another name"
+            )
+        result = fn(None if current is None else parse(current))
+        if not isinstance(result, StateDocument | Change):
+            raise TypeError(f"the update function returned {type(result).__name__}, not a StateDocument or Change")
+        change = Change(result) if isinstance(result, StateDocument) else result
+        text = change.document.render()
+        data = checked_bytes(text, path)
+        if len(data) > self.max_bytes:
+            raise BudgetError(
+                f"{program}.md would be over its budget at {budget_text(len(data), self.max_bytes)}; nothing was "
+                f"written — run `statefile compact {program}` to fold old entries into the archive"
+            )
+        files: dict[str, bytes] = {}
+        if change.archive:
+            when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            chunk = make_chunk(change.archive, when=when, what=change.archive_label or first_line(message) or "update")
+            parts = sorted_parts(self._names(at, program))
+            newest = parts[-1] if parts else None
+            text_of_newest = None if newest is None else self._read_at(at, self.archive_path(program, newest))
+            last = None if newest is None or text_of_newest is None else (newest, text_of_newest)
+            for name, content in plan_append(program, last, chunk, self.max_bytes):
+                part_path = self.archive_path(program, name)
+                files[part_path] = checked_bytes(content, part_path)
+        if files or text != current:
+            files[path] = data
+        return Plan(files, change.message, change.document, change.detail)
 
     @abc.abstractmethod
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write several files in one atomic batch (one commit); a ``None`` value deletes that file."""
 
     def interrupted_write(self) -> str | None:
-        """What a Ctrl-C arriving now must say about this store's writes (they landed, or may have, and how to
-        look); ``None`` while nothing it wrote can have reached the memory.  A folder's writes are each one
-        rename, done or not."""
+        """What a Ctrl-C now must say about this store's writes; ``None``: none can have landed."""
         return None
 
     def close(self) -> None:  # noqa: B027 - optional hook: only stores holding resources override it
@@ -272,34 +284,9 @@ class Store(abc.ABC):
         self.close()
 
 
-# -- the shared, pure part of an update ----------------------------------------------------------------------------
-
-
 def state_path(program: str) -> str:
-    """Relative path of ``program``'s state file; UsageError for a name that is no program name (every way to a
-    program's file comes through here, so this is where stores validate the name)."""
+    """The path of ``program``'s state file; every way to it comes through here, so here the name is checked."""
     return f"{validate_program(program)}.md"
-
-
-def read_each(
-    names: Iterable[str], read: Callable[[str], str | None], errors: dict[str, StatefileError] | None
-) -> dict[str, str | None]:
-    """``read`` of each name; with ``errors``, a name whose read fails is left out and its error stored there."""
-    texts: dict[str, str | None] = {}
-    for name in names:
-        try:
-            texts[name] = read(name)
-        except StatefileError as exc:
-            if errors is None:
-                raise
-            errors[name] = exc
-    return texts
-
-
-def newest_part(names: list[str]) -> str | None:
-    """The archive part with the highest number among ``names``, or ``None``."""
-    parts = sorted_parts(names)
-    return parts[-1] if parts else None
 
 
 def sorted_parts(names: list[str]) -> list[str]:
@@ -308,69 +295,15 @@ def sorted_parts(names: list[str]) -> list[str]:
     return [name for _, name in numbered]
 
 
-def plan_update(
-    program: str,
-    current: str | None,
-    fn: UpdateFn[T],
-    *,
-    max_bytes: int,
-    last_part: Callable[[], tuple[str, str] | None],
-    label: str,
-    layout: ArchiveLayout = NESTED,
-) -> Plan[T]:
-    """Run ``fn`` on ``current``: the :class:`Plan` to write, archive parts first (the order a folder writes them
-    in).  ``last_part`` is called only when there is archive text; ``layout`` says where the parts go.  BudgetError
-    (nothing is written) when the new state file is over ``max_bytes``."""
-    path = state_path(program)
-    result = fn(None if current is None else parse(current))
-    change: Change[T]
-    if isinstance(result, StateDocument):
-        change = Change(result)
-    elif isinstance(result, Change):
-        change = result
-    else:
-        raise TypeError(f"the update function returned {type(result).__name__}, not a StateDocument or Change")
-    text = change.document.render()
-    size = len(checked_bytes(text, path))
-    if size > max_bytes:
-        raise BudgetError(
-            f"{program}.md would be over its budget at {budget_text(size, max_bytes)}; nothing was written — "
-            f"run `statefile compact {program}` to fold old entries into the archive"
-        )
-    files: dict[str, str] = {}
-    if change.archive:
-        when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        chunk = make_chunk(change.archive, when=when, what=change.archive_label or label)
-        for name, content in plan_append(program, last_part(), chunk, max_bytes):
-            files[layout.part_path(program, name)] = content
-    if files or text != current:
-        files[path] = text
-    return Plan(files, change.message, change.document, change.detail)
-
-
-def refuse_case_twin(program: str, names: Iterable[str]) -> None:
-    """UsageError when creating ``program`` would put ``{program}.md`` beside a name differing only in case
-    (``PERF.md`` beside ``perf.md``: one file on macOS and Windows, where a checkout would lose one of them)."""
-    twins = case_twins([state_path(program)], names)
-    if twins:
-        twin = twins[0][1]
-        raise UsageError(
-            f"program {program!r} would sit beside {twin}, a name that differs only in case — a checkout on macOS "
-            f"or Windows could hold only one of them; use {twin[:-3]!r} or another name"
-        )
-
-
 def checked_bytes(text: str, path: str) -> bytes:
-    """UTF-8 bytes of ``text`` for ``path``; InvalidDataError when they would not be valid UTF-8 (text read with
-    surrogateescape carries undecodable bytes as lone surrogates: every strict reader would reject the file)."""
+    """UTF-8 bytes of ``text``; InvalidDataError when lone surrogates (undecodable bytes read) make them invalid."""
     data = encode(text)
     if not text.isascii():
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidDataError(
-                f"{path}: the new text is not valid UTF-8 (byte {exc.start}); nothing was written — fix the "
-                "undecodable characters first"
+                f"{path}: the new text is not valid UTF-8 (byte {exc.start}); fix those bytes — nothing was written"
             ) from None
     return data
 
@@ -380,14 +313,11 @@ def decode_text(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidDataError(
-            f"{path}: not valid UTF-8 (byte {exc.start}); re-save it as UTF-8 — statefile will not rewrite it"
-        ) from None
+        raise InvalidDataError(f"{path}: not valid UTF-8 (byte {exc.start}); re-save it as UTF-8, then retry") from None
 
 
 def encoded_files(files: Mapping[str, str | None], max_bytes: int) -> dict[str, bytes | None]:
-    """What :meth:`Store.write_files` writes: path → bytes (``None`` deletes), each path valid and each file within
-    ``max_bytes`` (BudgetError otherwise: nothing is written)."""
+    """What :meth:`Store.write_files` writes: path → bytes (``None`` deletes), each valid and within ``max_bytes``."""
     changes: dict[str, bytes | None] = {}
     for path, content in files.items():
         data = None if content is None else checked_bytes(content, path)
@@ -401,5 +331,5 @@ def encoded_files(files: Mapping[str, str | None], max_bytes: int) -> dict[str, 
 
 
 def first_line(message: str) -> str:
-    """The subject line of a commit message (used as the default archive chunk label)."""
+    """The subject line of a commit message (the default archive chunk label)."""
     return message.strip().splitlines()[0] if message.strip() else ""

@@ -1,10 +1,7 @@
-"""Export every program's memory as one JSON document, and read it back.
+"""Export every file of the memory as one JSON document, and read it back byte for byte (or refuse).
 
-Version 1: ``{"format": "statefile-export", "version": 1, "branch": …, "commit": …, "files": {path: {"text" or
-"base64": …, "bytes": n, "sha256": hex}}}``.  ``base64`` carries a file that is not UTF-8; ``sha256`` is over the
-bytes, so an import reproduces every file byte for byte or refuses.  Unknown keys are ignored, a higher version
-refused.
-"""
+Version 1: ``{"format": "statefile-export", "version": 1, "branch", "commit", "files": {path: {"text" or "base64"
+(not UTF-8), "bytes", "sha256" (of the bytes)}}}``; unknown keys are ignored, a higher version refused."""
 
 from __future__ import annotations
 

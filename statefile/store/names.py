@@ -1,6 +1,5 @@
-"""Validation of every name that reaches a path or a git command, so a hostile or mistyped name fails with one
-line instead of becoming a path traversal, a git option or a malformed ref.  Pure functions.
-"""
+"""Validation of every name that reaches a path or a git command: a hostile or mistyped name fails with one line
+instead of becoming a path traversal, a git option or a malformed ref."""
 
 from __future__ import annotations
 
@@ -22,19 +21,37 @@ _PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _REF_BAD_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 _PATH_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _IDENTITY_RE = re.compile(r"\s*([^<>\n\x00]*?)\s*<([^<>\s\x00]+)>\s*")
+# HEAD and its pseudo-refs (FETCH_HEAD, ORIG_HEAD, …): a branch of such a name makes git's own one ambiguous.
+_PSEUDO_REF = re.compile(r"(?:[A-Z_]*_)?HEAD|AUTO_MERGE")
+# scheme://… for the transports git speaks natively, and scp-like user@host:path.
+_URL_RE = re.compile(r"(?i)(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^\s]+")
+# Code points HFS+ ignores in file names: ".git" with one of them inside is ".git" on a Mac.
+_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+# NTFS 8.3 short names (GIT~1 is .git, GITMOD~1 and gi7eba~1 are .gitmodules): any "~digit" is refused.
+_SHORT_NAME = re.compile(r"~[0-9]")
+# archive.part_number defines a part name; this also caps its length so a name cannot grow without bound.
+_PART_RE = re.compile(r"\d{4,9}\.md")
+# Names Windows reserves for devices, whatever the extension (CON, CON.md, con.x.md): no file can have them there.
+_WINDOWS_DEVICES = frozenset(
+    ["con", "prn", "aux", "nul"] + [f"{port}{n}" for port in ("com", "lpt") for n in [*"0123456789", "¹", "²", "³"]]
+)
+
+
+def _first(*checks: tuple[bool, str]) -> str:
+    return next((why for bad, why in checks if bad), "")
+
+
+def _valid(name: str, reason: str, what: str, advice: str) -> str:
+    if reason:
+        raise UsageError(f"invalid {what} {name!r}: {reason}; {advice}")
+    return name
 
 
 def validate_program(name: str) -> str:
     """Return ``name`` if it is a safe program name, else raise :class:`UsageError` saying why."""
-    if name == SHARED_PROGRAM:
-        return name
-    reason = _program_problem(name)
-    if reason:
-        raise UsageError(
-            f"invalid program name {name!r}: {reason}; use letters, "
-            f"digits, '.', '_' and '-', starting with a letter or digit (at most {MAX_PROGRAM_LENGTH} characters)"
-        )
-    return name
+    reason = "" if name == SHARED_PROGRAM else _program_problem(name)
+    advice = f"use letters, digits, '.', '_' and '-', starting with a letter or digit (at most {MAX_PROGRAM_LENGTH} "
+    return _valid(name, reason, "program name", advice + "characters)")
 
 
 def is_program_name(name: str) -> bool:
@@ -58,17 +75,6 @@ def _program_problem(name: object) -> str:
     )
 
 
-def _first(*checks: tuple[bool, str]) -> str:
-    """The reason of the first check that fails (its condition true), "" when none does."""
-    return next((why for bad, why in checks if bad), "")
-
-
-# Names Windows reserves for devices, whatever the extension (CON, CON.md, con.x.md): no file can have them there.
-_WINDOWS_DEVICES = frozenset(
-    ["con", "prn", "aux", "nul"] + [f"{port}{n}" for port in ("com", "lpt") for n in [*"0123456789", "¹", "²", "³"]]
-)
-
-
 def windows_reserved(name: str) -> bool:
     """Whether ``name`` (a file or folder name) is a device name on Windows, such as ``con`` or ``NUL.md``."""
     return name.split(".")[0].rstrip(" ").lower() in _WINDOWS_DEVICES
@@ -76,52 +82,26 @@ def windows_reserved(name: str) -> bool:
 
 def validate_branch(name: str) -> str:
     """Return ``name`` if ``refs/heads/{name}`` is a valid ref (git check-ref-format rules), else raise UsageError."""
-    reason = _ref_problem(name, allow_slash=True) or _branch_problem(name)
-    if reason:
-        raise UsageError(f"invalid branch name {name!r}: {reason}; use a git branch name such as memory/autoloop")
-    return name
-
-
-# HEAD and its pseudo-refs (FETCH_HEAD, ORIG_HEAD, …): a branch of such a name makes git's own one ambiguous.
-_PSEUDO_REF = re.compile(r"(?:[A-Z_]*_)?HEAD|AUTO_MERGE")
-
-
-def _branch_problem(name: str) -> str:
-    if _PSEUDO_REF.fullmatch(name):
-        return f"refs/heads/{name} would make git's {name} ambiguous"
-    if name.startswith("refs/"):
-        return (
-            f"give the branch name without 'refs/' ({name.removeprefix('refs/heads/')!r}), or refs/heads/{name} is made"
-        )
-    return ""
+    bare = name.removeprefix("refs/heads/") if isinstance(name, str) else name
+    reason = _ref_problem(name, allow_slash=True) or _first(
+        (bool(_PSEUDO_REF.fullmatch(name)), f"refs/heads/{name} would make git's {name} ambiguous"),
+        (name.startswith("refs/"), f"give the branch name without 'refs/' ({bare!r}), or refs/heads/{name} is made"),
+    )
+    return _valid(name, reason, "branch name", "use a git branch name such as memory/autoloop")
 
 
 def validate_remote(name: str) -> str:
-    """Return ``name`` if it is a plausible remote name (one ref component, no leading dash) or a remote URL
-    (:func:`is_remote_url`), else raise UsageError."""
-    if is_remote_url(name):
-        return name
-    reason = _ref_problem(name, allow_slash=False)
-    if reason:
-        raise UsageError(
-            f"invalid remote name {name!r}: {reason}; pass the name of a configured remote (origin) or a URL "
-            "(https://github.com/OWNER/REPO.git)"
-        )
-    return name
-
-
-# scheme://… for the transports git speaks natively, and scp-like user@host:path.
-_URL_RE = re.compile(r"(?i)(?:https?|ssh|git|file)://[^\s]+")
-_SCP_RE = re.compile(r"[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^\s]+")
+    """Return ``name`` if it is a plausible remote name (one ref component) or a remote URL, else raise UsageError."""
+    reason = "" if is_remote_url(name) else _ref_problem(name, allow_slash=False)
+    advice = "pass the name of a configured remote (origin) or a URL (https://github.com/OWNER/REPO.git)"
+    return _valid(name, reason, "remote name", advice)
 
 
 def is_remote_url(text: object) -> bool:
     """Whether ``text`` is a remote URL statefile accepts in place of a remote's name."""
     if not isinstance(text, str) or not text or len(text) > MAX_PATH_LENGTH or "::" in text:
         return False
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text):
-        return False
-    return bool(_URL_RE.fullmatch(text) or _SCP_RE.fullmatch(text))
+    return not any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text) and bool(_URL_RE.fullmatch(text))
 
 
 def _ref_problem(name: object, *, allow_slash: bool) -> str:
@@ -137,79 +117,58 @@ def _ref_problem(name: object, *, allow_slash: bool) -> str:
         (name == "@", "it is '@'"),
         (name.endswith("."), "it ends with '.'"),
         (not allow_slash and "/" in name, "it contains '/'"),
-        *(check for part in name.split("/") for check in _component_checks(part)),
-    )
-
-
-def _component_checks(part: str) -> tuple[tuple[bool, str], ...]:
-    return (
-        (not part, "it has an empty path component ('//' or a leading or trailing '/')"),
-        (part.startswith("."), f"component {part!r} starts with '.'"),
-        (part.endswith(".lock"), f"component {part!r} ends with '.lock'"),
+        *(
+            check
+            for part in name.split("/")
+            for check in (
+                (not part, "it has an empty path component ('//' or a leading or trailing '/')"),
+                (part.startswith("."), f"component {part!r} starts with '.'"),
+                (part.endswith(".lock"), f"component {part!r} ends with '.lock'"),
+            )
+        ),
     )
 
 
 def validate_path(path: str) -> str:
     """Return ``path`` if it is a safe relative file path inside a store (``archive/perf/0001.md``), else raise."""
-    reason = _path_problem(path)
-    if reason:
-        raise UsageError(f"invalid file path {path!r}: {reason}; use a relative path like archive/perf/0001.md")
-    return path
+    return _valid(path, _path_problem(path), "file path", "use a relative path like archive/perf/0001.md")
 
 
 def _path_problem(path: object) -> str:
     if not isinstance(path, str) or not path:
         return "it is empty"
-    if len(path) > MAX_PATH_LENGTH:
-        return f"it is {len(path)} characters long"
     bad = _PATH_BAD_CHARS.search(path)
-    if bad:
-        return f"it contains {bad.group(0)!r}"
-    for part in path.split("/"):
-        if not part:
-            return "it has an empty component (a leading, trailing or double '/')"
-        if part in (".", ".."):
-            return f"it contains {part!r}"
-        size = _name_bytes(part)
-        if size > MAX_COMPONENT_BYTES:
-            return f"a component is {size:,} bytes long, more than the {MAX_COMPONENT_BYTES} a file system holds"
-        if part[0] in ".-":
-            return f"component {part!r} starts with {part[0]!r}"
-        reason = _alias_problem(part)
-        if reason:
-            return f"component {part!r} {reason}"
-    return ""
-
-
-def _name_bytes(part: str) -> int:
-    """The bytes ``part`` takes as a file name (an undecodable byte read as a lone surrogate is one byte again)."""
-    try:
-        return len(part.encode("utf-8", "surrogateescape"))
-    except UnicodeEncodeError:  # a surrogate no byte stands for: as long as it would be written with surrogatepass
-        return len(part.encode("utf-8", "surrogatepass"))
-
-
-# Code points HFS+ ignores in file names: ".git" with one of them inside is ".git" on a Mac.
-_HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
-# NTFS 8.3 short names (GIT~1 is .git, GITMOD~1 and gi7eba~1 are .gitmodules): any "~digit" is refused.
-_SHORT_NAME = re.compile(r"~[0-9]")
-
-
-def _alias_problem(part: str) -> str:
-    """Why a path component could stand for another name on some file system (a ``.git`` alias, above all)."""
     return _first(
-        (_HFS_IGNORED.search(part) is not None, "contains a character that macOS file systems ignore"),
-        (":" in part, "contains ':' (a stream name on Windows)"),
-        (_SHORT_NAME.search(part) is not None, "looks like a Windows short name ('~' and a digit, as in GIT~1)"),
-        (part[-1] in " .", f"ends with {part[-1]!r}, which Windows drops"),
-        (windows_reserved(part), "is a reserved device name on Windows"),
+        (len(path) > MAX_PATH_LENGTH, f"it is {len(path)} characters long"),
+        (bad is not None, f"it contains {bad.group(0) if bad else ''!r}"),
+        *(check for part in path.split("/") for check in _component_checks(part)),
+    )
+
+
+def _component_checks(part: str) -> tuple[tuple[bool, str], ...]:
+    """Why a path component is refused, or could stand for another name on some file system (``.git`` above all)."""
+    try:
+        size = len(part.encode("utf-8", "surrogateescape"))  # an undecodable byte read as a lone surrogate is one byte
+    except UnicodeEncodeError:  # a surrogate no byte stands for: as long as it would be written with surrogatepass
+        size = len(part.encode("utf-8", "surrogatepass"))
+    it = f"component {part!r}"
+    big = f"a component is {size:,} bytes long, more than the {MAX_COMPONENT_BYTES} a file system holds"
+    return (
+        (not part, "it has an empty component (a leading, trailing or double '/')"),
+        (part in (".", ".."), f"it contains {part!r}"),
+        (size > MAX_COMPONENT_BYTES, big),
+        (part[:1] in (".", "-"), f"{it} starts with {part[:1]!r}"),
+        (_HFS_IGNORED.search(part) is not None, f"{it} contains a character that macOS file systems ignore"),
+        (":" in part, f"{it} contains ':' (a stream name on Windows)"),
+        (_SHORT_NAME.search(part) is not None, f"{it} looks like a Windows short name ('~' and a digit, as in GIT~1)"),
+        (part[-1:] in (" ", "."), f"{it} ends with {part[-1:]!r}, which Windows drops"),
+        (windows_reserved(part), f"{it} is a reserved device name on Windows"),
     )
 
 
 def case_twins(paths: Iterable[str], existing: Iterable[str] = ()) -> list[tuple[str, str]]:
-    """Pairs ``(name, other)`` where a name in ``paths`` (a file, or a folder on its way, shown with a final ``/``)
-    is spelled like another one of ``paths`` or of ``existing`` except for case: ``PERF.md`` beside ``perf.md``,
-    ``Archive/`` beside ``archive/``."""
+    """Pairs ``(name, other)`` where a name in ``paths`` (or a folder on its way, with a final ``/``) differs only in
+    case from another one of ``paths`` or ``existing``: ``PERF.md`` beside ``perf.md``, ``Archive/`` by ``archive/``."""
     present = {name for path in existing for name in _prefixes(path)}
     spelled: dict[str, str] = {}
     for name in sorted(present):
@@ -217,9 +176,7 @@ def case_twins(paths: Iterable[str], existing: Iterable[str] = ()) -> list[tuple
     twins: list[tuple[str, str]] = []
     for path in sorted(paths):
         for name in _prefixes(path):
-            if name in present:
-                continue
-            other = spelled.setdefault(name.rstrip("/").lower(), name)
+            other = name if name in present else spelled.setdefault(name.rstrip("/").lower(), name)
             if other != name:
                 twins.append((name, other))
                 break
@@ -245,7 +202,3 @@ def validate_part(part: str) -> str:
     if not isinstance(part, str) or part_number(part) is None or not _PART_RE.fullmatch(part):
         raise UsageError(f"invalid archive part {part!r}; part names look like 0001.md (see archive_parts())")
     return part
-
-
-# archive.part_number defines a part name; this also caps its length so a name cannot grow without bound.
-_PART_RE = re.compile(r"\d{4,9}\.md")

@@ -1,4 +1,5 @@
-"""A full disk and a read-only repository or folder: clear one-line errors with their own exit code (8).
+"""Files outside git (statefile.store.atomic): a full disk and a read-only repository or folder give clear one-line
+errors with their own exit code (8); size and line limits refuse a file unread.
 
 A real full or read-only file system needs a mount: each scenario runs in a private mount namespace
 (``unshare --mount``, with ``--map-root-user`` when not root) on a small tmpfs that only that process sees, so
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import only_error_line
 from gitutil import STATEFILE, Repos, run_statefile
+from gitutil import git as repo_git
 
 from statefile.errors import EXIT_ENVIRONMENT, EXIT_USAGE
 
@@ -33,7 +35,8 @@ def _namespace() -> list[str] | None:
 
 
 NAMESPACE = _namespace()
-pytestmark = pytest.mark.skipif(
+# Fault injection (a full or read-only disk), so slow; only these tests need the namespace: the rest always run.
+fault = pytest.mark.skipif(
     NAMESPACE is None, reason="needs unshare and a tmpfs mount in a private mount namespace (to fill a disk)"
 )
 
@@ -74,6 +77,8 @@ def environment_error(result: tuple[int, str], *words: str) -> None:
     assert err.count("\n") == 1 and "Traceback" not in err and all(word in err for word in words), err
 
 
+@pytest.mark.slow
+@fault
 def test_a_full_disk_under_the_repository(tmp_path: Path) -> None:
     out = scenario(tmp_path, r"""
 cd "$M" && git init -q -b main repo && cd repo && git commit -q --allow-empty -m initial
@@ -94,6 +99,8 @@ run freed record perf --status accepted --metric 1
     assert out["freed"][0] == 0, out["freed"][1]
 
 
+@pytest.mark.slow
+@fault
 def test_a_read_only_repository(tmp_path: Path) -> None:
     out = scenario(tmp_path, r"""
 cd "$M" && git init -q -b main repo && cd repo && git commit -q --allow-empty -m initial
@@ -107,6 +114,8 @@ run read list
     assert out["read"][0] == 0  # reading needs no write
 
 
+@pytest.mark.slow
+@fault
 def test_a_full_disk_under_a_folder_store_leaves_no_temporary_file(tmp_path: Path) -> None:
     out = scenario(tmp_path, r"""
 run init --dir "$M" init perf
@@ -146,11 +155,15 @@ git -C {remote} rev-parse refs/heads/memory/autoloop > "$R/after"
     return out
 
 
+@pytest.mark.slow
+@fault
 def test_a_full_disk_on_the_remote_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
     out = remote_scenario(tmp_path, "$M", "fill", "full")
     environment_error(out["full"], "remote's disk is full")
 
 
+@pytest.mark.slow
+@fault
 def test_a_read_only_remote_says_why_and_is_not_a_branch_protection_problem(tmp_path: Path) -> None:
     """The remote cannot create objects (its objects folder is read-only): git's relayed reason is kept."""
     damage = 'mount --bind "$W/remote.git/objects" "$W/remote.git/objects"\n'
@@ -225,3 +238,62 @@ def test_an_output_fifo_someone_reads_gets_the_output(initialized_repos: Repos, 
     out, _ = reader.communicate(timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "perf" in out
+
+
+# -- reading a state file by path: size and line limits --------------------------------------------------------
+
+
+def _headings(count: int) -> str:
+    """A state file whose history is ``count`` one-line iteration headings: small in bytes, huge in lines."""
+    lines = "\n".join(f"### Iteration {n}" for n in range(count, 0, -1))
+    table = f"| Field | Value |\n|---|---|\n| Iteration Count | {count} |"
+    return f"# perf\n\n## ⚙️ Machine State\n\n{table}\n\n## 📊 Iteration History\n\n{lines}\n"
+
+
+def test_a_file_of_more_lines_than_statefile_reads_is_refused_unparsed(tmp_path: Path) -> None:
+    """280,000 iteration headings fit in 7 MB (under the byte limit) and took minutes to parse and fold."""
+    from statefile.store.atomic import line_limit
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "perf.md").write_text(_headings(line_limit(30720) + 10))
+    before = (folder / "perf.md").read_bytes()
+    for args in (["show", "perf"], ["record", "perf", "--status", "accepted"], ["compact", "perf"], ["check"]):
+        proc = run_statefile("--dir", str(folder), *args, cwd=tmp_path)
+        assert proc.returncode in (1, 7), (args, proc.stderr)
+        assert "lines, more than statefile will read" in proc.stdout + proc.stderr, args
+    assert (folder / "perf.md").read_bytes() == before
+
+
+def test_a_file_within_its_budget_is_always_within_the_line_limit() -> None:
+    """Found by the hostile run (issue 15): a file within its budget is always within the line limit."""
+    from statefile.store.atomic import MIN_LINE_LIMIT, line_limit
+
+    for budget in (200, 30720, 1 << 20):
+        assert line_limit(budget) >= max(budget, MIN_LINE_LIMIT)  # one byte per line at most
+
+
+def test_a_branch_file_of_too_many_lines_is_refused(initialized_repos: Repos) -> None:
+    """Found by the hostile run (issue 15): a branch file of too many lines is refused."""
+    from statefile.store.atomic import line_limit
+
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=initialized_repos.work,
+        input=_headings(line_limit(30720) + 1),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    tree = subprocess.run(
+        ["git", "mktree"],
+        cwd=initialized_repos.work,
+        input=f"100644 blob {blob}\tperf.md\n",
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    commit = repo_git("commit-tree", tree, "-m", "huge", cwd=initialized_repos.work).strip()
+    repo_git("update-ref", "refs/heads/memory/autoloop", commit, cwd=initialized_repos.work)
+    proc = run_statefile("record", "perf", "--status", "accepted", cwd=initialized_repos.work)
+    assert proc.returncode == 7 and "lines, more than statefile will read" in only_error_line(proc)
+    assert repo_git("rev-parse", "memory/autoloop", cwd=initialized_repos.work).strip() == commit

@@ -1,7 +1,5 @@
-"""Where the memory branch stands against its remote-tracking copy, and what reads and writes do about it.
-
-One pure table: from the branch state (the local ref, the remote-tracking ref, their relation, and whether the
-command goes through a remote) to the commit reads must pin, what a read says, and what a write refuses.
+"""One pure table: from where the memory branch stands against its remote-tracking copy (and whether the command
+goes through a remote) to the commit reads must pin, what a read says, and what a write refuses.
 """
 
 from __future__ import annotations
@@ -72,68 +70,56 @@ def decide(state: BranchState, *, create: bool = False) -> Verdict:
     """The table, for a branch that exists somewhere (:attr:`BranchState.exists`)."""
     relation, branch, tracked = state.relation, state.branch, state.tracking_name
     remote = state.remote or tracked.partition("/")[0]
-    through = f"pass --remote {remote} to write through {remote}"
+    ahead, behind = plural(state.ahead, "commit"), plural(state.behind, "commit")
+    sync = f"`statefile --remote {remote} sync`"
     if relation is Relation.DIVERGED:
         # --remote asks for the remote's memory: reads see it and say the local branch forked; writes stop.
-        fork = diverged(state)
+        fork = (
+            f"the local branch {branch} and {tracked} have diverged ({plural(state.ahead, 'local-only commit')}, "
+            f"{behind} only on the remote)"
+        )
+        advice = (
+            f"{sync} replays the local-only commits onto {remote}'s tip (nothing is lost), or keep them aside with "
+            f"`git branch -m {branch} {branch}-local` and run the command again"
+        )
+        note = f"read {tracked}; {fork} — {advice}"
         if state.remote is None:
             note = f"read the local branch; {fork} — pass --remote {remote} to read {remote}'s"
-        else:
-            note = f"read {tracked}; {fork} — {sync_advice(remote, branch)}"
-        refusal = ConflictError(f"{fork}; nothing was written — {sync_advice(remote, branch)}")
-        return Verdict(state.tracking if state.remote else None, note, refusal)
-    if state.remote is None:
-        if relation is Relation.NO_LOCAL:
-            return Verdict(
-                note=f"read {tracked} as last fetched (there is no local branch); pass --remote {remote} for "
-                f"{remote}'s current tip",
-                refusal=NotFoundError(
-                    f"there is no local branch {branch}, only {tracked} as last fetched; nothing was written — "
-                    f"{through} (or `git branch {branch} {tracked}` to write locally)"
-                ),
-            )
-        if relation is Relation.BEHIND:
-            return Verdict(
-                note=f"read the local branch {branch}; {tracked} has {plural(state.behind, 'newer commit')} — "
-                f"pass --remote {remote}",
-                refusal=ConflictError(
-                    f"the local branch {branch} is {plural(state.behind, 'commit')} behind {tracked}; nothing was "
-                    f"written — {through} (or `git fetch {remote} {branch}:{branch}` to bring the local branch up "
-                    "to date)"
-                ),
-            )
-        if relation is Relation.AHEAD:
-            commits = plural(state.ahead, "commit")
-            return Verdict(note=f"read the local branch {branch}, which has {commits} not on {tracked}")
-        return Verdict()
-    sync = f"`statefile --remote {remote} sync`"
-    if relation is Relation.NO_TRACKING:
-        commits = plural(state.ahead, "commit")
-        missing = None if create else NotFoundError(
-            f"{remote} has no branch {branch}; nothing was written — {sync} publishes the local one ({commits}), or "
-            "pass --create"
-        )  # fmt: skip
-        return Verdict(note=f"{remote} has no branch {branch}: read the local one ({commits}) — {sync} publishes it",
-                       refusal=missing)  # fmt: skip
-    if relation is Relation.AHEAD:
         return Verdict(
-            note=f"read the local branch {branch}: {plural(state.ahead, 'commit')} not yet on {remote} — {sync} "
-            "pushes them"
+            state.tracking if state.remote else None, note, ConflictError(f"{fork}; nothing was written — {advice}")
         )
-    return Verdict()
-
-
-def diverged(state: BranchState) -> str:
-    """How messages say that the local branch and its remote-tracking copy have forked."""
-    return (
-        f"the local branch {state.branch} and {state.tracking_name} have diverged "
-        f"({plural(state.ahead, 'local-only commit')}, {plural(state.behind, 'commit')} only on the remote)"
-    )
-
-
-def sync_advice(remote: str, branch: str) -> str:
-    """What to run to reconcile a forked branch."""
-    return (
-        f"`statefile --remote {remote} sync` replays the local-only commits onto {remote}'s tip (nothing is lost), "
-        f"or keep them aside with `git branch -m {branch} {branch}-local` and run the command again"
-    )
+    through = f"nothing was written — pass --remote {remote} to write through {remote}"
+    rows: dict[tuple[Relation, bool], tuple[str, StatefileError | None]] = {  # (relation, --remote) → note, refusal
+        (Relation.NO_LOCAL, False): (
+            f"read {tracked} as last fetched (there is no local branch); pass --remote {remote} for {remote}'s "
+            "current tip",
+            NotFoundError(
+                f"there is no local branch {branch}, only {tracked} as last fetched; {through} (or `git branch "
+                f"{branch} {tracked}` to write locally)"
+            ),
+        ),
+        (Relation.BEHIND, False): (
+            f"read the local branch {branch}; {tracked} has {plural(state.behind, 'newer commit')} — pass --remote "
+            f"{remote}",
+            ConflictError(
+                f"the local branch {branch} is {behind} behind {tracked}; {through} (or `git fetch {remote} "
+                f"{branch}:{branch}` to bring the local branch up to date)"
+            ),
+        ),
+        (Relation.AHEAD, False): (f"read the local branch {branch}, which has {ahead} not on {tracked}", None),
+        (Relation.NO_TRACKING, True): (
+            f"{remote} has no branch {branch}: read the local one ({ahead}) — {sync} publishes it",
+            None
+            if create
+            else NotFoundError(
+                f"{remote} has no branch {branch}; nothing was written — {sync} publishes the local one ({ahead}), "
+                "or pass --create"
+            ),
+        ),
+        (Relation.AHEAD, True): (
+            f"read the local branch {branch}: {ahead} not yet on {remote} — {sync} pushes them",
+            None,
+        ),
+    }
+    note, refusal = rows.get((relation, state.remote is not None), ("", None))
+    return Verdict(None, note, refusal)

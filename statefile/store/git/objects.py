@@ -1,6 +1,4 @@
-"""Objects: read through one long-lived ``git cat-file --batch`` (pipelined, trees parsed from it, cached by id),
-written with git's plumbing (blobs and trees by one ``fast-import``, the commit by ``commit-tree``): complete or absent.
-"""
+"""Objects: read through one long-lived ``git cat-file --batch``, written by one ``fast-import`` and ``commit-tree``."""
 
 from __future__ import annotations
 
@@ -8,12 +6,12 @@ import contextlib
 import os
 import re
 import subprocess
-import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, NamedTuple
 
 from statefile.defaults import BOT_EMAIL, BOT_NAME
-from statefile.errors import GitError, InvalidDataError, StatefileError
+from statefile.errors import GitError, InvalidDataError, StatefileError, UsageError
+from statefile.store.atomic import check_lines, read_limit, too_large
 from statefile.store.git.runner import Git, Result, is_oid, one_line
 
 MODE_TREE = "040000"
@@ -21,12 +19,10 @@ MODE_FILE = "100644"
 _KINDS = {"120000": "a symbolic link", "160000": "a submodule", MODE_TREE: "a folder"}
 _TYPES = {MODE_TREE: "tree", "160000": "commit"}
 
-# Requests small enough to write before reading the answers: far below a pipe buffer, so writing never blocks.
-_SMALL_WRITE = 4096
-# Pipe buffers for the long-lived reader: most state files are a few KB to 30 KB.
-_BUFFER = 1 << 16
-# How many listings a store keeps: the trees of the current tip and its archive folders.
-_CACHE = 256
+# Requests written before their answers are read: at most ~20 KB (ref names are short), far below a pipe buffer.
+_SLICE = 64
+_BUFFER = 1 << 16  # pipe buffers for the long-lived reader: most state files are a few KB to 30 KB.
+_CACHE = 256  # how many listings a store keeps: the trees of the current tip and its archive folders.
 _LS_TREE = re.compile(rb"(\d{6}) (\w+) ([0-9a-f]+)(?: +(\S+))?\t(.*)", re.S)
 # How fast-import (LC_ALL=C) says an edit's object is missing, and where it put the crash report when it died.
 _NOT_FOUND = re.compile(r"(?:Blob|Tree) not found: M \d+ ([0-9a-f]{40,64}) ")
@@ -52,14 +48,12 @@ class ObjectMissing(Exception):
 
 
 def is_file_mode(mode: str) -> bool:
-    """Whether a tree entry is a regular file: git reads any ``100xxx`` mode as one (old tools wrote 100664,
-    others write 100600); only 100644 and 100755 are canonical."""
+    """Whether a tree entry is a regular file: git reads any ``100xxx`` mode (100664, 100600, …) as one."""
     return mode.startswith("100")
 
 
 def canonical_mode(mode: str) -> str:
-    """The mode git writes for an entry (its ``canon_mode``): a regular file is 100755 when its owner may run it,
-    100644 otherwise; any other mode as it is."""
+    """The mode git writes for an entry (its ``canon_mode``): a file is 100755 or 100644, the rest as it is."""
     return ("100755" if int(mode, 8) & 0o100 else MODE_FILE) if is_file_mode(mode) else mode
 
 
@@ -80,10 +74,6 @@ class Entry(NamedTuple):
     def is_file(self) -> bool:
         return is_file_mode(self.mode)
 
-    @property
-    def is_tree(self) -> bool:
-        return self.mode == MODE_TREE
-
 
 Listing = dict[str, Entry]  # entry name → entry
 
@@ -97,13 +87,6 @@ class ObjectTooLarge(Exception):
         self.index = 0  # which of the objects asked for (read_many)
 
 
-def _feed(stdin: IO[bytes], data: bytes) -> None:
-    # Runs in a thread; a closed pipe means the batch was abandoned (the reader says why).
-    with contextlib.suppress(OSError, ValueError):
-        stdin.write(data)
-        stdin.flush()
-
-
 class CatFile:
     """A long-lived ``git cat-file --batch``, started on first use and restarted if it ever stops."""
 
@@ -111,56 +94,43 @@ class CatFile:
         self._git = git
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc = self._git.popen("cat-file", "--batch", bufsize=_BUFFER)
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        return self._proc.stdin, self._proc.stdout
-
     def resolve(self, refs: Iterable[str]) -> list[str | None]:
         """The commit each of ``refs`` (full ref names, validated by the caller) points at, ``None`` if missing."""
-        wanted = list(refs)
-        for ref in wanted:
-            if not ref.startswith("refs/") or any(ch.isspace() for ch in ref):
-                raise InvalidDataError(f"{ref[:80]!r} is not a ref name")
-        return [None if item is None or item[0] != "commit" else item[2] for item in self._batch(wanted, None)]
+        found = self._batch(list(refs), None, lambda ref: ref.startswith("refs/") and ref.split()[0] == ref)
+        return [None if item is None or item[0] != "commit" else item[2] for item in found]
 
     def read_many(self, oids: Iterable[str], limit: int | None = None) -> list[tuple[str, bytes] | None]:
         """``(type, data)`` of each object (``None``: missing), pipelined, in order; ObjectTooLarge over ``limit``."""
-        wanted = list(oids)
-        for oid in wanted:
-            if not is_oid(oid):  # only ever object ids: a name with a newline would desynchronise the batch
-                raise InvalidDataError(f"{oid[:80]!r} is not an object id; run `git fsck`")
-        return [None if item is None else (item[0], item[1]) for item in self._batch(wanted, limit)]
+        return [None if item is None else (item[0], item[1]) for item in self._batch(list(oids), limit, is_oid)]
 
-    def _batch(self, wanted: list[str], limit: int | None) -> list[tuple[str, bytes, str] | None]:
+    def _batch(
+        self, wanted: list[str], limit: int | None, valid: Callable[[str], bool]
+    ) -> list[tuple[str, bytes, str] | None]:
+        for name in wanted:
+            if not valid(name):  # a name with a newline or a space would desynchronise the batch
+                raise InvalidDataError(f"{name[:80]!r} is not an object id or a ref name; run `git fsck`")
         out: list[tuple[str, bytes, str] | None] = []
         if not wanted:
             return out
-        stdin, stdout = self._pipes()
-        requests = b"".join(oid.encode("ascii") + b"\n" for oid in wanted)
-        feeder: threading.Thread | None = None
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = self._git.popen("cat-file", "--batch", bufsize=_BUFFER)
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        assert stdin is not None and stdout is not None
         try:
-            if len(requests) <= _SMALL_WRITE:
-                stdin.write(requests)
+            # Requests go in slices far below a pipe buffer, each answered before the next: a write never blocks.
+            for start in range(0, len(wanted), _SLICE):
+                names = wanted[start : start + _SLICE]
+                stdin.write(b"".join(name.encode("ascii") + b"\n" for name in names))
                 stdin.flush()
-            else:
-                feeder = threading.Thread(target=_feed, args=(stdin, requests), daemon=True)
-                feeder.start()
-            for _ in wanted:
-                try:
-                    out.append(self._answer(stdout, limit))
-                except ObjectTooLarge as exc:
-                    exc.index = len(out)
-                    raise
+                for _ in names:
+                    try:
+                        out.append(self._answer(stdout, limit))
+                    except ObjectTooLarge as exc:
+                        exc.index = len(out)
+                        raise
         except (BrokenPipeError, ConnectionError, ValueError) as exc:
             self.close()
             raise GitError(f"git cat-file stopped unexpectedly ({exc}); run `git fsck` and retry") from None
-        finally:
-            if feeder is not None:
-                if self._proc is None or len(out) < len(wanted):
-                    self.close()  # a failed batch: stop git so the feeder's write fails instead of blocking
-                feeder.join()
         return out
 
     def _answer(self, stdout: IO[bytes], limit: int | None) -> tuple[str, bytes, str] | None:
@@ -196,36 +166,19 @@ class CatFile:
         proc.wait()
 
     def __del__(self) -> None:
-        # A store nobody closed: stop its reader (at interpreter exit there is nothing useful to do on failure).
-        # BaseException too: a Ctrl-C that lands in this wait while the interpreter shuts down, after the command
-        # said what it did, would otherwise print Python's "Exception ignored … Traceback" under a true answer.
+        # BaseException too: a Ctrl-C here at shutdown would print "Exception ignored … Traceback" under an answer.
         with contextlib.suppress(BaseException):
             self.close()
 
 
-def parse_listing(data: bytes) -> Listing:
-    """Entries of ``git ls-tree -z [-l]`` output: name (a path with ``-r``) → :class:`Entry`."""
-    entries: Listing = {}
-    for record in data.split(b"\0"):
-        if not record:
-            continue
-        match = _LS_TREE.fullmatch(record)
-        if match is None:
-            raise InvalidDataError(f"unexpected git ls-tree output {record[:80]!r}; run `git fsck`")
-        mode, kind, oid, size, name = match.groups()
-        # With -l, git prints "-" for a tree or submodule, and cannot print a size for a missing blob.
-        number = int(size) if size is not None and size.isdigit() else None
-        entries[name.decode("utf-8", "surrogateescape")] = Entry(mode.decode(), kind.decode(), oid.decode(), number)
-    return entries
-
-
 class Trees:
-    """Tree listings, cached by the (immutable) id listed; ``branch`` names the branch in a damaged tree's error."""
+    """Tree listings, cached by id, and the blobs they name (at most a read limit of ``max_bytes`` each)."""
 
-    def __init__(self, git: Git, cat: CatFile, branch: str) -> None:
+    def __init__(self, git: Git, cat: CatFile, branch: str, max_bytes: int) -> None:
         self._git = git
         self._cat = cat
         self._branch = branch
+        self._max_bytes = max_bytes
         self._cache: dict[tuple[str, bool], Listing] = {}
 
     def listing(self, treeish: str, *, sizes: bool = False, path: str = "") -> Listing:
@@ -233,12 +186,21 @@ class Trees:
         cached = self._cache.get((treeish, sizes)) or (None if sizes else self._cache.get((treeish, True)))
         if cached is not None:
             return cached
-        if not sizes and (entries := self._read(treeish)) is not None:
-            return self._remember(treeish, entries)
+        if not sizes and (read := self._read(treeish)) is not None:
+            return self._remember(treeish, read)
         result = self._git.call("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
         if not result.ok:
             raise self._damaged(result, treeish, path)
-        return self._remember(treeish, parse_listing(result.stdout), sizes=sizes)
+        entries: Listing = {}
+        for record in filter(None, result.stdout.split(b"\0")):
+            if (match := _LS_TREE.fullmatch(record)) is None:
+                raise InvalidDataError(f"unexpected git ls-tree output {record[:80]!r}; run `git fsck`")
+            mode, kind, oid, size, name = (
+                bytes(group).decode("utf-8", "surrogateescape") for group in match.groups(b"-")
+            )
+            # With -l, git prints "-" for a tree or submodule, and cannot print a size for a missing blob.
+            entries[name] = Entry(mode, kind, oid, int(size) if size.isdigit() else None)
+        return self._remember(treeish, entries, sizes=sizes)
 
     def _read(self, treeish: str) -> Listing | None:
         """The entries read in the running ``cat-file``; ``None`` leaves it to ``ls-tree``, which explains damage."""
@@ -300,24 +262,102 @@ class Trees:
                 found[where] = entry
         return found
 
+    def objects(self, oids: list[str], kind: str, paths: list[str]) -> list[bytes]:
+        """The data of ``oids`` (all of ``kind``) in one batch; blobs over the read limit are refused unread."""
+        limit = read_limit(self._max_bytes) if kind == "blob" else None
+        try:
+            found = self._cat.read_many(oids, limit)
+        except ObjectTooLarge as exc:
+            where = paths[exc.index] or f"object {oids[exc.index]}"
+            raise too_large(f"{where} on branch {self._branch}", exc.size, self._max_bytes) from None
+        out = []
+        for oid, path, item in zip(oids, paths, found, strict=True):
+            where = f"{path} (object {oid})" if path else f"object {oid}"
+            if item is None:
+                raise missing_object(path, oid, self._branch)
+            if item[0] != kind:
+                raise InvalidDataError(f"{where} is a {item[0]}, expected a {kind}; run `git fsck`")
+            data = item[1]
+            out.append(check_lines(f"{where} on branch {self._branch}", data, self._max_bytes) if limit else data)
+        return out
+
+    def lookup(self, commit: str | None, path: str, *, folder: bool = False) -> Entry | None:
+        """The entry of ``path`` in ``commit``'s tree: a regular file (with ``folder``, a folder) or nothing."""
+        if commit is None:
+            return None
+        parts = path.split("/")
+        listing = self.listing(commit)
+        for index, part in enumerate(parts):
+            entry = listing.get(part)
+            if entry is None:
+                return None
+            where = "/".join(parts[: index + 1])
+            self.require(entry, where, folder=folder or index < len(parts) - 1)
+            if index == len(parts) - 1:
+                return entry
+            listing = self.listing(entry.oid, path=where)
+        return None
+
+    def require(self, entry: Entry, path: str, *, folder: bool = False) -> None:
+        """Refuse anything but a regular file (with ``folder``, a folder): statefile follows no link or submodule."""
+        if not (entry.mode == MODE_TREE if folder else entry.is_file):
+            what = "a folder" if folder else "a regular file"
+            raise InvalidDataError(f"{path} on branch {self._branch} is {kind_of(entry.mode)}, not {what}; "
+                                   f"statefile will not follow it — replace it with {what}")  # fmt: skip
+
+    def edits(
+        self, listing: Listing | None, changes: Mapping[str, bytes | None], prefix: str, kept: dict[str, str]
+    ) -> list[bytes]:
+        """fast-import commands: the folder's other entries (so git checks them; ``kept``: id → path), then changes."""
+        files: dict[str, bytes | None] = {}
+        folders: dict[str, dict[str, bytes | None]] = {}
+        for path, data in changes.items():
+            head, slash, rest = path.partition("/")
+            if slash:
+                folders.setdefault(head, {})[rest] = data
+            else:
+                files[head] = data
+        for name in files.keys() & folders.keys():
+            raise UsageError(f"{prefix}{name} cannot be both a file and a folder in one write")
+        entries = listing or {}
+        edits = []
+        for name, entry in entries.items():
+            if name not in files and name not in folders:
+                kept[entry.oid] = prefix + name
+                edits.append(f"M {canonical_mode(entry.mode)} {entry.oid} ".encode() + _quoted(prefix + name))
+        for name, data in files.items():
+            current = entries.get(name)
+            if current is not None:
+                self.require(current, prefix + name)
+            if data is not None:
+                mode = canonical_mode(current.mode) if current else MODE_FILE
+                edits.append(f"M {mode} inline ".encode() + _quoted(prefix + name) + b"\ndata %d\n" % len(data) + data)
+            elif current is not None:
+                edits.append(b"D " + _quoted(prefix + name))
+        for name, sub in folders.items():
+            current = entries.get(name)
+            if current is not None:
+                self.require(current, prefix + name, folder=True)
+            below = self.listing(current.oid, path=prefix + name) if current is not None else None
+            edits += self.edits(below, sub, f"{prefix}{name}/", kept)
+        return edits
+
 
 def _tree_of(commit: bytes) -> str:
-    """The tree a commit object's text names ("" when it names none)."""
     tree = commit.split(b"\n", 1)[0].removeprefix(b"tree ").decode("ascii", "replace")
     return tree if commit.startswith(b"tree ") and is_oid(tree) else ""
 
 
 class Writer:
-    """Writes blobs, trees and commits with git's plumbing (see the module docstring)."""
+    """Writes blobs, trees and commits with git's plumbing."""
 
     def __init__(self, git: Git) -> None:
         self._git = git
         self._identity: dict[str, str] = {}  # statefile's default identity, once git was found to have none
 
     def tree(self, base: str | None, edits: list[bytes]) -> str:
-        """Apply ``edits`` (fast-import's ``M``/``D`` commands, one per item) to ``base``'s tree in one ``git
-        fast-import``: the new top tree's id.  git checks that every object an ``M`` names exists; the commit
-        fast-import needs around the edits sets no ref (``reset``) and is garbage for ``git gc``."""
+        """Apply ``edits`` (``M``/``D`` commands) to ``base``'s tree in one ``fast-import``: the new top tree's id;
+        git checks every object an ``M`` names.  The scratch commit around them sets no ref (``reset``)."""
         head = f"commit {_SCRATCH_REF}\ncommitter statefile <statefile> 0 +0000\ndata 0\n"
         stream = (head + (f"from {base}\n" if base else "")).encode("ascii") + b"".join(e + b"\n" for e in edits)
         # core.ignoreCase would make fast-import take one of two names differing only in case for the other.
@@ -347,9 +387,8 @@ class Writer:
         return "" if result.ok else one_line(result.err, 300)
 
     def commit(self, tree: str, parent: str | None, message: str, author: tuple[str, str] | None) -> str:
-        """Write a commit of ``tree`` on ``parent``: by ``author`` (name, email) when given, else git's identity.
-        ``user.useConfigOnly`` makes git refuse to guess one from the host name: where git has none, statefile's
-        default fills what the environment lacks (and is kept for this writer's later commits)."""
+        """Write a commit of ``tree`` on ``parent`` by ``author`` (name, email), else git's identity, else statefile's
+        (``user.useConfigOnly``: git never guesses one from the host name)."""
         args = ["-c", "user.useConfigOnly=true", "-c", "i18n.commitEncoding=UTF-8", "commit-tree", "--no-gpg-sign",
                 tree, *(["-p", parent] if parent else [])]  # fmt: skip
         given = {} if author is None else {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1]}
@@ -375,3 +414,9 @@ class Writer:
 
 _IDENTITY_MISSING = ("auto-detection is disabled", "Author identity unknown", "Committer identity unknown",
                      "empty ident name", "unable to auto-detect")  # fmt: skip
+
+
+def _quoted(path: str) -> bytes:
+    """``path`` as fast-import reads a quoted path (any name a tree can hold)."""
+    raw = path.encode("utf-8", "surrogateescape").replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+    return b'"' + raw.replace(b"\n", b"\\n") + b'"'

@@ -1,21 +1,83 @@
-"""Refs: read with one ``git for-each-ref`` (where the branch points, whether it is symbolic, the work tree it is
-checked out in, where each remote-tracking copy points), moved only by ``git update-ref REF NEW OLD``.
-"""
+"""Refs: read with one ``git for-each-ref``, moved only by ``git update-ref REF NEW OLD``; and the one retry loop
+(jittered exponential backoff, bounded in tries and in time)."""
 
 from __future__ import annotations
 
+import enum
+import random
 import re
-from typing import NamedTuple
+import time
+from collections.abc import Callable
+from typing import Generic, NamedTuple, TypeVar
 
-from statefile.errors import InvalidDataError, UsageError
-from statefile.store.git.repo import Repository
-from statefile.store.git.retry import Outcome
-from statefile.store.git.runner import Git, Result, is_oid
+from statefile.errors import GitError, InvalidDataError, UsageError
+from statefile.store.git.runner import Git, Repository, Result, is_oid, one_line
+
+T = TypeVar("T")
+
+
+class Outcome(enum.Enum):
+    """How one attempt ended: DONE stops the loop; every other outcome waits and tries again."""
+
+    DONE = "done"  # the commit landed, or there was nothing to do
+    MOVED = "moved"  # a concurrent writer moved the ref between our read and our compare-and-swap
+    LOCKED = "locked"  # a ref lock is held, by another git process or left by a killed one
+    REJECTED = "rejected"  # the remote refused a non-fast-forward push: fetch, re-apply, push again
+    REMOTE_LOCKED = "remote locked"  # the remote could not lock its ref (a concurrent push, or a stale lock there)
+    UNANSWERED = "unanswered"  # the remote could not be read (the connection just broke)
+
+    @property
+    def done(self) -> bool:
+        return self is Outcome.DONE
+
+
+class Backoff(NamedTuple):
+    """How long to wait between tries: "full jitter" exponential backoff, bounded in tries and total time."""
+
+    tries: int
+    first: float
+    cap: float
+    budget: float
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """The wait before try number ``attempt`` (0-based; 0 for the first)."""
+        return 0.0 if attempt < 1 else rng.uniform(0.0, min(self.cap, self.first * 2 ** min(attempt - 1, 30)))
+
+
+class Tried(NamedTuple, Generic[T]):
+    """What :func:`retry` ended with: the last attempt's outcome and value, and how many attempts ran."""
+
+    outcome: Outcome
+    value: T
+    attempts: int
+
+
+def retry(
+    attempt: Callable[[int], tuple[Outcome, T]],
+    backoff: Backoff,
+    *,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Tried[T]:
+    """Call ``attempt(n)`` until its outcome is :attr:`Outcome.DONE`, or the tries or the time run out."""
+    rng = rng or random.Random()
+    start = clock()
+    outcome, value = attempt(0)
+    count = 1
+    while not outcome.done and count < backoff.tries:
+        wait = backoff.delay(count, rng)
+        if clock() - start + wait > backoff.budget:
+            break
+        sleep(wait)
+        outcome, value = attempt(count)
+        count += 1
+    return Tried(outcome, value, count)
+
 
 _FORMAT = "%(objectname)%00%(refname)%00%(symref)%00%(worktreepath)"
 
-# A ref in the way by the directory/file rule (refs/heads/a blocks refs/heads/a/b): git says "cannot lock ref",
-# as for a held lock, so this is told apart first: waiting for this "lock" would never help.
+# A ref in the way by the directory/file rule: git says "cannot lock ref" as for a lock, but no wait frees it.
 _CLASH = re.compile(
     r"'(?P<ref>[^'\n]+)' exists; cannot create '[^'\n]+'|there is a non-empty directory '(?P<folder>[^'\n]+)' "
     r"blocking reference '[^'\n]+'"
@@ -23,19 +85,26 @@ _CLASH = re.compile(
 
 
 def ref_clash(stderr: str) -> str | None:
-    """The ref (or folder of loose refs) in the way when git's directory/file rule refused a ref, else ``None``."""
+    """The ref (or folder of refs) in the way when git's directory/file rule refused a ref, else ``None``."""
     found = _CLASH.search(stderr)
     return None if found is None else found["ref"] or found["folder"]
 
 
 def clash_error(ref: str, existing: str, *, where: str = "", fix: str = "") -> UsageError:
-    """The usage error for ``ref``, which cannot be created because ``existing`` is in its way (``where``:
-    " on origin" for a remote's refs, "" for this repository's; ``fix``: what to do, when not the usual)."""
+    """The error for ``ref``, which ``existing`` keeps from being created (``where``: " on origin", or "" here)."""
     there = " there" if where else ""
     fix = fix or f"use another --branch, one that neither contains nor extends that name, or rename {existing}"
     return UsageError(
         f"{ref} cannot be created{where}: {existing} exists{there}, and git cannot keep both a ref and another "
         f"below it (one name would be a folder of the other) — {fix}; nothing was written"
+    )
+
+
+def lock_held(ref: str, where: str, stderr: str) -> GitError:
+    """The error for a ref whose lock stayed held through every try."""
+    return GitError(
+        f"cannot lock {ref} {where} ({one_line(stderr, 300)}): another git process holds it, or a killed one left "
+        f"{ref}.lock behind — if no git process is running, delete that file"
     )
 
 
@@ -77,14 +146,14 @@ class Refs:
         local: str | None = None
         symref = checked_out = ""
         tracking: list[tuple[str, str]] = []
+        patterns = [re.escape(pattern).replace(r"\*", "[^/]+") for pattern in self._tracking]
         for line in out.decode("utf-8", "surrogateescape").split("\n"):
             fields = line.split("\0")
             if len(fields) != 4 or not is_oid(fields[0]):
                 continue
             oid, name, target, worktree = fields
-            # for-each-ref also lists every ref *below* a literal pattern (refs/heads/memory/autoloop/x for
-            # refs/heads/memory/autoloop): a branch that merely starts with our name is not our branch.
-            if not self._wanted(name):
+            # for-each-ref also lists refs *below* a literal pattern; as in git's glob, `*` never spans a slash.
+            if name != self.local_ref and not any(re.fullmatch(pattern, name) for pattern in patterns):
                 continue
             if name == self.local_ref:
                 local, symref = oid, target
@@ -94,18 +163,6 @@ class Refs:
             elif not target:
                 tracking.append((name, oid))
         return RefState(local, symref, checked_out, dict(sorted(tracking, key=self._rank)))
-
-    def _wanted(self, name: str) -> bool:
-        """Whether ``name`` is the local ref or one of the tracking refs by its whole name."""
-        if name == self.local_ref or name in self._tracking:
-            return True
-        for pattern in self._tracking:
-            head, star, tail = pattern.partition("*")
-            if not star or len(name) <= len(head) + len(tail) or not (name.startswith(head) and name.endswith(tail)):
-                continue
-            if "/" not in name[len(head) : len(name) - len(tail)]:  # as in git's glob, `*` never spans a slash
-                return True
-        return False
 
     def in_the_way(self) -> str:
         """A ref of this repository that keeps ``refs/heads/<branch>`` from being created, else ""."""
@@ -125,12 +182,6 @@ class Refs:
         rank = self._prefer.index(remote) if remote in self._prefer else len(self._prefer)
         return (1, rank, remote)
 
-    def resolve(self, ref: str) -> str | None:
-        """Where ``ref`` points now, or ``None`` (one git process)."""
-        result = self._git.call("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-        oid = result.stdout.decode("ascii", "replace").strip()
-        return oid if result.ok and is_oid(oid) else None
-
     def check_name(self) -> None:
         """Ask git whether ``refs/heads/<branch>`` is a valid ref name (the pure checks ran before)."""
         result = self._git.call("check-ref-format", self.local_ref)
@@ -143,7 +194,9 @@ class Refs:
         result = self._git.call("update-ref", "--no-deref", "-m", f"statefile: {why}", ref, new, old or "")
         if result.ok:
             return Outcome.DONE, result
-        if self.resolve(ref) != old:
+        args = ("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        now = self._git.call(*args).stdout.decode("ascii", "replace").strip()
+        if (now if is_oid(now) else None) != old:  # moved (or deleted) since it was read: not a failure
             return Outcome.MOVED, result
         clash = ref_clash(result.err)
         if clash is not None:
@@ -162,10 +215,6 @@ class Refs:
     def set(self, ref: str, new: str, why: str) -> None:
         """Point ``ref`` at ``new`` whatever it points at now (for remote-tracking refs only)."""
         self._git.run("update-ref", "--no-deref", "-m", f"statefile: {why}", ref, new)
-
-    def delete(self, ref: str) -> None:
-        """Delete ``ref`` (a remote-tracking ref whose branch is gone from the remote)."""
-        self._git.run("update-ref", "--no-deref", "-d", ref)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether commit ``older`` is ``newer`` or one of its ancestors."""

@@ -1,11 +1,7 @@
-"""The remote: ask for its tip, fetch the branch, push a commit (never forced), and say what a failed push means.
-
-A remote is a configured remote's name or a URL; a URL's branch is fetched into a private ref
-(``refs/statefile/remotes/<hash>/<branch>``) and no remote is configured.  Credentials never touch a file or a
-command line: a token from ``GITHUB_TOKEN``/``GH_TOKEN`` (only over https, only to github.com or
-``GITHUB_SERVER_URL``'s host), or a user and password taken out of the URL, become an HTTP header passed through
-``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``, scoped to that URL.
-"""
+"""The remote (a configured name, or a URL fetched into a private ref): its tip, fetch, push (never forced), and
+what a failed push means.  Credentials (a ``GITHUB_TOKEN``/``GH_TOKEN`` over https to github.com or
+``GITHUB_SERVER_URL``'s host, or a URL's user and password) become an HTTP header in ``GIT_CONFIG_*``, scoped to
+that URL: never a file or a command line."""
 
 from __future__ import annotations
 
@@ -16,8 +12,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from statefile.errors import GitError, InvalidDataError, NotFoundError, StatefileError
-from statefile.store.git.refs import clash_error, ref_clash
-from statefile.store.git.retry import Outcome
+from statefile.store.git.refs import Outcome, clash_error, ref_clash
 from statefile.store.git.runner import Git, Result, environment_failure, environment_problem, is_oid, one_line
 from statefile.store.names import is_remote_url
 
@@ -36,13 +31,14 @@ class Credentials(NamedTuple):
 
 
 def credentials(url: str, env: Mapping[str, str]) -> Credentials:
-    """The URL to use and the header configuration for ``url`` (pure: ``env`` is the environment to read)."""
+    """The URL to use and the header configuration for ``url``, from the environment ``env``."""
     parts = urllib.parse.urlsplit(url) if "://" in url else None
     if parts is None or parts.scheme.lower() not in ("https", "http"):
         return Credentials(url, (), ())
     secrets: list[str] = []
     basic = ""
     host = parts.hostname or ""
+    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL", ""))
     if parts.username is not None or parts.password is not None:
         user = urllib.parse.unquote(parts.username or "")
         password = urllib.parse.unquote(parts.password or "")
@@ -51,7 +47,10 @@ def credentials(url: str, env: Mapping[str, str]) -> Credentials:
         url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
         basic = f"{user}:{password}"
         secrets += [s for value in (user, password) for s in (value, urllib.parse.quote(value, safe="")) if s]
-    elif _token_host(parts, env):
+    # A token goes only to github.com or GITHUB_SERVER_URL's host, and only over https (or to this machine).
+    elif host.lower() in {"github.com", (server.hostname or "").lower()} - {""} and (
+        parts.scheme.lower() == "https" or host.lower() in ("127.0.0.1", "localhost", "::1")
+    ):
         token = next((env[name].strip() for name in TOKEN_VARIABLES if env.get(name, "").strip()), "")
         if token:
             basic = f"x-access-token:{token}"
@@ -65,17 +64,6 @@ def credentials(url: str, env: Mapping[str, str]) -> Credentials:
     return Credentials(url, ((key, ""), (key, f"AUTHORIZATION: basic {encoded}")), tuple(secrets))
 
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def _token_host(parts: urllib.parse.SplitResult, env: Mapping[str, str]) -> bool:
-    host = (parts.hostname or "").lower()
-    server = urllib.parse.urlsplit(env.get("GITHUB_SERVER_URL", ""))
-    if host not in {"github.com", (server.hostname or "").lower()} - {""}:
-        return False
-    return parts.scheme.lower() == "https" or host in _LOOPBACK
-
-
 def private_ref(url: str, branch: str) -> str:
     """Where a URL remote's branch is fetched to: a ref no branch listing shows, one per URL and branch."""
     import hashlib  # here, not at the top: OpenSSL costs ~10 ms that stores without a URL remote need not pay
@@ -87,12 +75,12 @@ def private_ref(url: str, branch: str) -> str:
 class Remote:
     """Fetching from and pushing to one remote branch (a configured remote's name, or a URL)."""
 
-    def __init__(self, git: Git, spec: str, branch: str, *, url: str | None = None) -> None:
+    def __init__(self, git: Git, spec: str, branch: str) -> None:
         self._git = git
         self.spec = spec
         self.branch = branch
         self.is_url = is_remote_url(spec)
-        self.target = url if url is not None else spec  # what git is given: the name, or the URL without credentials
+        self.target = spec  # what git is given: the name, or the URL without credentials
         self.tracking_ref = private_ref(self.target, branch) if self.is_url else f"refs/remotes/{spec}/{branch}"
         self.remote_ref = f"refs/heads/{branch}"
         #: How messages name the remote (``origin``, or the URL without credentials) and its branch.
@@ -100,9 +88,8 @@ class Remote:
         self.display = f"{self.name} {branch}" if self.is_url else f"{self.name}/{branch}"
 
     def advertised(self) -> str | None:
-        """The remote branch's commit as the remote advertises it now (``None``: no such branch); InvalidDataError
-        when it is a symbolic ref there (a fetch would read its target as the memory, a push would move it).  Only
-        ``ls-remote --symref`` over protocol v2 tells, so v2 is asked for whatever the configuration says."""
+        """The remote branch's commit now (``None``: no such branch); InvalidDataError for a symbolic ref there,
+        which only ``ls-remote --symref`` over protocol v2 tells."""
         result = self._git.call(
             "-c", "protocol.version=2", "ls-remote", "--symref", "--end-of-options", self.target, self.remote_ref
         )
@@ -151,10 +138,8 @@ class Remote:
         return self._git.failure(result, hint, what=f"fetching {self.display}")
 
     def push(self, new: str) -> tuple[Outcome, Result]:
-        """Push commit ``new`` to the remote branch, never forced (``--no-verify``: the user's pre-push hooks are
-        about their code).  REJECTED when someone pushed first, REMOTE_LOCKED when the remote could not lock its
-        ref, MOVED when git gave no verdict (the commit may have landed: the caller must look); other refusals
-        raise, with the remote's own message."""
+        """Push ``new``, never forced (``--no-verify``: pre-push hooks are about the user's code): REJECTED,
+        REMOTE_LOCKED, or MOVED when git gave no verdict (the caller must look); other refusals raise."""
         target = f"{new}:{self.remote_ref}"
         result = self._git.call("push", "--porcelain", "--no-verify", "--end-of-options", self.target, target)
         if result.ok:
@@ -231,7 +216,6 @@ def remote_message(stderr: str) -> str:
     return one_line("\n".join(lines))
 
 
-def env_tokens(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+def env_tokens() -> tuple[str, ...]:
     """The tokens in the environment (to redact them from any message, used or not)."""
-    source = os.environ if env is None else env
-    return tuple(value.strip() for name in TOKEN_VARIABLES if (value := source.get(name, "")).strip())
+    return tuple(value.strip() for name in TOKEN_VARIABLES if (value := os.environ.get(name, "")).strip())

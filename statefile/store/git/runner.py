@@ -1,17 +1,17 @@
-"""The one place statefile starts git: the environment (``GIT_DIR`` pinned, English messages, never a password
-prompt), time limits, and failures turned into one-line errors.  git's output is redacted where it enters and
-again where an error leaves, so no message carries a credential.
-"""
+"""The one place statefile starts git: finding the repository once (``git rev-parse``), the environment (``GIT_DIR``
+pinned, English, never a prompt), time limits, one-line errors; git's output is redacted where it enters."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import NamedTuple
 
-from statefile.errors import EnvironmentFailure, GitError, StatefileError
+from statefile.errors import EnvironmentFailure, GitError, NotFoundError, StatefileError
 from statefile.redaction import redact
 
 NETWORK_TIMEOUT = 300.0  # how long one git command may run: a fetch or push over a slow network, never forever
@@ -91,7 +91,7 @@ def subcommand(args: Iterable[str]) -> str:
 
 
 class Git:
-    """Runs git for one repository with one environment; see the module docstring."""
+    """Runs git for one repository with one environment."""
 
     def __init__(self, exe: str, cwd: str, env: Mapping[str, str], *, secrets: Iterable[str] = ()) -> None:
         self.exe = exe
@@ -148,13 +148,11 @@ class Git:
             )
         except subprocess.TimeoutExpired:
             raise GitError(
-                f"git {subcommand(args)} did not finish within {timeout:.0f} s; check the network and the remote, "
-                "then retry"
+                f"git {subcommand(args)} did not finish within {timeout:.0f} s; check the network and the remote, retry"
             ) from None
         except OSError as exc:
             raise GitError(f"cannot run git ({exc.strerror}); install git and put it on PATH") from None
-        # Redacted where git's words enter, before anything cuts them short (half a password matches no pattern);
-        # a failed command's stdout too: only messages are made of it.
+        # Redacted before anything cuts them short (half a password matches no pattern); a failure's stdout too.
         out = proc.stdout if proc.returncode == 0 else self._redacted(proc.stdout)
         return Result(tuple(args), proc.returncode, out, self._redacted(proc.stderr))
 
@@ -178,17 +176,15 @@ class Git:
             return environment_failure(problem, what, detail)
         return GitError(f"{what} failed (exit {result.returncode}): {detail}; {hint}")
 
-    def popen(self, *args: str, bufsize: int = -1, stderr: bool = False) -> subprocess.Popen[bytes]:
-        """Start ``git args…`` with pipes for stdin and stdout (and stderr, else it is discarded)."""
+    def popen(self, *args: str, bufsize: int = -1) -> subprocess.Popen[bytes]:
+        """Start ``git args…`` with pipes for stdin and stdout (stderr is discarded)."""
         try:
             return subprocess.Popen(
                 [self.exe, *args], cwd=self.cwd, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE if stderr else subprocess.DEVNULL, bufsize=bufsize,
+                stderr=subprocess.DEVNULL, bufsize=bufsize,
             )  # fmt: skip
         except OSError as exc:
-            raise GitError(
-                f"cannot run git {subcommand(args)} ({exc.strerror}); install git and put it on PATH"
-            ) from None
+            raise GitError(f"cannot run git {subcommand(args)} ({exc.strerror}); install git, put it on PATH") from None
 
 
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
@@ -197,3 +193,75 @@ _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 def is_oid(text: str) -> bool:
     """Whether ``text`` is a full object id (40 hex digits for SHA-1 repositories, 64 for SHA-256)."""
     return _OID.fullmatch(text) is not None
+
+
+#: The object formats statefile writes through git's plumbing (git itself knows no others today).
+OBJECT_FORMATS = ("sha1", "sha256")
+
+
+class Repository(NamedTuple):
+    """Where a repository lives, as git reports it."""
+
+    git_dir: Path  # this work tree's git dir (a linked work tree has its own)
+    common_dir: Path  # shared by all work trees: objects and refs live here
+    work_tree: Path | None  # None for a bare repository
+    object_format: str  # "sha1" or "sha256"
+
+    @property
+    def top(self) -> Path:
+        """The work tree's top, or a bare repository's git dir: where git runs."""
+        return self.work_tree if self.work_tree is not None else self.git_dir
+
+
+def git_executable() -> str:
+    """The git program to run."""
+    return shutil.which("git") or "git"
+
+
+def find_repository(path: str | os.PathLike[str], exe: str | None = None) -> Repository | None:
+    """The repository at or above ``path`` (as git finds it), or ``None`` when there is none."""
+    try:
+        return discover(path, exe)
+    except NotFoundError:
+        return None
+
+
+def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository:
+    """The repository at or above ``path``; NotFoundError when there is none, GitError when git refuses it."""
+    exe = exe or git_executable()
+    env = {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"}
+    where = Path(path)
+    args = ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--is-bare-repository",
+            "--show-object-format", "--show-toplevel"]  # fmt: skip
+    try:
+        proc = subprocess.run(
+            [exe, *args], cwd=where, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
+        )
+    except FileNotFoundError:
+        if not where.exists():
+            raise NotFoundError(f"{path}: no such folder; pass the path of a git repository") from None
+        raise GitError("cannot run git; install git and put it on PATH") from None
+    except NotADirectoryError:
+        raise NotFoundError(f"{path}: not a folder; pass the path of a git repository") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git in {path} ({exc.strerror}); check the path and that git is installed") from None
+    lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+    err = proc.stderr.decode("utf-8", "replace")
+    # --show-toplevel fails in a bare repository (and inside a .git folder) after printing the other answers.
+    if len(lines) < 4 or (proc.returncode and "work tree" not in err):
+        if "not a git repository" in err or not err:
+            raise NotFoundError(
+                f"{path}: not inside a git repository; run `git init` there, or use a folder store (--dir)"
+            )
+        raise GitError(f"git rev-parse failed in {path}: {one_line(redact(err))}; check the repository")
+    git_dir = Path(lines[0])
+    # Without a fifth line, git was asked from inside the .git folder of a repository with a work tree.
+    work_tree = None if lines[2] == "true" else Path(lines[4]) if len(lines) > 4 else git_dir.parent
+    return Repository(git_dir, Path(lines[1]), work_tree, lines[3].strip())
+
+
+def init_bare(path: str | os.PathLike[str], exe: str | None = None) -> Repository:
+    """Create an empty bare repository at ``path`` and return it (a scratch place for a store with a URL remote)."""
+    git = Git(exe or git_executable(), ".", {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"})
+    git.run("init", "--quiet", "--bare", os.fspath(path), hint=f"check that {path} is writable")
+    return discover(path, exe)

@@ -1,42 +1,147 @@
-"""State files on a branch of a git repository, written without a checkout (the user's HEAD, index and working
-tree are never read or written): :mod:`.transaction` writes, this module reads and relates the branch to its
-remote-tracking copy (the table in :mod:`.branches` says what that means for reads and writes).
-"""
+"""State files on a git branch, without a checkout: :class:`GitStore`'s reads, logs and ``sync``'s branch operations."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import datetime
 
 from statefile.errors import ConflictError, StatefileError, UsageError
-from statefile.store.base import LogEntry, Store, decode_text, read_each, sorted_parts, state_path
-from statefile.store.files import check_lines, read_limit
-from statefile.store.git.objects import kind_of
+from statefile.model.archive import archive_dir
+from statefile.store.base import LogEntry, Store, decode_text, state_path
+from statefile.store.git.objects import kind_of, missing_object
 from statefile.store.git.transaction import GitTransactions
-from statefile.store.names import is_program_name, validate_path, validate_program, windows_reserved
+from statefile.store.names import validate_path
 
 # One commit of `git log -z --raw --format=%x01%H`: its id, then the blob ids before and after (zeros: no file).
 _RAW_CHANGE = re.compile(r"^([0-9a-f]+)\0\n?:\d+ \d+ ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*\0")
 
 
 class GitStore(GitTransactions):
-    """State files on a branch of a git repository (see :mod:`.transaction` for how writes work)."""
+    """State files on a branch of a git repository; writes as :mod:`.transaction` says."""
+
+    def __repr__(self) -> str:
+        where = f" via {self._remote.display}" if self._remote else ""
+        return f"<GitStore {self.repository.top} branch {self.branch}{where}>"
+
+    def pin(self, commit: str) -> None:
+        """Make reads (not writes) see ``commit`` until the next :meth:`fetch` (the remote's tip, after a fork)."""
+        self._pinned = commit
+
+    def fetch(self, *, read_only: bool = False) -> str | None:
+        """Fetch the branch and fast-forward the local one (``read_only``: no branch moves); the remote's tip."""
+        if self._remote is None:
+            raise UsageError("this store has no remote; open it with remote='origin' to fetch")
+        self._forget()
+        remote_tip = self._fetch()
+        self._pinned = None
+        state = self._state()
+        local = state.local
+        if remote_tip is not None and local not in (None, remote_tip) and self._refs.is_ancestor(local, remote_tip):
+            why = "fast-forward after fetch"
+            moved = not read_only and not state.checked_out and self._advance_local(local, remote_tip, why)
+            self._pinned = None if moved else remote_tip
+            self._fetched = (remote_tip,)
+        return remote_tip
+
+    def _read_at(self, at: str | None, path: str) -> str | None:
+        entry = self._trees.lookup(at, path)
+        if entry is None:
+            return None
+        return decode_text(self._trees.objects([entry.oid], "blob", [path])[0], f"{path} on branch {self.branch}")
+
+    def _names(self, at: str | None, program: str = "") -> list[str]:
+        if not program:
+            return [] if at is None else list(self._trees.listing(at))
+        entry = self._trees.lookup(at, archive_dir(program), folder=True)
+        return [] if entry is None else list(self._trees.listing(entry.oid, path=archive_dir(program)))
+
+    def _top_md(self) -> dict[str, tuple[int, str]]:
+        tip = self.tip()
+        found: dict[str, tuple[int, str]] = {}
+        for name, entry in ({} if tip is None else self._trees.listing(tip, sizes=True)).items():
+            why = ""
+            if not entry.is_file:
+                why = f"{name} {self.where} is {kind_of(entry.mode)}, not a regular file; replace it with a file"
+            elif entry.size is None:
+                why = str(missing_object(name, entry.oid, self.branch))
+            if name.endswith(".md"):
+                found[name[:-3]] = (entry.size or 0, why)
+        return found
+
+    def paths(self) -> list[str]:
+        """Every path on the branch, sorted, from one ``git ls-tree -r`` (no blob is read)."""
+        tip = self.tip()
+        return [] if tip is None else sorted(self._trees.everything(tip))
+
+    def read_all(self) -> dict[str, str]:
+        """Every text file on the branch: path → text (one ``git ls-tree -r`` and one cat-file batch)."""
+        tip = self.tip()
+        entries = {} if tip is None else self._trees.everything(tip)
+        for path, entry in entries.items():
+            self._trees.require(entry, path)
+        blobs = self._trees.objects([entry.oid for entry in entries.values()], "blob", list(entries))
+        texts = {path: self._text(path, data) for path, data in zip(entries, blobs, strict=True)}
+        return {path: text for path, text in texts.items() if text is not None}
+
+    def file_at(self, commit: str | None, path: str) -> str | None:
+        """The text of ``path`` at ``commit`` (``None`` when it does not exist there, or for no commit)."""
+        return self._read_at(commit, validate_path(path))
 
     def commit_time(self, commit: str) -> int:
         """When ``commit`` was committed (Unix seconds): how old a copy whose tip it is must be at least."""
         return int(self._git.run("log", "-1", "--format=%ct", commit, "--").decode("ascii", "replace").strip() or 0)
 
-    def pin(self, commit: str) -> None:
-        """Make reads see ``commit`` (the remote's tip when the local branch has diverged); writes are unaffected,
-        the next :meth:`fetch` unpins."""
-        self._pinned = commit
+    def trailers(self, commit: str, key: str) -> list[str]:
+        """The values of ``commit``'s ``key`` trailers, as git parses the message's trailer block."""
+        out = self._git.run(
+            "-c", "log.showSignature=false", "log", "-1", f"--format=%(trailers:key={key},valueonly,unfold)", commit
+        )
+        return [line.strip() for line in out.decode("utf-8", "replace").splitlines() if line.strip()]
+
+    def log(self, program: str, limit: int = 50) -> list[LogEntry]:
+        """Commits on the branch that changed ``{program}.md``, newest first (one ``git log``)."""
+        out = self._log_of(program, limit, "-z", "--format=%H%x1f%aI%x1f%an <%ae>%x1f%B")
+        records = (out or b"").decode("utf-8", "replace").split("\0")
+        found = [fields for record in records if len(fields := record.strip("\n").split("\x1f", 3)) == 4]
+        return [LogEntry(commit, datetime.fromisoformat(when), by, text.strip()) for commit, when, by, text in found]
+
+    def _log_of(self, program: str, limit: int, *options: str) -> bytes | None:
+        path = state_path(program)
+        tip = self.tip()
+        if tip is None or limit < 1:
+            return None
+        return self._git.run(
+            "-c", "log.showSignature=false", "-c", "core.quotePath=false", "log", *options, f"--max-count={int(limit)}",
+            tip, "--", path,
+        )  # fmt: skip
+
+    def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
+        """The unified diff of ``{program}.md`` in each of the commits :meth:`log` lists (one ``git log -p``)."""
+        out = self._log_of(program, limit, "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H")
+        records = (record.partition("\n") for record in (out or b"").decode("utf-8", "replace").split("\0")[1:])
+        return {commit.strip(): patch.strip("\n") + "\n" if patch.strip() else "" for commit, _, patch in records}
+
+    def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
+        """``{program}.md`` before and after each commit :meth:`log` lists (one ``git log --raw``, one batch read)."""
+        out = self._log_of(program, limit, "-z", "--raw", "--no-abbrev", "--no-renames", "--format=%x01%H")
+        pairs: dict[str, tuple[str | None, str | None]] = {}
+        for record in (out or b"").decode("utf-8", "replace").split("\x01")[1:]:
+            match = _RAW_CHANGE.match(record)
+            if match:  # a merge commit has no --raw line: nothing to say about it
+                commit, old, new = match.groups()
+                pairs[commit] = (old if old.strip("0") else None, new if new.strip("0") else None)
+        oids = sorted({oid for pair in pairs.values() for oid in pair if oid is not None})
+        try:
+            blobs = self._trees.objects(oids, "blob", [state_path(program)] * len(oids))
+        except StatefileError:
+            return {}  # an oversize or damaged old version: the log still lists the commits, without their texts
+        texts = {oid: data.decode("utf-8", "replace") for oid, data in zip(oids, blobs, strict=True)}
+        return {commit: (old and texts[old], new and texts[new]) for commit, (old, new) in pairs.items()}
 
     # -- reconciling a local branch with the remote's (statefile sync) -------------------------------------------
 
     def local_only_commits(self) -> list[tuple[str, str | None, str, list[str]]]:
-        """The local branch's commits the remote-tracking copy lacks, oldest first: ``(commit, first parent or
-        None, message, changed paths)``."""
+        """The local-only commits, oldest first: ``(commit, first parent or None, message, changed paths)``."""
         state = self.branch_state()
         if state.local is None:
             return []
@@ -54,21 +159,8 @@ class GitStore(GitTransactions):
             commits.append((commit.decode("ascii"), parent, text, [path for path in paths if path]))
         return commits
 
-    def trailers(self, commit: str, key: str) -> list[str]:
-        """The values of ``commit``'s ``key`` trailers, as git parses the message's trailer block."""
-        out = self._git.run(
-            "-c", "log.showSignature=false", "log", "-1", f"--format=%(trailers:key={key},valueonly,unfold)", commit
-        )
-        return [line.strip() for line in out.decode("utf-8", "replace").splitlines() if line.strip()]
-
-    def file_at(self, commit: str | None, path: str) -> str | None:
-        """The text of ``path`` at ``commit`` (``None`` when it does not exist there, or for no commit)."""
-        validate_path(path)
-        return self._read_at(commit, path)
-
     def set_aside_local(self, keep_ref: str) -> None:
-        """Keep the local branch's commits under ``keep_ref``, then move the local branch to the remote-tracking
-        copy (compare-and-swap: refused if the branch moved meanwhile).  Nothing is lost: ``keep_ref`` holds them."""
+        """Keep the local commits under ``keep_ref``, then compare-and-swap the branch to the remote-tracking copy."""
         state = self._state()
         self._check_writable(state)
         tracking = self.branch_state().tracking
@@ -104,136 +196,5 @@ class GitStore(GitTransactions):
         """The remotes configured in this repository (``git remote``)."""
         return self._git.run("remote").decode("utf-8", "surrogateescape").split()
 
-    # -- the Store reading interface -----------------------------------------------------------------------------
 
-    def _read_file(self, path: str) -> str | None:
-        return self._read_at(self.tip(), path)
-
-    def programs(self) -> dict[str, int]:
-        """Program name → size in bytes, from one ``git ls-tree -l`` of the tip (no blob is read)."""
-        return {name: size for name, (size, _) in self._top_files(self.tip()).items()}
-
-    def _top_files(self, tip: str | None) -> dict[str, tuple[int, str]]:
-        """Program name → (size, blob id) of every regular ``*.md`` file at the top of ``tip``'s tree."""
-        listing = {} if tip is None else self._trees.listing(tip, sizes=True)
-        return {
-            name[:-3]: (entry.size, entry.oid)
-            for name, entry in listing.items()
-            if name.endswith(".md") and entry.is_file and entry.size is not None and is_program_name(name[:-3])
-        }
-
-    def unreadable(self) -> dict[str, str]:
-        """``{name}.md`` entries at the top of the tip that look like programs but cannot be read: name → why."""
-        tip = self.tip()
-        if tip is None:
-            return {}
-        found: dict[str, str] = {}
-        for name, entry in self._trees.listing(tip, sizes=True).items():
-            program = name[:-3]
-            if not name.endswith(".md") or not (is_program_name(program) or windows_reserved(program)):
-                continue
-            where = f"{name} on branch {self.branch}"
-            if not entry.is_file:
-                found[program] = f"{where} is {kind_of(entry.mode)}, not a regular file; replace it with a file"
-            elif entry.size is None:
-                found[program] = (
-                    f"{where}: its object {entry.oid} is missing from the repository; it is damaged — run `git fsck`, "
-                    "or fetch the branch again"
-                )
-            elif not is_program_name(program):
-                found[program] = f"{where}: {program!r} is a reserved device name on Windows; rename it"
-        return dict(sorted(found.items()))
-
-    def read_texts(
-        self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
-    ) -> dict[str, str | None]:
-        """The raw text of each program's state file at one tip (``None`` when missing), read in one batch."""
-        names = list(programs)
-        tip = self.tip()
-        files = self._top_files(tip)
-        limit = read_limit(self.max_bytes)
-        batch = [name for name in names if name in files and files[name][0] <= limit]
-        found = self._cat.read_many([files[n][1] for n in batch], limit)
-        raw_by_name = {name: item[1] for name, item in zip(batch, found, strict=True) if item and item[0] == "blob"}
-
-        def read(name: str) -> str | None:
-            path = state_path(name)  # a name that is no program's is an error like any other here
-            if (raw := raw_by_name.get(name)) is None:
-                return self._read_at(tip, path)
-            where = f"{path} {self.where}"
-            return decode_text(check_lines(where, raw, self.max_bytes), where)
-
-        return read_each(names, read, errors)
-
-    def archive_parts(self, program: str) -> list[str]:
-        """Archive part names of ``program`` at the tip, oldest first."""
-        return sorted_parts(self._archive_names(self.tip(), validate_program(program)))
-
-    def paths(self) -> list[str]:
-        """Every path on the branch, sorted, from one ``git ls-tree -r`` (no blob is read)."""
-        tip = self.tip()
-        return [] if tip is None else sorted(self._trees.everything(tip))
-
-    def read_all(self) -> dict[str, str]:
-        """Every text file on the branch: path → text (one ``git ls-tree -r`` and one cat-file batch)."""
-        tip = self.tip()
-        if tip is None:
-            return {}
-        entries = self._trees.everything(tip)
-        for path, entry in entries.items():
-            self._require(entry, path)
-        paths = list(entries)
-        blobs = self._objects([entry.oid for entry in entries.values()], "blob", paths)
-        texts = {path: self._text(path, data) for path, data in zip(paths, blobs, strict=True)}
-        return {path: text for path, text in texts.items() if text is not None}
-
-    def log(self, program: str, limit: int = 50) -> list[LogEntry]:
-        """Commits on the branch that changed ``{program}.md``, newest first (one ``git log``)."""
-        out = self._log_of(program, limit, "-z", "--format=%H%x1f%aI%x1f%an <%ae>%x1f%B")
-        records = (out or b"").decode("utf-8", "replace").split("\0")
-        found = [fields for record in records if len(fields := record.strip("\n").split("\x1f", 3)) == 4]
-        return [LogEntry(commit, datetime.fromisoformat(when), by, text.strip()) for commit, when, by, text in found]
-
-    def _log_of(self, program: str, limit: int, *options: str) -> bytes | None:
-        """``git log OPTIONS`` of ``{program}.md`` at the tip; ``None`` for no branch or ``limit`` < 1."""
-        path = state_path(program)
-        tip = self.tip()
-        if tip is None or limit < 1:
-            return None
-        return self._git.run(
-            "-c", "log.showSignature=false", "-c", "core.quotePath=false", "log", *options, f"--max-count={int(limit)}",
-            tip, "--", path,
-        )  # fmt: skip
-
-    def log_patches(self, program: str, limit: int = 50) -> dict[str, str]:
-        """The unified diff of ``{program}.md`` in each of the commits :meth:`log` lists (one ``git log -p``)."""
-        out = self._log_of(program, limit, "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H")
-        if out is None:
-            return {}
-        records = (record.partition("\n") for record in out.decode("utf-8", "replace").split("\0")[1:])
-        return {commit.strip(): patch.strip("\n") + "\n" if patch.strip() else "" for commit, _, patch in records}
-
-    def log_texts(self, program: str, limit: int = 50) -> dict[str, tuple[str | None, str | None]]:
-        """``{program}.md`` before and after each commit :meth:`log` lists: one ``git log --raw`` for the blob ids,
-        one batch read of the distinct blobs (a commit's "before" is usually the next one's "after")."""
-        out = self._log_of(program, limit, "-z", "--raw", "--no-abbrev", "--no-renames", "--format=%x01%H")
-        if out is None:
-            return {}
-        pairs: dict[str, tuple[str | None, str | None]] = {}
-        for record in out.decode("utf-8", "replace").split("\x01")[1:]:
-            match = _RAW_CHANGE.match(record)
-            if match:  # a merge commit has no --raw line: nothing to say about it
-                commit, old, new = match.groups()
-                pairs[commit] = (None if not old.strip("0") else old, None if not new.strip("0") else new)
-        oids = sorted({oid for pair in pairs.values() for oid in pair if oid is not None})
-        try:
-            blobs = self._objects(oids, "blob", [state_path(program)] * len(oids))
-        except StatefileError:
-            return {}  # an oversize or damaged old version: the log still lists the commits, without their texts
-        texts = {oid: data.decode("utf-8", "replace") for oid, data in zip(oids, blobs, strict=True)}
-        return {
-            commit: (texts[old] if old else None, texts[new] if new else None) for commit, (old, new) in pairs.items()
-        }
-
-
-Store.git_store = GitStore
+Store.open = GitStore

@@ -1,98 +1,46 @@
 """Ref names and push outcomes in the git store, each built from what a cold tester ran into.
 
-Real repositories and a bare remote: a push whose connection drops while the remote is briefly unreachable, branch
-names that clash with an existing ref by git's directory/file rule (``memory/autoloop`` against
-``memory/autoloop/sub``), and branches whose names merely start with the memory branch's.
+Real repositories and a bare remote: branch names that clash with an existing ref by git's directory/file rule
+(``memory/autoloop`` against ``memory/autoloop/sub``), and branches whose names merely start with the memory branch's.
+
+The one retry loop around moving a ref is pure logic, tested with a fake clock and a recording sleep.
 """
 
 from __future__ import annotations
 
+import random
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from gitutil import run_statefile
-from storeutil import BRANCH, LOCAL, TRACKING, appender, clone, git, make_remote, make_repo, one_error_line, rev
+from storeutil import (
+    BRANCH,
+    LOCAL,
+    TRACKING,
+    appender,
+    clone,
+    git,
+    make_remote,
+    make_repo,
+    one_error_line,
+    rev,
+)
 
 from statefile.errors import (
-    EXIT_GIT,
     EXIT_INVALID_DATA,
     EXIT_NOT_FOUND,
     EXIT_USAGE,
-    GitError,
     InvalidDataError,
     UsageError,
 )
 from statefile.store import GitStore, Store
-from statefile.store.git import transaction
-from statefile.store.git.refs import Refs
-from statefile.store.git.retry import Backoff
+from statefile.store.git.refs import Backoff, Outcome, Refs, retry
 
 
 def sf(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """The statefile command, in-process; the test fails if it runs longer than ``timeout`` seconds."""
     return run_statefile(*args, cwd=cwd, timeout=timeout)
-
-
-def hook(bare: Path, name: str, body: str) -> None:
-    path = bare / "hooks" / name
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(0o755)
-
-
-def vanish_after_receiving(bare: Path, seconds: float | None) -> None:
-    """A post-receive hook that takes the remote away (moves it aside), then kills receive-pack: the ref has
-    moved, git push exits non-zero without a verdict, and fetching from the remote fails — for ``seconds``, or
-    until the test puts it back (``None``)."""
-    back = "" if seconds is None else f'(sleep {seconds}; mv "$D.away" "$D") </dev/null >/dev/null 2>&1 &'
-    # The sleeper's descriptors go to /dev/null: holding git's stderr open would make the push wait for it.
-    hook(bare, "post-receive", f'D=$(cd "$GIT_DIR" && pwd -P)\ncd /\nmv "$D" "$D.away"\n{back}\nkill -9 $PPID')
-
-
-def wait_for(path: Path, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never came back"
-        time.sleep(0.05)
-
-
-# -- a push whose outcome cannot be read straight away --------------------------------------------------------------
-
-
-def test_a_push_that_landed_is_verified_once_the_remote_answers_again(tmp_path: Path) -> None:
-    remote = make_remote(tmp_path)
-    work = clone(remote, tmp_path / "work")
-    assert sf("--remote", "origin", "init", "perf", cwd=work).returncode == 0
-    vanish_after_receiving(remote, 2)
-    proc = sf("--remote", "origin", "record", "perf", "--status", "accepted", "--metric", "7", cwd=work)
-    wait_for(remote)
-    assert proc.returncode == 0, proc.stderr
-    assert git(remote, "show", f"{BRANCH}:perf.md").count("### Iteration 1 ") == 1
-    assert rev(work, LOCAL) == rev(remote, LOCAL) == rev(work, TRACKING)
-
-
-def test_a_push_that_cannot_be_verified_says_so_and_never_that_it_failed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    remote = make_remote(tmp_path)
-    work = clone(remote, tmp_path / "work")
-    store = Store.open(work, remote="origin")
-    store.update("perf", appender("- one"), "statefile: one")
-    before = rev(work, LOCAL)
-    # The check is bounded by time: a shorter bound keeps this test short (the remote stays away throughout).
-    monkeypatch.setattr(transaction, "_VERIFY_BACKOFF", Backoff(tries=20, first=0.05, cap=0.2, budget=1.0))
-    vanish_after_receiving(remote, None)
-    with pytest.raises(GitError) as info:
-        store.update("perf", appender("- two"), "statefile: two")
-    message = str(info.value)
-    assert info.value.exit_code == EXIT_GIT and "\n" not in message
-    assert "may have landed" in message and "could not be verified" in message
-    assert "`statefile --remote origin log perf`" in message and "before recording again" in message
-    assert "failed" not in message.replace(str(tmp_path), "").lower()
-    (tmp_path / "remote.git.away").rename(remote)
-    assert "- two" in git(remote, "show", f"{BRANCH}:perf.md")  # it had landed: hence "may have"
-    assert rev(work, LOCAL) == before  # nothing here claims it did
 
 
 def assert_refused_as_a_clash(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -210,3 +158,53 @@ def test_git_judges_a_branch_name_before_the_branch_is_created(tmp_path: Path) -
     with pytest.raises(UsageError, match="git refuses it"):
         Refs(store._git, store.repository, "bad..name", []).check_name()
     Refs(store._git, store.repository, "memory/ok", []).check_name()
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_it_stops_at_the_first_done_and_counts_attempts() -> None:
+    clock = FakeTime()
+    outcomes = iter([Outcome.MOVED, Outcome.REJECTED, Outcome.DONE, Outcome.MOVED])
+    tried = retry(lambda n: (next(outcomes), n), Backoff(10, 0.1, 4.0, 60.0), sleep=clock.sleep, clock=clock.clock)
+    assert (tried.outcome, tried.value, tried.attempts) == (Outcome.DONE, 2, 3)
+    assert len(clock.waits) == 2 and all(w >= 0 for w in clock.waits)
+
+
+def test_it_gives_up_after_the_tries() -> None:
+    clock = FakeTime()
+    tried = retry(lambda n: (Outcome.LOCKED, n), Backoff(5, 0.01, 0.1, 60.0), sleep=clock.sleep, clock=clock.clock)
+    assert (tried.outcome, tried.attempts) == (Outcome.LOCKED, 5)
+
+
+def test_it_gives_up_when_the_time_is_spent_and_never_sleeps_past_it() -> None:
+    clock = FakeTime()
+
+    def attempt(n: int) -> tuple[Outcome, int]:
+        clock.now += 1.0  # each attempt takes a second
+        return Outcome.REJECTED, n
+
+    tried = retry(attempt, Backoff(1000, 0.5, 4.0, 20.0), rng=random.Random(3), sleep=clock.sleep, clock=clock.clock)
+    assert tried.outcome is Outcome.REJECTED and tried.attempts < 1000
+    assert clock.now <= 20.0 + 1.0  # no wait starts that would end past the budget; the last attempt may run on
+
+
+def test_waits_are_full_jitter_under_an_exponential_cap() -> None:
+    backoff = Backoff(100, 0.1, 4.0, 600.0)
+    rng = random.Random(7)
+    assert backoff.delay(0, rng) == 0.0
+    for attempt in range(1, 40):
+        cap = min(4.0, 0.1 * 2 ** (attempt - 1))
+        samples = [backoff.delay(attempt, rng) for _ in range(200)]
+        assert all(0.0 <= s <= cap for s in samples)
+        assert max(samples) > cap * 0.8 and min(samples) < cap * 0.2  # spread over the whole range
