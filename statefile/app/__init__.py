@@ -1,2 +1,1 @@
-"""The use-case layer between the command line and the rest: configuration, the run context, one function per
-operation over a store."""
+"""The use cases: one function per user action over a store, with the configuration and the run context."""

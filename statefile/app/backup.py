@@ -1,17 +1,15 @@
-"""Backups: every program's memory as one JSON export, and importing one back byte for byte (apart from the read
-and write use cases: the export's checksums load hashlib, which the scheduler's pre-step should not)."""
+"""Export and import, apart from writing: the export's checksums load hashlib, which the pre-step should not."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statefile.app.writing import restore_heading, restoring_heading
+from statefile.app.writing import on_existing, restore_heading
 from statefile.defaults import SHARED_PROGRAM
-from statefile.errors import ConflictError, NotFoundError, UsageError
-from statefile.model.document import StateDocument
+from statefile.errors import ConflictError, UsageError
 from statefile.model.text import encode
 from statefile.numbers import number_text, plural
-from statefile.store import GitStore, Store
+from statefile.store import Change, GitStore, Store
 from statefile.store.exchange import dumps, export_json
 from statefile.store.names import case_twins, is_program_name
 
@@ -35,11 +33,24 @@ class ImportOutcome:
 
 
 def import_files(store: Store, files: dict[str, str], *, budget: int, force: bool) -> ImportOutcome:
-    """Write ``files`` as one commit (files that exist with other content only with ``force``; names differing only
-    in case never), then restore drifted Machine State headings, a commit each, so the import commit is the backup
-    exactly."""
+    """``files`` as one commit (overwriting only with ``force``), then drifted headings restored, a commit each."""
     existing = store.read_all()
-    _refuse_case_twins(store, files, existing)
+    # Refused even with --force: overwriting replaces a file, but a name differing only in case adds a second.
+    if twins := case_twins([path for path in files if path not in existing], existing):
+        name, other = twins[0]
+        there = any(p == other or (other.endswith("/") and p.startswith(other)) for p in existing)
+        where = ("on the branch" if isinstance(store, GitStore) else "in the folder") if there else "in the export"
+        more = f" (and {plural(len(twins) - 1, 'other name')})" if len(twins) > 1 else ""
+        if name.rstrip("/") == other.rstrip("/"):  # perf.md and perf.md/x: a file and a folder of one name
+            kinds = ("a folder", "a file") if name.endswith("/") else ("a file", "a folder")
+            raise UsageError(
+                f"{other.rstrip('/')} is {kinds[0]} in the export and {kinds[1]} {where}{more} — no tree or file "
+                "system holds both; nothing was written — rename one of them"
+            )
+        raise UsageError(
+            f"{name} in the export differs only in case from {other} {where}{more} — a checkout on macOS or Windows "
+            "could hold only one of them; nothing was written — rename one of them"
+        )
     if not force:
         clashes = sorted(path for path, text in files.items() if path in existing and existing[path] != text)
         if clashes:
@@ -51,43 +62,12 @@ def import_files(store: Store, files: dict[str, str], *, budget: int, force: boo
             )
     changed = {path: text for path, text in files.items() if existing.get(path) != text}
     states = [path for path in changed if "/" not in path and path.endswith(".md")]
-    commit = None
-    if changed:
-        commit = store.write_files(changed, f"statefile: import {plural(len(changed), 'file')}").commit
+    commit = store.write_files(changed, f"statefile: import {plural(len(changed), 'file')}").commit if changed else None
     restored = []
-    for name in (path[: -len(".md")] for path in states):
-        if not is_program_name(name) or name == SHARED_PROGRAM:
-            continue
-        doc = store.read(name)
-        if doc is not None and restore_heading(doc) is not doc:
-            store.update(name, restoring_heading(_same), f"statefile: restore the Machine State heading of {name}")
+    for name in (n for n in (path[: -len(".md")] for path in states) if is_program_name(n) and n != SHARED_PROGRAM):
+        if (doc := store.read(name)) is not None and restore_heading(doc) is not doc:
+            restore = on_existing(store, name, Change)
+            store.update(name, restore, f"statefile: restore the Machine State heading of {name}")
             restored.append(name)
     over = sorted(path for path in states if len(encode(files[path])) > budget)
     return ImportOutcome(len(files), sorted(changed), commit, over, restored)
-
-
-def _refuse_case_twins(store: Store, files: dict[str, str], existing: dict[str, str]) -> None:
-    """Refused even with --force: overwriting replaces a file, but a name differing only in case adds a second."""
-    twins = case_twins([path for path in files if path not in existing], existing)
-    if not twins:
-        return
-    name, other = twins[0]
-    there = any(p == other or (other.endswith("/") and p.startswith(other)) for p in existing)
-    where = ("on the branch" if isinstance(store, GitStore) else "in the folder") if there else "in the export"
-    more = f" (and {plural(len(twins) - 1, 'other name')})" if len(twins) > 1 else ""
-    if name.rstrip("/") == other.rstrip("/"):  # perf.md and perf.md/x: a file and a folder of one name
-        kinds = ("a folder", "a file") if name.endswith("/") else ("a file", "a folder")
-        raise UsageError(
-            f"{other.rstrip('/')} is {kinds[0]} in the export and {kinds[1]} {where}{more} — no tree or file "
-            "system holds both; nothing was written — rename one of them"
-        )
-    raise UsageError(
-        f"{name} in the export differs only in case from {other} {where}{more} — a checkout on macOS or Windows "
-        "could hold only one of them; nothing was written — rename one of them"
-    )
-
-
-def _same(doc: StateDocument | None) -> StateDocument:
-    if doc is None:
-        raise NotFoundError("the imported file disappeared before its heading could be restored; run import again")
-    return doc

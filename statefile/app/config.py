@@ -1,13 +1,10 @@
-"""Settings, and where each came from: a flag > an environment variable (empty is unset) > ``.statefile.toml``
-(top-level keys) > ``[tool.statefile]`` in ``pyproject.toml`` > the gh-aw workflow's ``tools.repo-memory``
-frontmatter (the budget repo-memory enforces) > the default.  A bad key or value is a one-line UsageError naming
-the file and the key."""
+"""Settings and where each came from: flag > env (empty is unset) > TOML > gh-aw workflow frontmatter > default."""
 
 from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -82,10 +79,6 @@ def _whole(raw: Any) -> int | None:
     return number if isinstance(number, int) and number >= 1 else None
 
 
-def _within(value: float, high: float) -> float | None:
-    return value if 0 < value <= high else None
-
-
 def _globs(raw: Any) -> tuple[str, ...] | None:
     # As in gh-aw (which joins a list with spaces and splits on whitespace) a string holds several globs; so do commas.
     items = raw.replace(",", " ").split() if isinstance(raw, str) else raw
@@ -108,7 +101,6 @@ def _optional_text(raw: object) -> str | None:
     return raw.strip() or None if raw is not None else None
 
 
-# What each option is for, as ``statefile config`` and docs/configuration.md say it.
 _DOCS = {
     "max_bytes": "Byte budget of one state file.  repo-memory rejects a bigger file after the agent exits, losing the "
     "iteration, so statefile compacts to stay under it.  Accepts 30720 or '30KB'.",
@@ -131,8 +123,12 @@ _DOCS = {
     "({id} is 'default' for a repo-memory given as one object).  Used with --repo-memory.",
 }
 _POSITIVE = _must_be("a whole number of 1 or more", _whole)
-_FRACTION = _must_be("a fraction greater than 0 and at most 1 (such as 0.8)", lambda raw: _within(float(raw), 1.0))
-_SECONDS = _must_be("a number of seconds greater than 0", lambda raw: _within(float(raw), sys.float_info.max))
+_FRACTION = _must_be(
+    "a fraction greater than 0 and at most 1 (such as 0.8)", lambda raw: x if 0 < (x := float(raw)) <= 1 else None
+)
+_SECONDS = _must_be(
+    "a number of seconds greater than 0", lambda raw: x if 0 < (x := float(raw)) <= sys.float_info.max else None
+)
 _WORD = _must_be("a single word without spaces", lambda raw: raw.strip() if len(raw.split()) == 1 else None)
 _FOLDER = _must_be("a folder path such as /tmp/gh-aw/repo-memory/default", lambda raw: raw.strip() or None)
 OPTIONS: tuple[Option, ...] = (
@@ -175,8 +171,7 @@ class Config:
     repo_memory_dir: Setting[str]
 
     def origin(self, name: str) -> str:
-        """Where setting ``name`` came from, naming the key to change: ``flag --remote``, ``env STATEFILE_REMOTE``,
-        ``remote in .statefile.toml``, ``tools.repo-memory.file-glob in .github/workflows/a.md frontmatter``…"""
+        """Where setting ``name`` came from, naming the key to change (``remote in .statefile.toml``)."""
         option = _BY_NAME[name]
         source: str = getattr(self, name).source
         if source.startswith(SOURCE_DEFAULT) or self.explicit(name):
@@ -191,9 +186,7 @@ class Config:
 
     def describe(self) -> list[tuple[str, object, str]]:
         """``(key, value, source)`` for every setting in documentation order (``statefile config``), redacted."""
-        return [
-            (o.key, redact_value(getattr(self, o.name).value), redact(getattr(self, o.name).source)) for o in OPTIONS
-        ]
+        return [(o.key, redact_value(s.value), redact(s.source)) for o in OPTIONS for s in [getattr(self, o.name)]]
 
 
 def option_docs() -> list[tuple[str, str, str, object, str]]:
@@ -202,63 +195,46 @@ def option_docs() -> list[tuple[str, str, str, object, str]]:
 
 
 def resolve_config(root: Path | None, flags: Mapping[str, object], env: Mapping[str, str]) -> Config:
-    """Resolve every setting from ``flags`` > ``env`` > config files > workflow frontmatter > defaults.
-
-    ``flags`` maps option names (``max_bytes`` or ``max-bytes``) to values; ``None`` is "not given" and keys that
-    are not options are ignored, so a command can pass its parameters as they are.  ``root`` ``None`` reads no files.
-    """
+    """Every setting from ``flags`` (``None``: not given) > ``env`` > files under ``root`` (if any) > defaults."""
     resolved: dict[str, Setting[Any]] = {}
 
-    def take(option: Option, raw: object, source: str, key: str | None = None) -> None:
-        if option.name not in resolved:
-            try:
-                resolved[option.name] = Setting(option.parse(raw), source)
-            except ValueError as exc:
-                raise UsageError(f"{source}: {key or option.key} {exc}") from None
+    def take(values: Iterable[tuple[Option | None, object, str]]) -> None:
+        for option, raw, source in values:
+            if option is not None and option.name not in resolved:
+                try:
+                    resolved[option.name] = Setting(option.parse(raw), source)
+                except ValueError as exc:
+                    named = source.endswith(" frontmatter")
+                    key = f"tools.repo-memory.{option.frontmatter_key or 'id'}" if named else option.key
+                    raise UsageError(f"{source}: {key} {exc}") from None
 
-    for raw_name, raw in flags.items():
-        option = _BY_NAME.get(raw_name) or _BY_KEY.get(raw_name)
-        if option is not None and raw is not None:
-            take(option, raw, f"flag --{option.key}")
-    for option in OPTIONS:
-        if env.get(option.env, "").strip():
-            take(option, env[option.env], f"env {option.env}")
-    for source, table in _config_files(root) if root is not None else []:
-        for option in OPTIONS:
-            if option.key in table:
-                take(option, table[option.key], source)
+    options = ((_BY_NAME.get(name) or _BY_KEY.get(name), raw) for name, raw in flags.items() if raw is not None)
+    take((option, raw, f"flag --{option.key}" if option else "") for option, raw in options)
+    take((option, env[option.env], f"env {option.env}") for option in OPTIONS if env.get(option.env, "").strip())
+    if root is not None:  # .statefile.toml, then pyproject.toml; each file is checked before any value is taken
+        dedicated = _read_toml(root / STATEFILE_TOML, STATEFILE_TOML)
+        if dedicated is not None and set(dedicated) == {"tool"}:
+            raise UsageError(f"{STATEFILE_TOML}: put the settings at the top level, without a [tool.statefile] table")
+        files = [(STATEFILE_TOML, _checked_table(dedicated, STATEFILE_TOML))] if dedicated is not None else []
+        tool = (_read_toml(root / PYPROJECT, PYPROJECT) or {}).get("tool")
+        table, source = tool.get("statefile") if isinstance(tool, dict) else None, f"{PYPROJECT} [tool.statefile]"
+        if table is not None and not isinstance(table, dict):
+            raise UsageError(f"{source}: must be a table of settings, got {type(table).__name__}")
+        files += [(source, _checked_table(table, source))] if table is not None else []
+        take((o, table[o.key], source) for source, table in files for o in OPTIONS if o.key in table)
     branch = resolved.get("branch")
-    for option, raw, source in _frontmatter_values(root, branch.value if branch else None) if root else []:
-        take(option, raw, source, f"tools.repo-memory.{option.frontmatter_key or 'id'}")
+    take(_frontmatter_values(root, branch.value if branch else None) if root else [])
     for option in OPTIONS:
         resolved.setdefault(option.name, Setting(option.default, SOURCE_DEFAULT))
     config = Config(**resolved)
     if config.aggressive_keep.value > config.keep_recent.value:
         if config.aggressive_keep.source != SOURCE_DEFAULT:
-            raise UsageError(
-                f"aggressive-keep ({config.aggressive_keep.value}, {config.origin('aggressive_keep')}) is larger than "
-                f"keep-recent ({config.keep_recent.value}, {config.origin('keep_recent')}); make it smaller or equal"
-            )
+            both = [f"({getattr(config, n).value}, {config.origin(n)})" for n in ("aggressive_keep", "keep_recent")]
+            raise UsageError(f"aggressive-keep {both[0]} is larger than keep-recent {both[1]}; make it smaller")
         # Only keep-recent was set (e.g. 3): the default aggressive-keep follows it down.
         resolved["aggressive_keep"] = Setting(config.keep_recent.value, f"{SOURCE_DEFAULT} (capped at keep-recent)")
         config = Config(**resolved)
     return config
-
-
-def _config_files(root: Path) -> list[tuple[str, dict[str, object]]]:
-    """``(source, table)`` pairs in precedence order: ``.statefile.toml`` first, then ``pyproject.toml``."""
-    found: list[tuple[str, dict[str, object]]] = []
-    dedicated = _read_toml(root / STATEFILE_TOML, STATEFILE_TOML)
-    if dedicated is not None:
-        if "tool" in dedicated and set(dedicated) == {"tool"}:
-            raise UsageError(f"{STATEFILE_TOML}: put the settings at the top level, without a [tool.statefile] table")
-        found.append((STATEFILE_TOML, _checked_table(dedicated, STATEFILE_TOML)))
-    tool = (_read_toml(root / PYPROJECT, PYPROJECT) or {}).get("tool")
-    table = tool.get("statefile") if isinstance(tool, dict) else None
-    source = f"{PYPROJECT} [tool.statefile]"
-    if table is not None and not isinstance(table, dict):
-        raise UsageError(f"{source}: must be a table of settings, got {type(table).__name__}")
-    return [*found, (source, _checked_table(table, source))] if table is not None else found
 
 
 def _read_toml(path: Path, name: str) -> dict[str, Any] | None:
@@ -293,60 +269,49 @@ def _checked_table(table: dict[str, Any], source: str) -> dict[str, object]:
 
 
 def _frontmatter_values(root: Path, branch: str | None) -> list[tuple[Option, object, str]]:
-    """Values from the workflow's repo-memory entry for ``branch`` (else the only entry, if no branch was set)."""
-    paths = sorted((root / WORKFLOWS_DIR).glob("*.md"), key=lambda p: (p.name != "autoloop.md", p.name))
-    sources = {path: f"{WORKFLOWS_DIR}/{path.name} frontmatter" for path in paths}
-    entries = [(s, e, i) for path, s in sources.items() for e, i in _repo_memory_entries(path, s)]
+    """Values of the workflow's repo-memory entry for ``branch`` (else the only one), as gh-aw's repo_memory.go does."""
+    entries: list[tuple[str, dict[str, Any], str]] = []
+    for path in sorted((root / WORKFLOWS_DIR).glob("*.md"), key=lambda p: (p.name != "autoloop.md", p.name)):
+        import frontmatter  # here: report and list outside a gh-aw repository load no YAML
+        import yaml
+
+        source = f"{WORKFLOWS_DIR}/{path.name} frontmatter"
+        try:
+            text = read_regular_file(path, limit=INPUT_LIMIT, what="the workflow").decode("utf-8")
+            # parse, not loads(): "on:" is the boolean True in YAML 1.1, which loads() cannot pass as a keyword.
+            metadata, _ = frontmatter.parse(text)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+            continue
+        tools = metadata.get("tools") if isinstance(metadata, dict) else None
+        memory = tools.get("repo-memory") if isinstance(tools, dict) else None
+        items = [{}] if memory is True else [] if memory is None or memory is False else memory
+        for item in items if isinstance(items, list) else [items]:
+            if not isinstance(item, dict):
+                # The kind, never the value: a list of lists of YAML aliases would take a billion lines to show.
+                kinds = {list: "sequence", str: "string", bool: "boolean", int: "number", float: "number"}
+                kind = "null" if item is None else kinds.get(type(item), type(item).__name__)
+                raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got a {kind}")
+            memory_id = str(item.get("id") or DEFAULT_MEMORY_ID) if isinstance(memory, list) else DEFAULT_MEMORY_ID
+            entries.append((source, item, memory_id))
     matching = [(s, e, i) for s, e, i in entries if _entry_branch(e) == (branch or DEFAULT_BRANCH)]
-    if not matching and branch is None and len(entries) == 1:
-        matching = entries
+    matching = matching or (entries if branch is None and len(entries) == 1 else [])
     if not matching:
         return []
     source, entry, memory_id = matching[0]
-    values = [
-        (o, entry[o.frontmatter_key], source) for o in OPTIONS if o.frontmatter_key and o.frontmatter_key in entry
-    ]
+    found = [(o, entry[o.frontmatter_key], source) for o in OPTIONS if o.frontmatter_key and o.frontmatter_key in entry]
     if "branch-name" not in entry:
         # The branch gh-aw derives from the entry's id and prefix: that is where its files are.
-        values.append((_BY_NAME["branch"], _entry_branch(entry), source))
+        found.append((_BY_NAME["branch"], _entry_branch(entry), source))
     # Where gh-aw clones this memory for the agent (its repo_memory.go: /tmp/gh-aw/repo-memory/{id}).
-    values.append((_BY_NAME["repo_memory_dir"], f"{REPO_MEMORY_ROOT}/{memory_id}", source))
-    return values
-
-
-def _repo_memory_entries(path: Path, source: str) -> list[tuple[dict[str, Any], str]]:
-    """Repo-memory entries and ids as gh-aw's ``repo_memory.go`` reads them; none from a file that is no workflow."""
-    import frontmatter
-    import yaml
-
-    try:
-        text = read_regular_file(path, limit=INPUT_LIMIT, what="the workflow").decode("utf-8")
-        # parse, not loads(): "on:" is the boolean True in YAML 1.1, which loads() cannot pass as a keyword.
-        metadata, _ = frontmatter.parse(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
-        return []
-    tools = metadata.get("tools") if isinstance(metadata, dict) else None
-    memory = tools.get("repo-memory") if isinstance(tools, dict) else None
-    if memory is None or isinstance(memory, bool):
-        return [({}, DEFAULT_MEMORY_ID)] if memory else []
-    entries: list[tuple[dict[str, Any], str]] = []
-    for item in memory if isinstance(memory, list) else [memory]:
-        if not isinstance(item, dict):
-            # The kind, never the value: a list of lists of YAML aliases would take a billion lines to show.
-            kinds = {list: "sequence", str: "string", bool: "boolean", int: "number", float: "number"}
-            kind = "null" if item is None else kinds.get(type(item), type(item).__name__)
-            raise UsageError(f"{source}: tools.repo-memory entries must be mappings, got a {kind}")
-        memory_id = str(item.get("id") or DEFAULT_MEMORY_ID) if isinstance(memory, list) else DEFAULT_MEMORY_ID
-        entries.append((item, memory_id))
-    return entries
+    found.append((_BY_NAME["repo_memory_dir"], f"{REPO_MEMORY_ROOT}/{memory_id}", source))
+    return found
 
 
 def _entry_branch(entry: dict[str, Any]) -> str:
     """The branch a repo-memory entry writes: ``branch-name``, else ``{branch-prefix or memory}/{id or default}``."""
     name = entry.get("branch-name")
-    if isinstance(name, str) and name.strip():
-        return name.strip()
-    return f"{entry.get('branch-prefix') or 'memory'}/{entry.get('id') or 'default'}"
+    name = name.strip() if isinstance(name, str) else None
+    return name or f"{entry.get('branch-prefix') or 'memory'}/{entry.get('id') or 'default'}"
 
 
 # Keep the dataclass and the option table in step: a new option needs a Config field and vice versa.

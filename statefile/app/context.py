@@ -1,6 +1,4 @@
-"""What a command runs with: resolved configuration and the store it reads and writes, resolved lazily (so
-``statefile --help`` never touches git) from the global options; where reads come from and which writes are refused
-is :mod:`statefile.store.git.branches`' table."""
+"""What a command runs with: the configuration and the store, resolved lazily (``--help`` never touches git)."""
 
 from __future__ import annotations
 
@@ -16,10 +14,10 @@ from typing import Any
 from statefile.app.config import Config, resolve_config
 from statefile.defaults import BOT_EMAIL, BOT_NAME
 from statefile.errors import InterruptedWrite, NotFoundError, StatefileError, UsageError
-from statefile.integrations.repo_memory import RepoMemoryFolder
+from statefile.integrations.ghaw import RepoMemoryFolder
 from statefile.numbers import plural
 from statefile.store import FolderStore, GitStore, Repository, Store, find_repository
-from statefile.store.git.branches import BranchState, decide
+from statefile.store.git.branches import decide
 
 
 @dataclass
@@ -55,8 +53,7 @@ class AppContext:
     _dir_is_memory: bool | None = None
 
     def __post_init__(self) -> None:
-        # gh-aw's file-glob would drop what a plain folder store writes (archive/{program}/0001.md under "*.md"):
-        # a --dir naming repo-memory's folder works as --repo-memory, decided once since use cases read the field.
+        # gh-aw's file-glob would drop a plain folder's archive parts: a --dir naming its folder works as --repo-memory.
         if self.folder is not None and not self.repo_memory and self._dir_is_memory is None:
             configured = self.config().repo_memory_dir.value
             self._dir_is_memory = os.path.realpath(self.folder) == os.path.realpath(configured)
@@ -82,8 +79,7 @@ class AppContext:
     def config(self) -> Config:
         """Settings resolved from flags > environment > TOML > workflow frontmatter > defaults."""
         if self._config is None:
-            given = {"max_bytes": self.max_bytes, "branch": self.branch, "remote": self.remote}
-            flags: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+            flags = {"max_bytes": self.max_bytes, "branch": self.branch, "remote": self.remote}  # None: not given
             self._config = resolve_config(self.root, flags, self.env)
         return self._config
 
@@ -100,38 +96,25 @@ class AppContext:
     def _open_store(self) -> Store:
         config = self.config()
         max_bytes = config.max_bytes.value
-        if self.repo_memory:
-            memory = self.memory_folder()
-            if config.remote.value and config.explicit("remote"):
-                flag = "--dir" if self._dir_is_memory else "--repo-memory"
-                what = f"--dir {self.folder} (gh-aw's repo-memory folder)" if self._dir_is_memory else flag
-                raise UsageError(
-                    f"{what} works on gh-aw's memory folder and cannot use a remote ({config.origin('remote')}); "
-                    f"drop --remote/STATEFILE_REMOTE or {flag}"
-                )
-            return FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
-        if self.folder is not None:
-            if config.explicit("branch"):
-                raise UsageError(
-                    f"--dir works on a plain folder, which has no branch, but a branch was given "
-                    f"({config.origin('branch')}); drop --branch/STATEFILE_BRANCH or --dir"
-                )
-            if config.remote.value and config.explicit("remote"):
-                raise UsageError(
-                    f"--dir works on a plain folder and cannot use a remote ({config.origin('remote')}); "
-                    "drop --remote/STATEFILE_REMOTE or --dir"
-                )
-            if not self.folder.is_dir():
+        if self.repo_memory or self.folder is not None:
+            memory = self.memory_folder() if self.repo_memory else None
+            flag = "--repo-memory" if self.repo_memory and not self._dir_is_memory else "--dir"
+            what = f"--dir {self.folder} (gh-aw's repo-memory folder)" if self._dir_is_memory else flag
+            kind = "gh-aw's memory folder" if memory is not None else "a plain folder"
+            for key in ("remote",) if memory is not None else ("branch", "remote"):
+                if getattr(config, key).value and config.explicit(key):
+                    drop = f"drop --{key}/STATEFILE_{key.upper()} or {flag}"
+                    raise UsageError(f"{what} works on {kind}, which cannot use a {key} ({config.origin(key)}); {drop}")
+            if memory is not None:
+                return FolderStore(memory.folder, max_bytes=max_bytes, archive_layout=memory.layout_for)
+            if self.folder is None or not self.folder.is_dir():
                 raise NotFoundError(f"--dir {self.folder}: no such folder; create it or check the path")
             return FolderStore(self.folder, max_bytes=max_bytes)
         if self.repo is not None and not self.repo.exists():
             raise NotFoundError(f"--repo {self.repo}: no such folder; pass the path of a git repository")
-        repository = self.repository()
-        if repository is None:
-            where = self.repo or Path.cwd()
-            raise NotFoundError(
-                f"no git repository at or above {where}; run inside a clone, pass --repo PATH, or use --dir PATH"
-            )
+        if (repository := self.repository()) is None:
+            fix = "run inside a clone, pass --repo PATH, or use --dir PATH"
+            raise NotFoundError(f"no git repository at or above {self.repo or Path.cwd()}; {fix}")
         name, email = config.author_name.value, config.author_email.value
         author = f"{name or BOT_NAME} <{email or BOT_EMAIL}>" if name or email else None
         return GitStore(repository, config.branch.value, config.remote.value, max_bytes=max_bytes, author=author)
@@ -148,19 +131,14 @@ class AppContext:
         return InterruptedWrite("; ".join(said)) if said else None
 
     def memory_folder(self) -> RepoMemoryFolder:
-        """gh-aw's repo-memory folder and its push limits (``--repo-memory``): the folder is ``--dir`` if given,
-        else ``/tmp/gh-aw/repo-memory/{id}`` from the workflow frontmatter (``default`` without an id)."""
+        """gh-aw's repo-memory folder (``--dir``, else the workflow's ``repo-memory-dir``) and its push limits."""
         if self._memory_folder is None:
             config = self.config()
-            folder = self.folder if self.folder is not None else Path(config.repo_memory_dir.value)
+            folder = self.folder or Path(config.repo_memory_dir.value)
             if not folder.is_dir():
-                where = (
-                    "--dir" if self.folder is not None else f"repo-memory's folder ({config.origin('repo_memory_dir')})"
-                )
-                raise NotFoundError(
-                    f"{where} {folder}: no such folder; gh-aw creates it when the workflow has tools.repo-memory — "
-                    "pass --dir PATH elsewhere"
-                )
+                where = f"repo-memory's folder ({config.origin('repo_memory_dir')})" if not self.folder else "--dir"
+                fix = "gh-aw creates it when the workflow has tools.repo-memory — pass --dir PATH elsewhere"
+                raise NotFoundError(f"{where} {folder}: no such folder; {fix}")
             self._memory_folder = RepoMemoryFolder(
                 folder,
                 globs=tuple(config.file_glob.value),
@@ -170,12 +148,8 @@ class AppContext:
             )
         return self._memory_folder
 
-    # -- where reads come from, and writes that would fork the memory ----------------------------------------------
-
     def reader(self, *, require_branch: bool = True) -> Store:
-        """The store for a command that only reads, after saying where it reads from when that is not the remote's
-        current tip (through :attr:`notify`); ``require_branch=False`` (the scheduler's first run) lets a branch
-        that exists nowhere read as empty instead of a NotFoundError naming the closest branches."""
+        """The store for reads, noting one not at the remote's tip; ``require_branch=False``: no branch reads empty."""
         store = self.store()
         if not isinstance(store, GitStore) or self._read_checked:
             return self._read_store or store
@@ -183,10 +157,33 @@ class AppContext:
         self._read_checked = True
         if not state.exists:
             if require_branch:
-                raise self._missing_branch(store, "read")
+                self._missing_branch(store, "read")
             return store
         if store.remote is None and state.tracking is not None:
-            store, state = self._fresh_read(store, state)
+            # Fetch the branch (a stale copy once showed running programs as paused), else say how old the copy is.
+            remote, reason, fresh = state.tracking_name.partition("/")[0], "--no-fetch", None
+            try:
+                if not self.no_fetch:
+                    fresh = GitStore(store.repository, branch=store.branch, remote=remote, max_bytes=store.max_bytes)
+                    fresh.fetch(read_only=True)
+            except StatefileError as exc:
+                if fresh is not None:
+                    fresh.close()
+                fresh, reason = None, f"fetching {remote} failed: {str(exc).split(';')[0]}"
+            if fresh is not None:  # for reads only: writes keep the store the options asked for (no unasked push)
+                self._opened.append(fresh)
+                store = self._read_store = fresh
+                state = fresh.branch_state()
+            else:
+                read = state.local or state.tracking
+                what = f"the local branch {store.branch}" if state.local else f"{state.tracking_name} as last fetched"
+                seconds = 0 if read is None else max(0, int(time.time()) - store.commit_time(read))
+                units = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+                unit, size = next((unit, size) for unit, size in units if seconds >= size or size == 1)
+                age = "" if read is None else f", whose newest commit is {plural(seconds // size, unit)} old"
+                advice = "drop --no-fetch" if self.no_fetch else f"check that {remote} is reachable"
+                self.stale.append(f"read {what}{age} ({reason}) — it may be out of date; {advice}")
+                self.notify(self.stale[-1])
         verdict = decide(state)
         if verdict.pin is not None:
             store.pin(verdict.pin)  # --remote asks for the remote's memory; the local fork is reported in the note
@@ -194,84 +191,41 @@ class AppContext:
             self.notify(verdict.note)
         return store
 
-    def _fresh_read(self, store: GitStore, state: BranchState) -> tuple[GitStore, BranchState]:
-        """Fetch the branch (a stale copy once showed running programs as paused), else say how old the copy is."""
-        remote = state.tracking_name.partition("/")[0]
-        reason = "--no-fetch"
-        if not self.no_fetch:
-            fresh: GitStore | None = None
-            try:
-                fresh = GitStore(store.repository, branch=store.branch, remote=remote, max_bytes=store.max_bytes)
-                fresh.fetch(read_only=True)
-            except StatefileError as exc:
-                if fresh is not None:
-                    fresh.close()
-                reason = f"fetching {remote} failed: {str(exc).split(';')[0]}"
-            else:
-                # For reads only: writes keep the store the options asked for (no push nobody asked for).
-                self._opened.append(fresh)
-                self._read_store = fresh
-                return fresh, fresh.branch_state()
-        # What the store reads without a remote: the local branch if there is one, else the remote-tracking copy.
-        read = state.local or state.tracking
-        what = f"the local branch {store.branch}" if state.local else f"{state.tracking_name} as last fetched"
-        seconds = 0 if read is None else max(0, int(time.time()) - store.commit_time(read))
-        age = "" if read is None else f", whose newest commit is {_age(seconds)} old"
-        advice = "drop --no-fetch" if self.no_fetch else f"check that {remote} is reachable"
-        self.stale.append(f"read {what}{age} ({reason}) — it may be out of date; {advice}")
-        self.notify(self.stale[-1])
-        return store, state
-
     def writer(self, *, create: bool = False) -> Store:
-        """The store for a command that writes, refusing a write that would fork (the branch table) or invent the
-        memory (a branch that exists nowhere, unless ``create``)."""
+        """The store for writes, refusing to fork the memory or to invent a branch (unless ``create``: no near miss)."""
         store = self.store()
         if not isinstance(store, GitStore):
             if self._dir_is_memory:
-                self.notify(
-                    f"--dir {self.folder} is gh-aw's repo-memory folder: writing as --repo-memory does (archive parts "
-                    "where its file-glob lets them reach the branch, within max-patch-size)"
-                )
+                self.notify(f"--dir {self.folder} is gh-aw's repo-memory folder: writing within its push limits")
             return store
         state = store.branch_state()
-        if not state.exists:
-            if not create:
-                raise self._missing_branch(store, "write")
-            self._refuse_near_miss(store)
-            return store
-        if (refusal := decide(state, create=create).refusal) is not None:
+        if state.exists and (refusal := decide(state, create=create).refusal) is not None:
             raise refusal
+        if not state.exists and (not create or self.env.get(NEW_BRANCH_ENV, "").strip() != store.branch):
+            self._missing_branch(store, "create" if create else "write")
         return store
 
-    def _missing_branch(self, store: GitStore, action: str) -> NotFoundError:
+    def _missing_branch(self, store: GitStore, action: str) -> None:
+        """Raise why there is no branch to ``action`` (``create``: only when it is a near miss of one)."""
         branch = store.branch
-        where = f"here or on {store.remote}" if store.remote is not None else "in this repository"
         close = near_misses(branch, store.branch_names())
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        if action == "create" and close:  # a typo's new branch would fork the memory
+            fix = f"pass --branch {close[0]}, or if {branch} is a new memory, run again with {NEW_BRANCH_ENV}={branch}"
+            raise NotFoundError(f"no memory branch {branch}{hint}; nothing was written — {fix}")
+        if action == "create":
+            return
+        where = f"here or on {store.remote}" if store.remote is not None else "in this repository"
         what = "nothing was written — " if action == "write" else ""
         if close:
             # A typo: following advice to create it would fork the memory.  Only the name it missed is offered.
-            return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}pass --branch {close[0]}")
+            raise NotFoundError(f"no memory branch {branch} {where}{hint}; {what}pass --branch {close[0]}")
         remotes = store.remote_names() if store.remote is None else []
         name = "origin" if "origin" in remotes else remotes[0] if remotes else ""
         steps = [f"pass --remote {name} if it is on a remote"] if remotes else []
-        if action == "write":
-            steps.append("pass --create (or run 'statefile init PROGRAM') to start a new memory branch")
-        else:
-            steps.append("'statefile init PROGRAM' starts one")
-        return NotFoundError(f"no memory branch {branch} {where}{hint}; {what}{'; '.join(steps)}")
-
-    def _refuse_near_miss(self, store: GitStore) -> None:
-        """A near miss is created only when STATEFILE_NEW_BRANCH repeats it (a retyped command line cannot)."""
-        branch = store.branch
-        close = near_misses(branch, store.branch_names())
-        if not close or self.env.get(NEW_BRANCH_ENV, "").strip() == branch:
-            return
-        raise NotFoundError(
-            f"no memory branch {branch} (did you mean {' or '.join(close)}?); nothing was written — a new branch "
-            f"this close to an existing one is not created: pass --branch {close[0]}, or, if {branch} is really "
-            f"meant to be a new memory, run the command again with {NEW_BRANCH_ENV}={branch}"
-        )
+        start = "pass --create (or run 'statefile init PROGRAM') to start a new memory branch"
+        steps.append(start if action == "write" else "'statefile init PROGRAM' starts one")
+        raise NotFoundError(f"no memory branch {branch} {where}{hint}; {what}{'; '.join(steps)}")
 
     @property
     def globs(self) -> tuple[str, ...]:
@@ -288,9 +242,8 @@ class AppContext:
 
     def with_summarizer(self, command: str | None) -> AppContext:
         """The same options with a command-level ``--summarizer`` (``None``: unchanged)."""
-        return (
-            self if command is None else self._derived(env={**self.env, "STATEFILE_SUMMARIZER": command}, _config=None)
-        )
+        env = {**self.env, "STATEFILE_SUMMARIZER": command} if command is not None else None
+        return self if env is None else self._derived(env=env, _config=None)
 
     def with_folder(self, folder: Path) -> AppContext:
         """The same options, working on the plain folder ``folder`` (used for file-path arguments)."""
@@ -306,40 +259,17 @@ NEW_BRANCH_ENV = "STATEFILE_NEW_BRANCH"
 
 
 def near_misses(name: str, names: Iterable[str]) -> list[str]:
-    """The existing ``names`` that ``name`` may be a typo of: the same but for case, one edit away (a character
-    added, dropped or changed, or two neighbours swapped), or nearly the same text (difflib's ratio ≥ 0.9; tighter
-    than the usual 0.6 on purpose: branch names share long prefixes such as ``memory/``)."""
-    wanted = name.casefold()
+    """The ``names`` that ``name`` may be a typo of: one edit apart, or a ratio ≥ 0.9 (not 0.6: shared prefixes)."""
     found = []
     for other in names:
         if other == name or other.startswith(name + "/") or name.startswith(other + "/"):
             # One inside the other is no typo: git cannot hold both (its file/folder rule), and says so itself.
             continue
-        folded = other.casefold()
-        if _one_edit(wanted, folded) or difflib.SequenceMatcher(None, wanted, folded).ratio() >= 0.9:
+        a, b = name.casefold(), other.casefold()
+        close = difflib.SequenceMatcher(None, a, b).ratio() >= 0.9
+        for _ in range(2):  # one insertion, deletion, substitution or swap: strip the common prefix, then suffix
+            start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+            a, b = a[start:][::-1], b[start:][::-1]
+        if close or (len(a) <= 1 and len(b) <= 1) or (len(a) == 2 and a == b[::-1]):
             found.append(other)
     return found[:3]
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Whether ``a`` becomes ``b`` by at most one insertion, deletion, substitution or swap of neighbours."""
-    if a == b:
-        return True
-    if abs(len(a) - len(b)) > 1:
-        return False
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
-    a, b = a[start:], b[start:]
-    if len(a) == len(b):
-        return a[1:] == b[1:] or (len(a) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:])
-    shorter, longer = (a, b) if len(a) < len(b) else (b, a)
-    return shorter == longer[1:]
-
-
-def _age(seconds: int) -> str:
-    """``3 days``, ``5 hours``, ``12 minutes``: how old a copy is, in the largest whole unit."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            return plural(seconds // size, unit)
-    return plural(seconds, "second")

@@ -1,9 +1,4 @@
-"""The use cases of a gh-aw run: give the agent its memory (:func:`prepare`), apply what it reports (:func:`apply`).
-
-The agent runs read-only (docs/gh-aw.md).  :func:`prepare` writes its view and the :class:`RunContext` the
-safe-output job trusts, out of the agent's reach; :func:`apply` treats what the agent reported as data checked
-against that context.
-"""
+"""gh-aw: :func:`prepare` shows the agent its memory, its context out of reach; :func:`apply` checks its reports."""
 
 from __future__ import annotations
 
@@ -46,8 +41,7 @@ from statefile.numbers import plural
 from statefile.policy.rules import AGENT_SOURCE, UPSTREAM_STATUSES, RecordRequest, format_number
 from statefile.store import Store
 from statefile.store.names import validate_program
-from statefile.views.hints import TOOLS
-from statefile.views.render import render_view
+from statefile.views.render import TOOLS, render_view
 
 #: The custom safe-output job's id in the shipped component, and the item type / tool name gh-aw derives from it.
 JOB_ID = "record-iteration"
@@ -62,8 +56,7 @@ CONTEXT_ARTIFACT = "statefile-context"
 #: gh-aw's staged mode: the safe-output jobs say what they would do and write nothing.
 STAGED_VARIABLE = "GH_AW_SAFE_OUTPUTS_STAGED"
 
-#: Every input of the ``record-iteration`` job: name → (required, description).  The shipped component declares
-#: exactly these (a test holds them together).
+#: Every input of the ``record-iteration`` job: name → (required, description), as the shipped component declares.
 INPUTS: dict[str, tuple[bool, str]] = {
     "program": (True, "The program you ran (autoloop.json's 'selected')."),
     "status": (True, "accepted, rejected, error or ci-fix-exhausted; or pending-ci when CI has not finished yet."),
@@ -104,10 +97,9 @@ class PrepareOutcome:
 
 def prepare(open_store: Callable[[], Store], autoloop_path: Path, out: Path, *, context_out: Path, budget: int,
             env: Mapping[str, str], cwd: Path) -> PrepareOutcome:  # fmt: skip
-    """Write the selected program's budgeted memory view into ``out`` and the run context into ``context_out``,
-    which may not be where the agent could rewrite it (checked before ``open_store``: a misplaced context costs no
-    fetch)."""
-    if _inside(context_out, Path(AGENT_DIR)) or _inside(context_out, out):
+    """The selected program's memory view into ``out``, the run context into ``context_out`` (out of its reach)."""
+    # Links resolved: a link cannot hide the agent's folder.
+    if any(context_out.resolve().is_relative_to(folder.resolve()) for folder in (Path(AGENT_DIR), out)):
         raise UsageError(f"--context-out {context_out} is where the agent can rewrite it; write the context outside "
                          f"{AGENT_DIR} and the memory folder (e.g. $RUNNER_TEMP/{CONTEXT_ARTIFACT}) and upload it "
                          "before the agent")  # fmt: skip
@@ -135,28 +127,9 @@ def prepare(open_store: Callable[[], Store], autoloop_path: Path, out: Path, *, 
     return PrepareOutcome(selected, memory_path, context_path, len(text), selected is not None and doc is None)
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` is ``folder`` or inside it (links resolved, so a link cannot hide the agent's folder)."""
-    resolved, root = path.resolve(), folder.resolve()
-    return resolved == root or root in resolved.parents
-
-
-def read_context(path: Path, agent_output: Path) -> RunContext:
-    """The run context in ``path``; UsageError when it is missing or lies in the agent's artifact (downloaded
-    around ``agent_output``), where the agent may have written it, whatever it says."""
-    if _inside(path, agent_output.parent):
-        raise UsageError(f"--context {path} is inside the agent's artifact, which the agent can write; pass the "
-                         f"context downloaded from the '{CONTEXT_ARTIFACT}' artifact")  # fmt: skip
-    if not path.exists():
-        raise NotFoundError(f"--context {path}: no such file; download the '{CONTEXT_ARTIFACT}' artifact "
-                            "'statefile prepare' wrote")  # fmt: skip
-    return RunContext.from_json(read_json_object(path), str(path))
-
-
 @dataclass
 class ItemOutcome:
-    """What happened to one item (``action``: recorded, skipped, would-record, failed): the Machine State
-    ``changes`` people hear about, and ``warnings`` on what was cut, left out or not used of its inputs."""
+    """What happened to one item (``action``: recorded, skipped, would-record, failed), and warnings on its inputs."""
 
     index: int
     program: str | None
@@ -180,34 +153,13 @@ class ItemOutcome:
 
 
 def item_marker(item: Mapping[str, Any], index: int, run_id: str | None, attempt: str | None) -> str:
-    """The identity an item's entry carries, so a re-run of the job recognises an item that already landed: the
-    run id and the *agent's* attempt (a re-run of the whole workflow is a new iteration), else a content digest;
-    nothing of it is the agent's text."""
+    """What an item's entry carries so a re-run of the job skips it: the run and agent's attempt, else a digest."""
     if run_id and attempt:
         return f"run {run_id} attempt {attempt} item {index}"
     import hashlib  # here: OpenSSL is loaded only when an item has no run context
 
     digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
     return f"run {run_id} item {index} sha {digest}" if run_id else f"item {index} sha {digest}"
-
-
-def _status(item: Mapping[str, Any]) -> tuple[str, bool]:
-    """The item's status word and whether it is one of :data:`EXTRA_STATUSES` (recorded as a word of its own)."""
-    raw = text_value(item, "status")
-    if raw is None:
-        raise InputError("status is missing; report accepted, rejected, error or ci-fix-exhausted")
-    # Only a text that *starts* with its status counts ("Accepted ✅", "✅"), so "not accepted" is no "accepted".
-    known = leading_status(raw)
-    if known is not None:
-        return known, known in EXTRA_STATUSES
-    word = re.sub(r"^[^A-Za-z]+", "", raw).strip().lower().replace("_", "-").replace(" ", "-")
-    words = (*UPSTREAM_STATUSES, *EXTRA_STATUSES)
-    if word in words:
-        return word, word in EXTRA_STATUSES
-    close = difflib.get_close_matches(word, words, n=1, cutoff=0.6)
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    raise InputError(f"status {cut_bytes(raw, 60)!r} is not one this job records; {hint}report one of "
-                     f"{', '.join(words)}")  # fmt: skip
 
 
 def _text(item: Mapping[str, Any], name: str, warnings: list[str]) -> str | None:
@@ -228,8 +180,7 @@ def _program(item: Mapping[str, Any]) -> str:
 
 def request_from_item(item: Mapping[str, Any], *, context: RunContext | None, run_url: str | None,
                       marker: str) -> tuple[str, RecordRequest, list[str]]:  # fmt: skip
-    """The program, the record request and warnings for one agent output item (InputError/UsageError if unusable):
-    every value is data, cleaned, capped and bounded; authority (direction, target, goal, issue) is ``context``'s."""
+    """One item's program, request and warnings: its values are data, bounded; authority is ``context``'s."""
     program = _program(item)
     warnings = [f"{k} not recorded: {why}" for k, why in REFUSED_INPUTS.items() if item.get(k) not in (None, "", [])]
     # An input the tool does not declare reaches the job as the agent wrote it: gh-aw sanitises declared inputs only.
@@ -241,13 +192,23 @@ def request_from_item(item: Mapping[str, Any], *, context: RunContext | None, ru
     issue, issue_warning = reference_value(item, "issue")
     warnings += [w for w in (pr_warning, issue_warning) if w]
     commit = _text(item, "commit", warnings)
-    status, new_status = _status(item)
+    raw = text_value(item, "status")
+    if raw is None:
+        raise InputError("status is missing; report accepted, rejected, error or ci-fix-exhausted")
+    # Only a text that *starts* with its status counts ("Accepted ✅", "✅"), so "not accepted" is no "accepted".
+    words, known = (*UPSTREAM_STATUSES, *EXTRA_STATUSES), leading_status(raw)
+    status = known or re.sub(r"^[^A-Za-z]+", "", raw).strip().lower().replace("_", "-").replace(" ", "-")
+    if known is None and status not in words:
+        close = difflib.get_close_matches(status, words, n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise InputError(f"status {cut_bytes(raw, 60)!r} is not one this job records; {hint}report one of "
+                         f"{', '.join(words)}")  # fmt: skip
     trusted = context if context is not None and context.selected == program else RunContext()
     # The issue the scheduler knows for the program wins: the agent's may only fill in one nobody recorded.
     if trusted.issue is not None and issue is not None and issue != trusted.issue:
         warnings.append(f"issue #{issue} not recorded: the scheduler names #{trusted.issue} for this program")
     request = RecordRequest(
-        status=status, new_status=new_status, metric=number_value(item, "metric"),
+        status=status, new_status=status in EXTRA_STATUSES, metric=number_value(item, "metric"),
         change=_text(item, "change", warnings), notes=_text(item, "notes", warnings),
         commit=commit.strip("`") if commit else None, run_url=run_url, pr=pr,
         ci_fix_attempts=count_value(item, "ci_fix_attempts") or 0,
@@ -263,8 +224,7 @@ def request_from_item(item: Mapping[str, Any], *, context: RunContext | None, ru
 
 @dataclass(frozen=True)
 class ApplyOutcome:
-    """What :func:`apply` did: one outcome per item, the items gh-aw dropped before the job (its ingestion errors
-    for this type), and the budget the sizes are measured against."""
+    """One outcome per item, the items gh-aw dropped before the job, and the budget sizes are measured against."""
 
     items: tuple[ItemOutcome, ...]
     dropped: tuple[str, ...] = ()
@@ -279,13 +239,19 @@ class ApplyOutcome:
 def apply(app: AppContext, agent_output: Path, *, item_type: str = ITEM_TYPE, context_path: Path | None = None,
           any_program: bool = False, run_id: str | None = None, run_url: str | None = None,
           dry_run: bool = False) -> ApplyOutcome:  # fmt: skip
-    """``statefile apply``: record the items the agent reported, in order, each item's failure its own.  With a run
-    context only the selected program and :data:`MAX_ITEMS_PER_RUN` items; without one only with ``any_program``
-    (any *existing* program, :data:`MAX_ITEMS` items).  gh-aw's staged mode is a dry run."""
+    """``statefile apply``: the agent's items in order, each failure its own, for the run context's program only."""
     output = read_agent_output(agent_output)
     if context_path is not None and any_program:
         raise UsageError("--context and --any-program exclude each other: a run context names the one program")
-    context = read_context(context_path, agent_output) if context_path is not None else None
+    context = None
+    if context_path is not None:  # the agent's artifact (around agent_output) may hold anything the agent wrote
+        if context_path.resolve().is_relative_to(agent_output.parent.resolve()):
+            fix = f"which the agent can write; pass the context downloaded from the '{CONTEXT_ARTIFACT}' artifact"
+            raise UsageError(f"--context {context_path} is inside the agent's artifact, {fix}")
+        if not context_path.exists():
+            fix = f"download the '{CONTEXT_ARTIFACT}' artifact 'statefile prepare' wrote"
+            raise NotFoundError(f"--context {context_path}: no such file; {fix}")
+        context = RunContext.from_json(read_json_object(context_path), str(context_path))
     env = app.env
     if run_url is None and run_id and env.get("GITHUB_REPOSITORY"):
         server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
@@ -312,8 +278,7 @@ def apply(app: AppContext, agent_output: Path, *, item_type: str = ITEM_TYPE, co
     now = datetime.now(timezone.utc)
     policy = compaction_policy(app.config(), now=now)
     cap = MAX_ITEMS_PER_RUN if context is not None else MAX_ITEMS
-    run_id = run_id or (context.run_id if context is not None else None)
-    attempt = context.run_attempt if context is not None else None
+    run_id, attempt = (run_id or context.run_id, context.run_attempt) if context is not None else (run_id, None)
     known: set[str] | None = None
     outcomes: list[ItemOutcome] = []
     for index, item in enumerate(items, 1):
@@ -346,9 +311,8 @@ def apply(app: AppContext, agent_output: Path, *, item_type: str = ITEM_TYPE, co
                 outcome.action = "skipped"
                 continue
             outcome.action = "would-record" if dry_run else "recorded"
-            outcome.iteration, outcome.size = done.detail.iteration, done.detail.size
-            outcome.moved, outcome.archived_bytes = done.detail.moved, done.detail.archived_bytes
-            outcome.changes = done.detail.changes
+            for key in ("iteration", "size", "moved", "archived_bytes", "changes"):  # the record's, as the item's
+                setattr(outcome, key, getattr(done.detail, key))
             outcome.warnings.extend(done.detail.notes)
             outcome.commit, outcome.attempts = done.commit, done.attempts
         except StatefileError as exc:

@@ -1,22 +1,21 @@
-"""The lesson use cases: list, add, remove (to the archive), restore, pin, unpin, promote to _shared.md; each
-change is one commit, with a drifted Machine State heading restored on the way."""
+"""The lesson use cases (list, add, remove, restore, pin, unpin, promote); each change is one commit."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
+from functools import partial
 
 from statefile.app.context import AppContext
-from statefile.app.reading import missing_program
-from statefile.app.writing import restoring_heading
+from statefile.app.reading import archive_texts, read_program
+from statefile.app.writing import on_existing
 from statefile.defaults import SHARED_PROGRAM
 from statefile.model.archive import unwrap_chunk
 from statefile.model.document import StateDocument
 from statefile.policy import lessons as rules
 from statefile.policy.lessons import NumberedLesson, Tombstone
-from statefile.store import Change, Store, UpdateResult
-from statefile.store.base import T
+from statefile.store import Change, Store
 
 
 @dataclass(frozen=True)
@@ -29,8 +28,7 @@ class LessonList:
 
 @dataclass(frozen=True)
 class LessonChange:
-    """What a lesson command did: ``changed`` the lessons (else only a heading may have been restored), ``landed`` a
-    commit, and the lesson it names (``lesson_id``, a one-line ``summary``); ``archive`` is where removals go."""
+    """What a lesson command did: ``changed`` the lessons, ``landed`` a commit, the lesson it names, the archive."""
 
     changed: bool
     landed: bool
@@ -44,37 +42,28 @@ def _selector(selector: str) -> int | str:
     return int(selector) if selector.isdigit() else selector
 
 
-def _existing(store: Store, program: str, doc: StateDocument | None) -> StateDocument:
-    if doc is None:
-        raise missing_program(store, program)
-    return doc
-
-
 def list_lessons(app: AppContext, program: str) -> LessonList:
     """``lesson list``: PROGRAM's lessons with their numbers and ids."""
-    store = app.reader()
-    doc = _existing(store, program, store.read(program))
+    doc = read_program(app.reader(), program)
     shared = app.store().read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
-    count = len(rules.numbered_lessons(shared)) if shared is not None else 0
-    return LessonList(tuple(rules.numbered_lessons(doc)), count)
+    return LessonList(tuple(rules.numbered_lessons(doc)), len(rules.numbered_lessons(shared)) if shared else 0)
 
 
 def _update(app: AppContext, program: str, message: str,
-            change: Callable[[Store, StateDocument], Change[T]]) -> tuple[Store, UpdateResult[T]]:  # fmt: skip
-    """``change`` of an existing program's document in one commit (``message``), the heading restored."""
+            change: Callable[[Store, StateDocument], Change[LessonChange]]) -> LessonChange:  # fmt: skip
+    """``change`` of an existing program's document in one commit (``message``): its detail, with the commit."""
     store = app.writer()
-    return store, store.update(
-        program, restoring_heading(lambda doc: change(store, _existing(store, program, doc))), message
-    )
+    result = store.update(program, on_existing(store, program, partial(change, store)), message)
+    assert result.detail is not None
+    return replace(result.detail, landed=result.landed, commit=result.commit or "" if result.landed else "")
 
 
 def _edit(app: AppContext, program: str, verb: str, edit: Callable[[StateDocument], StateDocument]) -> LessonChange:
-    def change(_: Store, doc: StateDocument) -> Change[bool]:
+    def change(_: Store, doc: StateDocument) -> Change[LessonChange]:
         new = edit(doc)
-        return Change(new, detail=new.render() != doc.render())
+        return Change(new, detail=LessonChange(new.render() != doc.render(), False))
 
-    _, result = _update(app, program, f"statefile: {verb} a lesson of {program}", change)
-    return LessonChange(bool(result.detail), result.landed, result.commit or "" if result.landed else "")
+    return _update(app, program, f"statefile: {verb} a lesson of {program}", change)
 
 
 def add(app: AppContext, program: str, text: str, *, expires: date | None = None, pin: bool = False) -> LessonChange:
@@ -84,61 +73,54 @@ def add(app: AppContext, program: str, text: str, *, expires: date | None = None
 
 def pin(app: AppContext, program: str, selector: str, *, pinned: bool = True) -> LessonChange:
     """``lesson pin`` (compaction never prunes a pinned lesson), or with ``pinned=False`` ``lesson unpin``."""
-    edit = rules.pin_lesson if pinned else rules.unpin_lesson
-    return _edit(app, program, "pin" if pinned else "unpin", lambda doc: edit(doc, _selector(selector)))
+    verb = "pin" if pinned else "unpin"
+    return _edit(app, program, verb, lambda doc: rules.pin_lesson(doc, _selector(selector), pinned=pinned))
 
 
 def remove(app: AppContext, program: str, selector: str, *, reason: str) -> LessonChange:
     """``lesson remove``: the lesson goes to the archive with ``reason``, restorable."""
     today = datetime.now(timezone.utc).date()
 
-    def change(_: Store, doc: StateDocument) -> Change[str]:
-        removed = rules.find_lesson(doc, _selector(selector)).text
+    def change(store: Store, doc: StateDocument) -> Change[LessonChange]:
+        text = rules.find_lesson(doc, _selector(selector)).text
         new, chunk = rules.remove_lesson(doc, _selector(selector), reason=reason, today=today)
         what, body = unwrap_chunk(chunk)
-        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md", detail=removed)
+        done = LessonChange(
+            True, True, "", rules.lesson_id(text), rules.lesson_summary(text), store.archive_hint(program)
+        )
+        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md", detail=done)
 
-    store, result = _update(app, program, f"statefile: remove a lesson from {program}", change)
-    text = result.detail or ""
-    return LessonChange(True, result.landed, result.commit or "", rules.lesson_id(text), rules.lesson_summary(text),
-                        store.archive_hint(program))  # fmt: skip
-
-
-def _archive_texts(store: Store, program: str) -> list[str]:
-    return [store.read_path(path) for path in store.archive_part_paths(program)]
+    return _update(app, program, f"statefile: remove a lesson from {program}", change)
 
 
 def restorable(app: AppContext, program: str) -> list[Tombstone]:
     """``lesson restore`` without a selector: the removed lessons that can be restored, numbered from 1."""
     store = app.reader()
-    _existing(store, program, store.read(program))
-    return rules.restorable_lessons(_archive_texts(store, program))
+    read_program(store, program)
+    return rules.restorable_lessons([text for _, text in archive_texts(store, program)])
 
 
 def restore(app: AppContext, program: str, selector: str) -> LessonChange:
     """``lesson restore``: a removed lesson back from the archive (an id already restored is refused)."""
     today = datetime.now(timezone.utc).date()
 
-    def change(store: Store, doc: StateDocument) -> Change[Tombstone]:
+    def change(store: Store, doc: StateDocument) -> Change[LessonChange]:
         # The archive as of this attempt: a concurrent restore of the same lesson must be refused.
-        tombstone = rules.find_tombstone(_archive_texts(store, program), _selector(selector))
-        what, body = unwrap_chunk(rules.restored_chunk(tombstone, today=today))
-        return Change(rules.restore_lesson(doc, tombstone), archive=body, archive_label=what, detail=tombstone)
+        tombstone = rules.find_tombstone([text for _, text in archive_texts(store, program)], _selector(selector))
+        new, chunk = rules.restore_lesson(doc, tombstone, today=today)
+        what, body = unwrap_chunk(chunk)
+        done = LessonChange(True, True, "", tombstone.lesson_id, tombstone.summary)
+        return Change(new, archive=body, archive_label=what, detail=done)
 
-    _, result = _update(app, program, f"statefile: restore a lesson of {program}", change)
-    done = result.detail
-    return LessonChange(True, result.landed, result.commit or "", done.lesson_id if done else "",
-                        done.summary if done else "")  # fmt: skip
+    return _update(app, program, f"statefile: restore a lesson of {program}", change)
 
 
 def promote(app: AppContext, program: str, selector: str) -> LessonChange:
     """``lesson promote``: a copy of the lesson in _shared.md, which ``render`` shows to every program."""
     store = app.writer()
-    doc = _existing(store, program, store.read(program))
+    doc = read_program(store, program)
     lesson = rules.find_lesson(doc, _selector(selector)).text
-    message = f"statefile: promote a lesson of {program} to _shared.md"
-    result = store.update(
-        SHARED_PROGRAM, lambda shared: rules.promote_lesson(doc, _selector(selector), shared, program=program), message
-    )
+    promote = partial(rules.promote_lesson, doc, _selector(selector), program=program)
+    result = store.update(SHARED_PROGRAM, promote, f"statefile: promote a lesson of {program} to _shared.md")
     return LessonChange(result.landed, result.landed, result.commit or "", rules.lesson_id(lesson),
                         rules.lesson_summary(lesson))  # fmt: skip

@@ -1,44 +1,47 @@
-"""The read side of the use cases: what commands that only look at the memory do, over a :class:`Store`.
-
-Apart from :mod:`statefile.app.writing` so that the scheduler's pre-step (``report``, ``check``, ``list``) loads no
-compaction or record rules.
-"""
+"""The read use cases, apart from writing so the scheduler's pre-step loads no compaction or record rules."""
 
 from __future__ import annotations
 
 import difflib
 import functools
+import json
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from statefile.app.config import Config
 from statefile.app.context import AppContext
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
-from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_json_atomic
+from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_text_atomic
 from statefile.integrations.ghaw import glob_matches
 from statefile.model.anomalies import history_gaps
 from statefile.model.archive import find_iteration_in_parts
 from statefile.model.document import StateDocument, parse, read_machine_state
-from statefile.model.history import Iteration
 from statefile.model.spans import spans_text
 from statefile.numbers import budget_text, percent
 from statefile.store import Store
-from statefile.store.files import read_state_file
-from statefile.store.names import case_twins
-from statefile.views.charts import metric_sparkline, trend_line
-from statefile.views.hints import CLI, Hints
-from statefile.views.history import ProgramHistory, history_rows, state_events
-from statefile.views.render import RenderedView, render_view
+from statefile.store.atomic import read_state_file
+from statefile.store.names import case_twins, validate_program
+from statefile.views.history import (
+    ProgramHistory,
+    history_rows,
+    metric_sparkline,
+    pressure,
+    state_events,
+    step_summary,
+    trend_line,
+)
+from statefile.views.render import CLI, Hints, RenderedView, render_view
 from statefile.views.search import Hit, search
-from statefile.views.status import count_archived_entries, pressure
-from statefile.views.summary import step_summary
+
+V = TypeVar("V")
 
 # Warning codes that fail ``check``: the scheduler cannot read the state (record refuses to go on from them too).
 CHECK_ERRORS = frozenset(
@@ -71,14 +74,9 @@ class CheckOutcome:
         return {key: getattr(self, key) for key in keys}
 
 
-def state_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, int]:
-    """Programs whose ``{name}.md`` matches one of ``globs`` (repo-memory's file-glob), name → bytes."""
-    return {name: size for name, size in store.programs().items() if glob_matches(f"{name}.md", globs)}
-
-
-def unreadable_files(store: Store, globs: tuple[str, ...] = ("*.md",)) -> dict[str, str]:
-    """State files matching ``globs`` that cannot be read (a symlink, a FIFO…), name → why: errors, never skipped."""
-    return {name: why for name, why in store.unreadable().items() if glob_matches(f"{name}.md", globs)}
+def _globbed(found: Mapping[str, V], globs: tuple[str, ...]) -> dict[str, V]:
+    # repo-memory's file-glob decides which ``{name}.md`` are state files; an unreadable one is an error, not skipped.
+    return {name: value for name, value in found.items() if glob_matches(f"{name}.md", globs)}
 
 
 def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcome:
@@ -96,76 +94,75 @@ def check_document(name: str, doc: StateDocument, max_bytes: int) -> CheckOutcom
     return outcome
 
 
-def check_programs(store: Store, programs: list[str] | None, globs: tuple[str, ...] = ("*.md",)) -> list[CheckOutcome]:
-    """Check the named programs (all when ``None``); unreadable files are errors, not exceptions."""
-    sizes = state_files(store, globs)
-    outcomes: list[CheckOutcome] = []
-    if not programs:
-        outcomes += [
-            CheckOutcome(name, 0, store.max_bytes, errors=[why]) for name, why in unreadable_files(store, globs).items()
-        ]
-        try:  # the shared lessons are no program, but a file every run reads: a link or a FIFO there is damage too
-            store.read_text(SHARED_PROGRAM)
-        except StatefileError as exc:
-            outcomes.append(CheckOutcome(SHARED_PROGRAM, 0, store.max_bytes, errors=[str(exc)]))
-        outcomes += _case_twins(store, globs)
-    for name in programs or sorted(sizes):
-        try:
-            doc = store.read(name)
-        except StatefileError as exc:
-            outcomes.append(CheckOutcome(name, sizes.get(name, 0), store.max_bytes, errors=[str(exc)]))
-            continue
-        if doc is None:
-            outcomes.append(CheckOutcome(name, 0, store.max_bytes, errors=[f"no program '{name}'"]))
-            continue
-        outcomes.append(check_document(name, doc, store.max_bytes))
-        outcomes[-1].errors.extend(_archive_errors(store, name))
-    return outcomes
-
-
-def _archive_errors(store: Store, program: str) -> list[str]:
-    """What ``expand`` and ``search`` would fail on later in the archive (a link, not UTF-8…), found by the gate."""
-    errors = []
-    try:
-        for part in store.archive_parts(program):
-            try:
-                store.read_archive(program, part)
-            except StatefileError as exc:
-                errors.append(str(exc))
-    except StatefileError as exc:
-        errors.append(str(exc))
-    return errors
-
-
-def _case_twins(store: Store, globs: tuple[str, ...]) -> list[CheckOutcome]:
-    """Memory files or archive folders whose names differ only in case: a checkout on macOS or Windows loses one."""
-    try:
-        paths = store.paths()
-    except StatefileError:
-        return []  # a store that cannot be listed fails the check on what reading it found
-
-    def ours(name: str) -> bool:
-        name = name.rstrip("/")
-        return name.lower().split("/")[0] == "archive" or glob_matches(name, globs)
-
-    return [
-        CheckOutcome(name, 0, store.max_bytes, sized=False, errors=[
-            f"{name} and {other} differ only in case: a checkout on macOS or Windows holds only one of them; keep "
-            "one (merge what the other holds into it) and delete the other"
-        ])
-        for name, other in case_twins(paths)
-        if ours(name) or ours(other)
-    ]  # fmt: skip
-
-
 def is_path_argument(arg: str) -> bool:
     """Whether a command argument names a file rather than a program (it has a path separator or ends in .md)."""
     return arg.endswith(".md") or "/" in arg or os.sep in arg
 
 
+@dataclass(frozen=True)
+class Target:
+    """A program in the store, or (``path`` set) a state file named by its path, read from disk."""
+
+    program: str
+    path: Path | None = None
+
+    @property
+    def label(self) -> str:
+        """How output names it: the path for a file, else the program."""
+        return self.program if self.path is None else str(self.path)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What was found, and (what the user typed, why) for each name that could not be: one does not hide others."""
+
+    found: tuple[Target, ...]
+    failures: tuple[tuple[str, StatefileError], ...] = ()
+
+
+def resolve_targets(
+    store: Store,
+    names: Sequence[str],
+    *,
+    all_programs: bool,
+    allow_paths: bool = True,
+    verb: str = "act on",
+    globs: tuple[str, ...] = ("*.md",),
+) -> Targets:
+    """The programs ``names`` stand for (or state files' paths, if ``allow_paths``), or every one matching ``globs``."""
+    if all_programs and names:
+        raise UsageError("give program names or --all, not both")
+    if not all_programs and not names:
+        raise UsageError(f"name the programs to {verb}, or pass --all")
+    if all_programs:
+        broken = sorted(_globbed(store.unreadable(), globs).items())
+        found = tuple(Target(name) for name in sorted(_globbed(store.programs(), globs)))
+        return Targets(found, tuple((name, InvalidDataError(why)) for name, why in broken))
+    # State-file paths alone read no store (a caller may pass a stand-in for one outside any repository).
+    known = store.programs() if not all(allow_paths and is_path_argument(name) for name in names) else {}
+    targets: dict[object, Target] = {}
+    failures: list[tuple[str, StatefileError]] = []
+    for name in names:
+        try:
+            if allow_paths and is_path_argument(name):
+                if not Path(name).is_file():
+                    raise NotFoundError(f"{name}: no such file; check the path")
+                target = Target(Path(name).stem, Path(name))
+            # Not listed but there: the shared lessons, or a file that cannot be read (its read raises why).
+            elif validate_program(name) not in known and store.read_text(name) is None:
+                raise missing_program(store, name)
+            else:
+                target = Target(name)
+        except StatefileError as exc:
+            failures.append((name, exc))
+            continue
+        # The same file twice (``perf.md`` and ``./perf.md``) is one target; two folders' ``perf.md`` are two.
+        targets.setdefault(target.program if target.path is None else target.path.resolve(), target)
+    return Targets(tuple(targets.values()), tuple(failures))
+
+
 def describe_target(app: AppContext, target: str) -> dict[str, Any]:
-    """``show``'s data on a program or a state file by path, with the commit that paused (or completed) a program
-    when it is near in the branch history (a file has none)."""
+    """``show``'s data on a program or a state file by path, with the commit that paused (or completed) a program."""
     on_disk = is_path_argument(target)
     doc = read_state_file(Path(target), app.config().max_bytes.value) if on_disk else read_program(app.reader(), target)
     kinds = Counter(entry.kind for entry in doc.history)
@@ -182,27 +179,66 @@ def describe_target(app: AppContext, target: str) -> dict[str, Any]:
         },
         "warnings": [str(w) for w in doc.warnings],
     }
-    for event, reason in (("paused", "pause_reason"), ("completed", "completed_reason")):
+    for event, undo, why in (("paused", "unpaused", "pause_reason"), ("completed", "uncompleted", "completed_reason")):
         if doc.machine_state.get(event):
-            since = None if on_disk else state_began(app.reader(), target, event)
-            info[event] = {"reason": doc.machine_state.get(reason), "since": since}
+            info[event] = {"reason": doc.machine_state.get(why), "since": None}
+            for row in () if on_disk else program_log(app.reader(), target, 50):  # the bound keeps show fast
+                events = {e["event"]: e for e in row["events"]}
+                if event in events:
+                    began = {key: row[key] for key in ("commit", "when_utc", "iteration")}
+                    info[event]["since"] = began | {"reason": events[event]["reason"]}
+                if event in events or undo in events:  # undone since: it began where the log cannot tell
+                    break
     return info
 
 
 def check_targets(app: AppContext, targets: Sequence[str]) -> list[CheckOutcome]:
-    """``check``'s outcomes: state files by path, the named programs (all of them when no name is given) and, with
-    repo-memory, what its push would drop or refuse (file-glob, max-file-size, max-file-count, max-patch-size)."""
+    """``check``'s outcomes: files by path, the named programs (else all) and, with repo-memory, its push's limits."""
     files = [t for t in targets if is_path_argument(t)]
     programs = [t for t in targets if not is_path_argument(t)]
     limit = int(app.config().max_bytes.value)
+
+    def failed(name: str, why: object, size: int = 0, sized: bool = True) -> CheckOutcome:
+        return CheckOutcome(name, size, limit, errors=[str(why)], sized=sized)
+
     outcomes: list[CheckOutcome] = []
     for name in files:
         try:
             outcomes.append(check_document(name, read_state_file(Path(name), limit), limit))
         except StatefileError as exc:
-            outcomes.append(CheckOutcome(name, 0, limit, errors=[str(exc)]))
+            outcomes.append(failed(name, exc))
     if programs or not files:
-        outcomes.extend(check_programs(app.reader(require_branch=False), programs or None, app.globs))
+        store, globs = app.reader(require_branch=False), app.globs
+        sizes = _globbed(store.programs(), globs)
+        if not programs:
+            outcomes += [failed(name, why) for name, why in _globbed(store.unreadable(), globs).items()]
+            try:  # the shared lessons are no program, but a file every run reads: a link or a FIFO there is damage too
+                store.read_text(SHARED_PROGRAM)
+            except StatefileError as exc:
+                outcomes.append(failed(SHARED_PROGRAM, exc))
+            with suppress(StatefileError):  # a store that cannot be listed fails on what reading it found
+                for a, b in case_twins(store.paths()):
+                    lost = f"{a} and {b} differ only in case: a checkout on macOS or Windows holds only one of them"
+                    why = f"{lost}; keep one (merge what the other holds into it) and delete the other"
+                    paths = (a.rstrip("/"), b.rstrip("/"))  # an archive path, or a state file's
+                    if any(p.lower().split("/")[0] == "archive" or glob_matches(p, globs) for p in paths):
+                        outcomes.append(failed(a, why, sized=False))
+        for name in programs or sorted(sizes):
+            try:
+                if (doc := store.read(name)) is None:
+                    raise NotFoundError(f"no program '{name}'")
+            except StatefileError as exc:
+                outcomes.append(failed(name, exc, sizes.get(name, 0)))
+                continue
+            outcomes.append(check_document(name, doc, limit))
+            try:  # what expand and search would fail on later in the archive (a link, not UTF-8…)
+                for part in store.archive_parts(name):
+                    try:
+                        store.read_archive(name, part)
+                    except StatefileError as exc:
+                        outcomes[-1].errors.append(str(exc))
+            except StatefileError as exc:
+                outcomes[-1].errors.append(str(exc))
     if app.repo_memory:
         memory = app.memory_folder()
         found = memory.problems(programs or sorted(app.store().programs()))
@@ -214,29 +250,33 @@ def check_targets(app: AppContext, targets: Sequence[str]) -> list[CheckOutcome]
 def list_programs(store: Store, globs: tuple[str, ...] = ("*.md",)) -> list[dict[str, Any]]:
     """Every program with size, % of budget, iteration count, last run and status, by name."""
     rows = []
-    files = state_files(store, globs)
-    errors: dict[str, StatefileError] = {}
-    texts = store.read_texts(sorted(files), errors=errors)
-    broken = {name: str(error) for name, error in errors.items()} | unreadable_files(store, globs)
+    files = _globbed(store.programs(), globs)
+    states, broken = _machine_states(store, sorted(files), globs)
     for name in sorted({*files, *broken}):
-        text = None if name in broken else texts.get(name)
-        state = read_machine_state(text) if text is not None else {}
+        state = states.get(name, {})
         halted = "completed" if state.get("completed") else "paused" if state.get("paused") else None
-        # One unreadable file must not hide the others.
         status = "unreadable" if name in broken else halted or (state.get("recent_statuses") or ["new"])[-1]
         size = files.get(name, 0)
         row = {"program": name, "size": size, "percent_of_budget": percent(size, store.max_bytes)}
         rows.append(row | {key: state.get(key) for key in ("iteration_count", "last_run", "best_metric")}
-                    | {"status": status} | ({"error": broken[name]} if name in broken else {}))  # fmt: skip
+                    | {"status": status} | ({"error": str(broken[name])} if name in broken else {}))  # fmt: skip
     return rows
+
+
+def _machine_states(
+    store: Store, names: list[str], globs: tuple[str, ...]
+) -> tuple[dict[str, dict[str, Any]], dict[str, StatefileError]]:
+    # One batch read at one tip (the scheduler's view of 1000 programs); each unreadable file says why.
+    broken: dict[str, StatefileError] = {n: InvalidDataError(w) for n, w in _globbed(store.unreadable(), globs).items()}
+    texts = store.read_texts(names, errors=broken)
+    return {name: read_machine_state(text) for name, text in texts.items() if text is not None}, broken
 
 
 def list_trends(store: Store, programs: list[str], width: int = 12) -> dict[str, str]:
     """A metric sparkline per program from its file alone (the archive is not read: this is a glance)."""
-    texts = store.read_texts(programs, errors={})
     return {
         name: metric_sparkline(history_rows(parse(text), name), width)
-        for name, text in texts.items()
+        for name, text in store.read_texts(programs, errors={}).items()
         if text is not None
     }
 
@@ -253,10 +293,9 @@ class StatusReport:
 def all_status(
     store: Store, program: str | None, config: Config, globs: tuple[str, ...], *, trends: bool = False
 ) -> StatusReport:
-    """The pressure of ``program``, or of every program (one that cannot be read is listed as such), with metric
-    trend lines when ``trends``."""
-    report = StatusReport({}, {} if program else unreadable_files(store, globs), {})
-    for name in [program] if program else sorted(state_files(store, globs)):
+    """The pressure of ``program``, or of every program (listing the unreadable ones), with trend lines if asked."""
+    report = StatusReport({}, {} if program else _globbed(store.unreadable(), globs), {})
+    for name in [program] if program else sorted(_globbed(store.programs(), globs)):
         try:
             doc = read_program(store, name)
             texts = archive_texts(store, name)
@@ -264,8 +303,7 @@ def all_status(
             report.reports[name] = pressure(
                 doc,
                 max_bytes=store.max_bytes,
-                archived_entries=count_archived_entries([text for _, text in texts]),
-                archive_parts=len(texts),
+                archives=[text for _, text in texts],
                 aggressive_at=config.aggressive_at.value,
                 keep_aggressive=config.aggressive_keep.value,
             )
@@ -282,12 +320,9 @@ def all_status(
 def memory_summary(store: Store, programs: Sequence[str], max_charts: int, globs: tuple[str, ...]) -> tuple[str, int]:
     """The summary of ``programs`` (all when none), charting the most recently run, and how many it lists."""
     rows = list_programs(store, globs)
-    if programs:
-        known = {str(r["program"]) for r in rows}
-        for name in programs:
-            if name not in known:
-                raise missing_program(store, name)
-        rows = [r for r in rows if r["program"] in programs]
+    if missing := [name for name in programs if name not in {r["program"] for r in rows}]:
+        raise missing_program(store, missing[0])
+    rows = [r for r in rows if r["program"] in programs] if programs else rows
     readable = [r for r in rows if r.get("status") != "unreadable"]
     recent = sorted(readable, key=lambda r: (str(r.get("last_run") or ""), str(r["program"])), reverse=True)
     histories = {str(r["program"]): program_history(store, str(r["program"])) for r in recent[:max_charts]}
@@ -298,11 +333,9 @@ def memory_summary(store: Store, programs: Sequence[str], max_charts: int, globs
 def expand_iteration(store: Store, program: str, number: int) -> tuple[str, str]:
     """The verbatim text of iteration ``number``: ``(where, text)`` from the file itself or its archive."""
     doc = read_program(store, program)
-    for entry in doc.history:
-        if isinstance(entry, Iteration) and number in entry.covers:
-            return f"{program}.md", entry.raw
+    if entry := next((e for e in doc.iterations if number in e.covers), None):
+        return f"{program}.md", entry.raw
     parts = store.archive_part_paths(program)  # every layout: a branch both gh-aw paths wrote holds two
-    # Newest first, each part once, only as far as needed.
     found = find_iteration_in_parts(functools.cache(lambda index: store.read_path(parts[index])), len(parts), number)
     if found is not None:
         return parts[found[0]], found[1]
@@ -348,8 +381,7 @@ def program_log(store: Store, program: str, limit: int, *, patch: bool = False) 
     if store.read_text(program) is None and not store.log(program, 1):
         raise missing_program(store, program)
     patches = store.log_patches(program, limit) if patch else {}
-    # The Machine State before and after each commit, for its events; the commits that created or deleted the file
-    # have none.
+    # A commit that created or deleted the file has no events.
     states = {
         commit: (read_machine_state(old), read_machine_state(new))
         for commit, (old, new) in store.log_texts(program, limit).items()
@@ -386,22 +418,8 @@ def iteration_events(store: Store, program: str, limit: int) -> list[dict[str, A
     ]
 
 
-def state_began(store: Store, program: str, event: str, limit: int = 50) -> dict[str, Any] | None:
-    """The commit among the newest ``limit`` that put ``program`` in its ``event`` state (``paused``, ``completed``),
-    or ``None`` (a folder has no history; the bound keeps ``show`` fast)."""
-    undone = {"paused": "unpaused", "completed": "uncompleted"}[event]
-    for row in program_log(store, program, limit):
-        kinds = {e["event"]: e for e in row["events"]}
-        if event in kinds:
-            return {key: row[key] for key in ("commit", "when_utc", "iteration")} | {"reason": kinds[event]["reason"]}
-        if undone in kinds:
-            return None  # undone since: the state now began in a commit the log cannot tell apart
-    return None
-
-
 def build_report(app: AppContext, out: Path | None, *, program: str | None, all_programs: bool) -> dict[str, Any]:
-    """The scheduler's autoloop.json ``out`` (it must exist; written atomically) with statefile's sizes merged in
-    (every existing key kept); without ``out``, the merge into an empty one."""
+    """The scheduler's autoloop.json ``out`` with statefile's sizes merged in; without ``out``, into an empty one."""
     if program and all_programs:
         raise UsageError("give --program or --all, not both")
     if out is not None and not out.is_file():
@@ -411,34 +429,27 @@ def build_report(app: AppContext, out: Path | None, *, program: str | None, all_
         fix = "pass that file's path" if exists else "check the path (the upstream one is /tmp/gh-aw/autoloop.json)"
         raise (UsageError if exists else NotFoundError)(f"--out {out}: {what}; report merges sizes into the "
               f"autoloop.json the scheduler wrote — {fix}, or leave out --out to print the merged JSON")  # fmt: skip
-    aggressive_at = float(app.config().aggressive_at.value)
+    at = float(app.config().aggressive_at.value)  # where report says needs_compaction
     store, globs = app.reader(require_branch=False), app.globs
     existing = read_json_object(out) if out is not None else {}
-    sizes = state_files(store, globs)
+    sizes = _globbed(store.programs(), globs)
     selected = program if program is not None else existing.get("selected")
-    broken = unreadable_files(store, globs)
-    if program is not None and program not in sizes:
-        raise InvalidDataError(broken[program]) if program in broken else missing_program(store, program)
     everything = all_programs or (program is None and not selected)
     names = sorted(sizes) if everything else []
     if isinstance(selected, str) and selected not in names:
         names.append(selected)
-    # One batch read at one tip, and only each file's Machine State: the scheduler's view of 1000 programs.
-    errors: dict[str, StatefileError] = {}
-    texts = store.read_texts([name for name in names if name in sizes], errors=errors)
-    broken |= {name: str(error) for name, error in errors.items()}
-    if isinstance(selected, str) and selected in broken:
-        # The scheduler's own program: fail loudly rather than report it as healthy.
-        raise errors.get(selected) or InvalidDataError(broken[selected])
+    states, broken = _machine_states(store, [name for name in names if name in sizes], globs)
+    if program is not None and program not in sizes:
+        raise broken.get(program) or missing_program(store, program)
+    if isinstance(selected, str) and selected in broken:  # the scheduler's own program: never reported as healthy
+        raise broken[selected]
     entries: dict[str, dict[str, Any]] = {}
     for name in names + ([name for name in broken if name not in names] if everything else []):
-        text = None if name in broken else texts.get(name)
-        state = read_machine_state(text) if text is not None else {}
-        report = program_report(name, sizes.get(name, 0), store.max_bytes, state, aggressive_at=aggressive_at)
-        entries[name] = report | ({"error": broken[name]} if name in broken else {})
+        report = program_report(name, sizes.get(name, 0), store.max_bytes, states.get(name, {}), aggressive_at=at)
+        entries[name] = report | ({"error": str(broken[name])} if name in broken else {})
     merged = merge_report(existing, entries, selected if isinstance(selected, str) else None)
     if out is not None:
-        write_json_atomic(out, merged)
+        write_text_atomic(out, json.dumps(merged, indent=2) + "\n")
     return merged
 
 

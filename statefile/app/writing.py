@@ -1,7 +1,4 @@
-"""The write side of the use cases: record, init, compact, repair and edit, each one atomic write through a store.
-
-Update functions are pure (the store calls them again after a lost race); :func:`record_update` is the one record
-pipeline ``record``, ``apply`` and ``sync`` share."""
+"""The write use cases, one atomic write each; updates are pure (a lost race calls them again)."""
 
 from __future__ import annotations
 
@@ -10,7 +7,8 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,6 @@ from statefile.defaults import SHARED_PROGRAM, SUMMARY_CAP
 from statefile.errors import BudgetError, ConflictError, NotFoundError, StatefileError, UsageError
 from statefile.integrations.autoloop import read_json_object
 from statefile.integrations.ghaw import InputError, number_value
-from statefile.integrations.repo_memory import RepoMemoryFolder
 from statefile.integrations.summarizer import command_summarizer
 from statefile.model.archive import make_chunk, plan_append
 from statefile.model.document import StateDocument, parse
@@ -31,16 +28,21 @@ from statefile.model.patterns import STATUS_GLYPHS, lesson_key
 from statefile.model.template import new_state_file
 from statefile.model.text import utf8_size
 from statefile.numbers import number_text, plural
-from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact
-from statefile.policy.edits import removed_by_edit
-from statefile.policy.repair import RepairResult, repair
-from statefile.policy.rules import ITEM_TRAILER, RecordRequest, format_number, has_marker, record, recorded_iteration
-from statefile.policy.spreading import compact_within
-from statefile.store import Change, Store, UpdateFn, UpdateResult
-from statefile.store.atomic import INPUT_LIMIT, read_regular_file
+from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact, compact_within
+from statefile.policy.repair import RepairResult, removed_by_edit, repair
+from statefile.policy.rules import (
+    ITEM_TRAILER,
+    UPSTREAM_STATUSES,
+    RecordRequest,
+    format_number,
+    has_marker,
+    record,
+    recorded_iteration,
+)
+from statefile.store import Change, GitStore, Store, UpdateResult
+from statefile.store.atomic import INPUT_LIMIT, read_limit, read_regular_file
 from statefile.store.base import T
-from statefile.store.files import read_limit
-from statefile.store.names import validate_program
+from statefile.store.names import is_program_name, validate_program
 
 #: The trailers a record commit carries (``git log --format=%(trailers:key=…)`` reads them back; ``sync`` does).
 PROGRAM_TRAILER = "Statefile-Program"
@@ -70,21 +72,22 @@ Compactor = Callable[[StateDocument, CompactionPolicy], CompactionResult]
 
 
 def restore_heading(doc: StateDocument) -> StateDocument:
-    """``doc`` with a drifted Machine State heading restored to the exact ``## ⚙️ Machine State`` (else ``doc``):
-    under any other heading the upstream scheduler does not find the table and treats the program as new."""
+    """``doc`` with a drifted heading restored to ``## ⚙️ Machine State``, where the scheduler looks (else ``doc``)."""
     if any(w.code == "machine-state-heading" for w in doc.warnings) and doc.section("machine_state") is not None:
         return doc.with_fields({})
     return doc
 
 
-def restoring_heading(fn: Callable[[StateDocument | None], StateDocument | Change[T]]) -> UpdateFn[T]:
-    """An update function that does what ``fn`` does, then restores a drifted Machine State heading."""
+def on_existing(
+    store: Store, program: str, fn: Callable[[StateDocument], Change[T]], missing: StatefileError | None = None
+) -> Callable[[StateDocument | None], Change[T]]:
+    """An update of an existing program (else ``missing``, or not found) that restores a drifted heading too."""
 
-    def apply(doc: StateDocument | None) -> StateDocument | Change[T]:
-        result = fn(doc)
-        if isinstance(result, Change):
-            return replace(result, document=restore_heading(result.document))
-        return restore_heading(result)
+    def apply(doc: StateDocument | None) -> Change[T]:
+        if doc is None:
+            raise missing or missing_program(store, program)
+        change = fn(doc)
+        return replace(change, document=restore_heading(change.document))
 
     return apply
 
@@ -92,12 +95,8 @@ def restoring_heading(fn: Callable[[StateDocument | None], StateDocument | Chang
 def record_update(store: Store, program: str, request: RecordRequest, policy: CompactionPolicy, *, now: datetime,
                   compactor: Compactor | None = None, create: bool = False, keep_issue: bool = False,
                   note: str = "") -> Callable[[StateDocument | None], Change[RecordOutcome]]:  # fmt: skip
-    """The one record pipeline: the update rules, compaction, the heading restored, a commit message with trailers
-    naming the program and iteration.  ``create``: a missing program is created.  ``keep_issue``: a recorded Issue
-    is kept (the request's becomes a note).  An entry carrying ``request.marker`` already there: the detail is
-    ``None``.  ``note``: a line for the commit message."""
+    """The one record pipeline; ``keep_issue`` keeps a recorded Issue; a known ``request.marker`` makes no entry."""
     hint = f"nothing was written — check the name, or pass --create to start '{program}'"
-    # Range lines point to where this store keeps the parts (repo-memory: _archive.perf.*.md).
     scoped = replace(policy, program=program, archive_hint=store.archive_hint(program))
 
     def apply(doc: StateDocument | None) -> Change[RecordOutcome]:
@@ -143,8 +142,7 @@ def record_update(store: Store, program: str, request: RecordRequest, policy: Co
 
 @dataclass(frozen=True)
 class RecordOutcome:
-    """What a record did (``dry_run``: would do; ``commit`` ""): the iteration, its status, the Machine State
-    changes, what compaction moved, and ``notes`` on inputs it did not use; the detail of :func:`record_update`."""
+    """What a record did (or would do), with ``notes`` on inputs it did not use; :func:`record_update`'s detail."""
 
     program: str
     commit: str
@@ -191,20 +189,17 @@ def record_iteration(store: Store, program: str, request: RecordRequest, policy:
 
 def record_program(app: AppContext, program: str, request: RecordRequest, *, create: bool = False,
                    autoloop_json: Path | None = None, dry_run: bool = False) -> RecordOutcome:  # fmt: skip
-    """``statefile record``: when autoloop.json selected ``program``, its direction, target, goal and issue are used
-    and the program may be started; otherwise only ``create`` starts one."""
+    """``statefile record``; a program autoloop.json selected takes its settings from there and may be started."""
     writable_program(program)
     if autoloop_json is not None and not autoloop_json.exists():
         raise NotFoundError(f"--autoloop-json {autoloop_json}: no such file; pass the scheduler's autoloop.json")
-    context = autoloop_context(autoloop_json, env={}) if autoloop_json is not None else None
-    own = context is not None and context.selected == program
-    if context is not None and own:
+    context = autoloop_context(autoloop_json, env={}) if autoloop_json is not None else RunContext()
+    if own := context.selected == program:
         issue = request.issue if request.issue is not None else context.issue
         request = replace(request, issue=issue, metric_direction=context.metric_direction,
                           target_metric=context.target_metric, goal=context.goal)  # fmt: skip
     config = app.config()
-    # The scheduler's first run may start the configured memory branch, never one named by a --branch flag (a
-    # typo there must not start a new memory).
+    # The scheduler's first run may start the configured branch, never a --branch flag's (a typo).
     store = app.writer(create=create or (own and not config.branch.source.startswith("flag")))
     now = datetime.now(timezone.utc)
     return record_iteration(
@@ -215,24 +210,18 @@ def record_program(app: AppContext, program: str, request: RecordRequest, *, cre
 
 def change_lines(changes: dict[str, Any]) -> list[str]:
     """What a record changed, one line each, for people (``record``'s output and its commit message)."""
-    lines = []
-    if changes.get("was_completed"):
-        lines.append("note: the program was already completed (the scheduler no longer selects it)")
-    if changes.get("was_paused") and not changes.get("unpaused"):
-        lines.append(f"note: the program is paused ({changes.get('pause_reason') or 'no reason given'})")
-    best = changes.get("best_metric") or {}
-    if best.get("new_best"):
-        was = best.get("before")
-        lines.append(f"new best metric: {best.get('after')}" + (f" (was {was})" if was is not None else ""))
-    if changes.get("unpaused"):
-        reason = changes.get("previous_pause_reason")
-        cleared = f" (the cleared pause reason was: {reason})" if reason else ""
-        lines.append(f"unpaused: an accepted iteration un-pauses the program, as the upstream prompt says{cleared}")
-    if changes.get("paused_now"):
-        lines.append(f"paused: {changes.get('pause_reason') or 'no reason given'}")
-    if changes.get("completed_now"):
-        lines.append(f"completed: {changes.get('completed_reason') or 'target reached'}")
-    return lines
+    best, reason = changes.get("best_metric") or {}, changes.get("pause_reason") or "no reason given"
+    was, cleared = best.get("before"), changes.get("previous_pause_reason")
+    unpaused = "unpaused: an accepted iteration un-pauses the program, as the upstream prompt says"
+    lines = (
+        (changes.get("was_completed"), "note: the program was already completed (the scheduler no longer selects it)"),
+        (changes.get("was_paused") and not changes.get("unpaused"), f"note: the program is paused ({reason})"),
+        (best.get("new_best"), f"new best metric: {best.get('after')}" + (f" (was {was})" if was is not None else "")),
+        (changes.get("unpaused"), unpaused + (f" (the cleared pause reason was: {cleared})" if cleared else "")),
+        (changes.get("paused_now"), f"paused: {reason}"),
+        (changes.get("completed_now"), f"completed: {changes.get('completed_reason') or 'target reached'}"),
+    )
+    return [line for shown, line in lines if shown]
 
 
 #: Version 1 travelled inside the agent's artifact, where the agent could rewrite it: it is refused.
@@ -241,8 +230,7 @@ CONTEXT_VERSION = 2
 
 @dataclass(frozen=True)
 class RunContext:
-    """What the pre-agent step knew that the safe-output job may trust: the selected program, its definition's
-    direction, target and goal, its issue, and the run's id and attempt."""
+    """What the pre-agent step knew that the safe-output job may trust: the selected program and its settings."""
 
     selected: str | None = None
     metric_direction: str | None = None
@@ -265,8 +253,7 @@ class RunContext:
                              "re-run 'statefile prepare' with this version")  # fmt: skip
         if version != CONTEXT_VERSION:
             raise UsageError(f"{source} is not a statefile run context (written by 'statefile prepare')")
-        keys = ("selected", "metric_direction", "target_metric", "issue", "goal", "run_id", "run_attempt")
-        context = _context(*(data.get(key) for key in keys))
+        context = _context(*(data.get(key) for key in RunContext.__dataclass_fields__))
         if context.selected is not None:
             validate_program(context.selected)
         return context
@@ -287,27 +274,20 @@ def _context(selected: object, direction: object, target: object, issue: object,
 
 
 def autoloop_context(path: Path, *, env: Mapping[str, str], cwd: Path | None = None) -> RunContext:
-    """The run context from the scheduler's autoloop.json (githubnext/autoloop ``autoloop_scheduler.py`` output),
-    the goal from the selected program's definition (``selected_file``, relative to ``cwd``)."""
+    """The run context from the scheduler's autoloop.json; the goal from the program's definition under ``cwd``."""
     autoloop = read_json_object(path)  # a FIFO or a device is refused there, unread
     target, file = autoloop.get("selected_target_metric"), autoloop.get("selected_file")
-    selected = isinstance(autoloop.get("selected"), str) and autoloop["selected"].strip()
-    goal = program_goal(Path(cwd or ".", file)) if selected and isinstance(file, str) else None
+    goal = None
+    with suppress(OSError, UnicodeDecodeError, StatefileError):  # an unreadable definition gives no goal
+        if isinstance(autoloop.get("selected"), str) and autoloop["selected"].strip() and isinstance(file, str):
+            text = read_regular_file(Path(cwd or ".", file), limit=INPUT_LIMIT).decode("utf-8")
+            match = re.search(r"^##\s+Goal\s*\n(.*?)(?=^#{1,2}\s|\Z)", text, re.M | re.S)
+            paragraph = next((p for p in re.split(r"\n\s*\n", match.group(1)) if p.strip()), "") if match else ""
+            line = " ".join(paragraph.split()).replace("|", "/")
+            goal = (line[:239] + "…" if len(line) > 240 else line) or None
     return _context(autoloop.get("selected"), autoloop.get("selected_metric_direction"),
                     None if isinstance(target, str) else target, autoloop.get("selected_issue"), goal,
                     env.get("GITHUB_RUN_ID"), env.get("GITHUB_RUN_ATTEMPT"))  # fmt: skip
-
-
-def program_goal(path: Path) -> str | None:
-    """The first paragraph of the ``## Goal`` section of a program definition, on one line (at most 240 chars)."""
-    try:
-        text = read_regular_file(path, limit=INPUT_LIMIT).decode("utf-8")
-    except (OSError, UnicodeDecodeError, StatefileError):
-        return None
-    match = re.search(r"^##\s+Goal\s*\n(.*?)(?=^#{1,2}\s|\Z)", text, re.M | re.S)
-    paragraph = next((p for p in re.split(r"\n\s*\n", match.group(1)) if p.strip()), "") if match else ""
-    line = " ".join(paragraph.split()).replace("|", "/")
-    return (line[:239] + "…" if len(line) > 240 else line) or None
 
 
 def init_program(app: AppContext, program: str, fields: dict[str, Any]) -> str:
@@ -325,31 +305,30 @@ def init_program(app: AppContext, program: str, fields: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class CompactOutcome:
-    """What ``compact`` did (or would do, with ``dry_run``) to one program, and whether it restored the heading."""
+    """What ``compact`` did (or would do) to one program."""
 
     program: str
     commit: str
     report: CompactionReport
     heading_restored: bool = False
     dry_run: bool = False
-    folded: tuple[int, ...] = ()  # the iterations whose entries were (or would be) folded into range lines
+    folded: tuple[int, ...] = ()  # iterations folded into range lines
 
 
 def compact_program(
     store: Store, program: str, policy: CompactionPolicy, *, dry_run: bool, compactor: Compactor | None = None
 ) -> CompactOutcome:
-    """Compact one program by policy (``dry_run``: change nothing), restoring a drifted Machine State heading."""
+    """Compact one program by policy, restoring a drifted Machine State heading."""
     policy = replace(policy, program=program, archive_hint=store.archive_hint(program))
 
-    def apply(doc: StateDocument | None) -> Change[CompactOutcome]:
-        if doc is None:
-            raise missing_program(store, program)
+    def apply(doc: StateDocument) -> Change[CompactOutcome]:
         result = (compactor or compact)(doc, policy)
         document = restore_heading(result.document)
         restored = document is not result.document
         if not result.report.changed and not restored:  # the same document: nothing is written
             return Change(doc, detail=CompactOutcome(program, "", result.report, dry_run=dry_run))
-        folded = sorted(_detailed(doc) - _detailed(document))
+        before, after = ({n for entry in d.iterations for n in entry.covers} for d in (doc, document))
+        folded = sorted(before - after)
         span = f"iterations {folded[0]}–{folded[-1]} to archive" if folded else result.report.summary()
         heading = f"restore the Machine State heading of {program}"
         lines = [result.report.summary()] if result.report.changed else []
@@ -358,13 +337,9 @@ def compact_program(
         detail = CompactOutcome(program, "", result.report, restored, dry_run, tuple(folded))
         return Change(document, result.archive, f"compaction of {program}.md", message + "\n".join(lines), detail)
 
-    done = run_update(store, program, apply, dry_run=dry_run)
+    done = run_update(store, program, on_existing(store, program, apply), dry_run=dry_run)
     assert done.detail is not None
     return replace(done.detail, commit=done.commit or "")
-
-
-def _detailed(doc: StateDocument) -> set[int]:
-    return {number for entry in doc.iterations for number in entry.covers}
 
 
 def compact_target(app: AppContext, program: str, *, aggressive: bool, dry_run: bool, now: datetime) -> CompactOutcome:
@@ -376,7 +351,7 @@ def compact_target(app: AppContext, program: str, *, aggressive: bool, dry_run: 
 
 @dataclass(frozen=True)
 class RepairOutcome:
-    """What ``repair`` did (or would do, with ``dry_run``) to one program, and where its archive parts are."""
+    """What ``repair`` did (or would do) to one program, and where its archive parts are."""
 
     program: str
     commit: str
@@ -391,7 +366,7 @@ def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcom
     hint = store.archive_hint(program)
 
     def apply(doc: StateDocument | None) -> Change[RepairResult]:
-        if doc is None:
+        if doc is None:  # not on_existing: what repair leaves alone, it leaves alone
             raise missing_program(store, program)
         result = repair(doc, program=program, archive=hint)
         if not result.changed:
@@ -416,8 +391,7 @@ class EditOutcome:
 
 def edit_program(app: AppContext, program: str, run_editor: Callable[[str, int], str | None],
                  keep: Callable[[str], Path], tell: Callable[[str], None]) -> EditOutcome:  # fmt: skip
-    """``statefile edit``: the text ``run_editor(original, limit)`` returns is validated and committed (what it took
-    out goes to the archive); a refused or failed save keeps the text (``keep``) and says where (``tell``)."""
+    """``statefile edit``: the edited text, validated, in one commit; a failed save keeps the text and says where."""
     writable_program(program)
     store = app.writer()
     original = store.read_text(program)
@@ -428,8 +402,7 @@ def edit_program(app: AppContext, program: str, run_editor: Callable[[str, int],
         return EditOutcome("", False)
     parsed = parse(edited)
     restored = restore_heading(parsed)
-    outcome = check_document(program, restored, store.max_bytes)
-    if not outcome.ok:
+    if not (outcome := check_document(program, restored, store.max_bytes)).ok:
         raise UsageError(f"edit refused: {outcome.errors[0]}; your text is saved in {keep(edited)}")
     removed = removed_by_edit(parse(original), parsed)
 
@@ -447,9 +420,11 @@ def edit_program(app: AppContext, program: str, run_editor: Callable[[str, int],
     return EditOutcome(commit, True, restored is not parsed)
 
 
-def repo_memory_compactor(folder: RepoMemoryFolder, store: Store, program: str) -> Compactor:
-    """A compaction repo-memory's push accepts: a state file or archive its file-glob would drop is refused, and
-    compaction is spread under the push's own measure (what its ``git diff`` adds against the clone's HEAD)."""
+def compactor_for(app: AppContext, program: str) -> Compactor | None:
+    """Plain compaction, or with ``--repo-memory`` one its push accepts (file-glob, max-patch-size, max-file-count)."""
+    if not app.repo_memory:
+        return None
+    folder, store = app.memory_folder(), app.store()
 
     def run(doc: StateDocument, policy: CompactionPolicy) -> CompactionResult:
         folder.require_state_path(program)
@@ -486,6 +461,125 @@ def repo_memory_compactor(folder: RepoMemoryFolder, store: Store, program: str) 
     return run
 
 
-def compactor_for(app: AppContext, program: str) -> Compactor | None:
-    """The compaction writes to ``program`` use: under repo-memory's push limits with ``--repo-memory``, else plain."""
-    return repo_memory_compactor(app.memory_folder(), app.store(), program) if app.repo_memory else None
+# -- sync: a local branch replayed onto the remote's (a record, found by its trailers, is recorded again) ----------
+
+_ARCHIVE_PATH = re.compile(r"^archive/([^/]+)/")
+
+
+@dataclass
+class SyncOutcome:
+    """What ``sync`` did (``nothing``, ``pushed``, ``replayed``) to each local-only commit, and where they are kept."""
+
+    action: str
+    commits: int = 0
+    steps: list[str] = field(default_factory=list)
+    kept: str = ""
+    tip: str | None = None
+    branch: str = ""
+    remote: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"action": self.action, "commits": self.commits, "steps": self.steps, "kept": self.kept,
+                "commit": self.tip}  # fmt: skip
+
+
+def sync(app: AppContext, *, dry_run: bool = False) -> SyncOutcome:
+    """``statefile sync`` on the run's store (a git branch with a remote); ``dry_run`` changes nothing."""
+    store = app.store()
+    if not isinstance(store, GitStore):
+        raise UsageError("sync works on a branch with --remote; a --dir folder has nothing to sync")
+    if store.remote is None:
+        raise UsageError("sync reconciles the local branch with a remote; pass --remote NAME (e.g. --remote origin)")
+    now = datetime.now(timezone.utc)
+    policy = compaction_policy(app.config(), now=now)
+    outcome_of = partial(SyncOutcome, branch=store.branch, remote=store.remote)
+    state = store.branch_state()
+    if state.local is None or state.ahead == 0:
+        return outcome_of("nothing", tip=state.tracking or state.local)
+    commits = store.local_only_commits()
+    if not state.diverged or dry_run:
+        verb, action = ("replay", "replayed") if state.diverged else ("push", "pushed")
+        steps = [f"{verb} {commit[:10]} {(message.splitlines() or [''])[0]}" for commit, _, message, _ in commits]
+        return outcome_of(action, len(commits), steps, tip=None if dry_run else store.publish())
+    kept = f"refs/statefile/kept/{store.branch}/{now.strftime('%Y%m%dT%H%M%SZ')}"
+    store.set_aside_local(kept)
+    outcome = outcome_of("replayed", len(commits), kept=kept)
+    for commit, parent, message, paths in commits:
+        try:
+            program = next(iter(store.trailers(commit, PROGRAM_TRAILER)), None)
+            number = next((int(n) for n in store.trailers(commit, ITERATION_TRAILER) if n.isdigit()), None)
+            for path in paths:
+                archive = _ARCHIVE_PATH.match(path)
+                if program is not None and archive and archive.group(1) == program:
+                    continue  # what that record's compaction archived is still in the file or archive it came from
+                if number is not None and path == f"{program}.md":
+                    outcome.steps.append(_replay_record(store, policy, commit, parent, number, path, now=now))
+                else:
+                    outcome.steps.append(_replay_file(store, commit, parent, path))
+        except StatefileError as exc:
+            subject = (message.splitlines() or [""])[0]
+            where = f"the local-only commits are kept at {kept} (`git log {kept}`); the ones before it were replayed"
+            raise type(exc)(f"sync stopped at local commit {commit[:10]} ({subject}): {exc} — {where}") from None
+    outcome.tip = store.tip()
+    return outcome
+
+
+def _replay_record(store: GitStore, policy: CompactionPolicy, commit: str, parent: str | None, number: int, path: str,
+                   *, now: datetime) -> str:  # fmt: skip
+    """Record local iteration ``number`` again, its request rebuilt from its entry and what the commit changed."""
+    program, new, old = path.removesuffix(".md"), *(parse(store.file_at(c, path) or "") for c in (commit, parent))
+    entry = next((e for e in new.iterations if number in e.covers), None)
+    if entry is None:
+        return _replay_file(store, commit, parent, path)
+    metric: Decimal | None = None
+    at = None
+    with suppress(InvalidOperation):
+        metric = Decimal(entry.metric.replace(",", "")) if entry.metric else None
+    with suppress(ValueError):
+        at = datetime.fromisoformat(entry.when.replace(" UTC", "").replace("Z", "").strip()) if entry.when else None
+    attempts = re.match(r"^\s*(\d+)", entry.fields.get("ci fix attempts", ""))
+    before = {item.text for item in old.list_items("lessons")}
+    added = [item.text for item in new.list_items("lessons") if item.text not in before]
+    pr, old_pr = new.machine_state.get("pr"), old.machine_state.get("pr")
+    status = entry.status or "error"
+    request = RecordRequest(
+        status=status, metric=metric if metric is not None and metric.is_finite() else None, change=entry.change,
+        notes=entry.notes, commit=entry.commit, run_url=entry.run_url,
+        pr=int(str(pr).lstrip("#")) if pr != old_pr and pr and str(pr).lstrip("#").isdigit() else None,
+        ci_fix_attempts=int(attempts.group(1)) if attempts else 0,
+        lesson=added[0].strip().lstrip("-*+").strip() if added else None,
+        at=at.replace(tzinfo=timezone.utc) if at else None, new_status=status not in UPSTREAM_STATUSES,
+    )  # fmt: skip
+    note = f"replayed local iteration {number} ({commit[:10]})"
+    landed = store.update(program, record_update(store, program, request, policy, now=now, create=True, note=note))
+    got = landed.detail.iteration if landed.detail else None
+    return f"recorded local iteration {number} of {program} again as iteration {got} ({commit[:10]})"
+
+
+def _replay_file(store: GitStore, commit: str, parent: str | None, path: str) -> str:
+    """A three-way replay of one file: take the local change when the remote left the file as it was."""
+    old, new, current = (store.file_at(c, path) for c in (parent, commit, store.tip()))
+    if current == old:
+        if new == current:
+            return f"{path}: unchanged ({commit[:10]})"
+        store.write_files({path: new}, f"statefile: sync {path} from local commit {commit[:10]}")
+        return f"{path}: took the local change ({commit[:10]})"
+    if current == new:
+        return f"{path}: already as the local commit left it ({commit[:10]})"
+    if new is None:
+        return f"{path}: kept the remote's version; the local commit {commit[:10]} deleted it"
+    archive = _ARCHIVE_PATH.match(path)  # the program whose archive can hold the local version
+    owner = archive.group(1) if archive else path[:-3] if path.endswith(".md") and "/" not in path else None
+    if owner is None or owner == SHARED_PROGRAM or not is_program_name(owner):
+        raise UsageError(f"{path} changed on both sides and is not a program's file, so it has no archive to keep "
+                         "the local version in; reconcile it by hand")  # fmt: skip
+    label = f"local-only version of {path} from commit {commit[:10]}, kept by sync (the remote changed it too)"
+    text = new
+    if path.startswith("archive/") and old is not None and new.startswith(old):
+        label, text = f"archive text appended by local commit {commit[:10]}, kept by sync", new[len(old) :]
+
+    gone = UsageError(f"{owner}.md is gone from the remote; the local version of {path} cannot be archived")
+    keep = on_existing(store, owner, lambda doc: Change(doc, archive=text, archive_label=label), gone)
+    store.update(owner, keep, f"statefile: sync keeps the local version of {path}")
+    return f"{path}: kept the remote's version; the local one is in archive/{owner}/ ({commit[:10]})"

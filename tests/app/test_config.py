@@ -10,7 +10,8 @@ import pytest
 from conftest import only_error_line
 from gitutil import Repos, run_statefile
 
-from statefile.app.config import OPTIONS, Config, option_docs, parse_size, resolve_config
+from statefile.app.config import OPTIONS, Config, option_docs, resolve_config
+from statefile.defaults import parse_size
 from statefile.errors import EXIT_USAGE, UsageError
 
 WORKFLOW = """\

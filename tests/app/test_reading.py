@@ -1,4 +1,5 @@
-"""The read use cases (statefile.app.reading): what read-only commands do."""
+"""The read use cases (statefile.app.reading): what read-only commands do, and what a command's program names,
+state-file paths or --all stand for (resolve_targets)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import pytest
 from conftest import GuardRepo, entry_text, guard_run, refs_unchanged, state_file_text
 
 from statefile.app.config import resolve_config
-from statefile.app.reading import all_status, expand_iteration, memory_summary
-from statefile.errors import NotFoundError, StatefileError
+from statefile.app.reading import (
+    Target,
+    all_status,
+    expand_iteration,
+    is_path_argument,
+    memory_summary,
+    resolve_targets,
+)
+from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
 from statefile.model.archive import make_chunk, part_header
 from statefile.store import FolderStore
 
@@ -82,3 +90,70 @@ def test_summary_names_a_missing_program_and_counts_what_it_lists(tmp_path: Path
     assert memory_summary(store, ("perf-b",), 5, ("*.md",))[1] == 1
     with pytest.raises(NotFoundError, match="did you mean 'perf-b'"):
         memory_summary(store, ("perf-b", "perf-"), 5, ("*.md",))
+
+
+STATE = "# Autoloop: {name}\n\n## ⚙️ Machine State\n\n| Field | Value |\n|---|---|\n| Iteration Count | 0 |\n"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> FolderStore:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name in ("perf-comparison", "alpha", "beta"):
+        (folder / f"{name}.md").write_text(STATE.format(name=name), encoding="utf-8")
+    return FolderStore(folder)
+
+
+def test_all_and_names_or_neither_is_a_usage_error(store: FolderStore) -> None:
+    with pytest.raises(UsageError, match="not both"):
+        resolve_targets(store, ["alpha"], all_programs=True)
+    with pytest.raises(UsageError, match="name the programs to compact, or pass --all"):
+        resolve_targets(store, [], all_programs=False, verb="compact")
+
+
+def test_all_is_every_program_sorted_and_the_unreadable_ones_fail(store: FolderStore, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.md").write_text("x", encoding="utf-8")
+    (store.root / "linked.md").symlink_to(tmp_path / "elsewhere.md")
+    targets = resolve_targets(store, [], all_programs=True)
+    assert targets.found == (Target("alpha"), Target("beta"), Target("perf-comparison"))
+    assert [name for name, _ in targets.failures] == ["linked"]
+    assert isinstance(targets.failures[0][1], InvalidDataError)
+
+
+def test_all_follows_the_globs(store: FolderStore) -> None:
+    assert resolve_targets(store, [], all_programs=True, globs=("a*.md",)).found == (Target("alpha"),)
+
+
+def test_names_paths_and_failures_are_collected_in_order(store: FolderStore, tmp_path: Path) -> None:
+    path = tmp_path / "other" / "gamma.md"
+    path.parent.mkdir()
+    path.write_text(STATE.format(name="gamma"), encoding="utf-8")
+    targets = resolve_targets(store, ["beta", str(path), "perf", "bad/name.md", "../x", "beta"], all_programs=False)
+    assert targets.found == (Target("beta"), Target("gamma", path))
+    assert targets.found[1].label == str(path) and targets.found[0].label == "beta"
+    failures = dict(targets.failures)
+    assert isinstance(failures["perf"], NotFoundError)
+    assert "no program 'perf' (did you mean 'perf-comparison'?)" in str(failures["perf"])
+    assert str(failures["bad/name.md"]) == "bad/name.md: no such file; check the path"
+    assert isinstance(failures["../x"], NotFoundError)
+
+
+def test_without_paths_a_path_is_an_invalid_program_name(store: FolderStore) -> None:
+    failures = dict(resolve_targets(store, ["memory/alpha.md"], all_programs=False, allow_paths=False).failures)
+    assert isinstance(failures["memory/alpha.md"], UsageError)
+
+
+def test_the_same_file_twice_is_one_target(store: FolderStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(store.root)
+    targets = resolve_targets(store, ["alpha.md", "./alpha.md"], all_programs=False)
+    assert targets.found == (Target("alpha", Path("alpha.md")),)
+
+
+def test_shared_lessons_are_a_target_when_present(store: FolderStore) -> None:
+    assert resolve_targets(store, ["_shared"], all_programs=False).failures[0][0] == "_shared"
+    (store.root / "_shared.md").write_text("# Shared lessons\n", encoding="utf-8")
+    assert resolve_targets(store, ["_shared"], all_programs=False).found == (Target("_shared"),)
+
+
+def test_is_path_argument() -> None:
+    assert is_path_argument("perf.md") and is_path_argument("memory/perf") and not is_path_argument("perf")
