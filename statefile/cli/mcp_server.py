@@ -1,29 +1,17 @@
-"""``statefile mcp``: the memory's read side as an MCP server over stdio, for agents that call tools by name.
-
-Six read-only tools, each the read use case of the command of that name (:mod:`statefile.app.reading`); nothing on
-the write side loads (a test checks).  Each call opens the store afresh, so a long-lived server answers from the
-branch as it is now.  The SDK (the optional extra ``mcp``) takes 0.7 s to import: only :func:`build_server` does.
-No ``from __future__ import annotations``: the SDK reads the tools' annotations to build their input schemas.
-"""
+"""``statefile mcp``: six read-only tools over stdio (no write side loads); only :func:`build_server` imports the
+SDK (0.7 s).  No ``from __future__ import annotations``: the SDK reads the tools' annotations for their schemas."""
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import click
 
 from statefile import __version__
+from statefile.app import reading
 from statefile.app.context import AppContext
-from statefile.app.reading import (
-    StatusReport,
-    all_status,
-    expand_iteration,
-    list_programs,
-    program_history,
-    render_program,
-    search_memory,
-)
-from statefile.cli.support import echo, example, hints_of, pass_app, without_checkout
+from statefile.cli.support import command, echo, hints_of, without_checkout
 from statefile.errors import EnvironmentFailure, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
@@ -31,7 +19,6 @@ from statefile.views.history import HistoryRow
 from statefile.views.render import DEFAULT_BUDGET, DEFAULT_LEVEL, MAX_BUDGET, MIN_BUDGET
 from statefile.views.search import hit_dict
 
-#: What the ``mcp`` extra in pyproject.toml requires (a test keeps them equal).
 SDK_REQUIREMENT = "mcp>=2.3,<3"
 
 if TYPE_CHECKING:
@@ -46,19 +33,18 @@ INSTRUCTIONS = (
     "through the workflow's safe output."
 )
 
-
 READ_ONLY_TOOLS = ("render", "search", "expand", "history", "status", "list")
 
 
 def build_server(app: AppContext) -> "MCPServer":
-    """The MCP server over ``app``'s store (every call opens it afresh); EnvironmentFailure without the SDK."""
+    """The MCP server over ``app``'s store, opened afresh by every call: a long-lived server sees new records."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
         from mcp.types import ToolAnnotations
         from pydantic import BaseModel, Field
     except ModuleNotFoundError as exc:
-        # statefile is not on PyPI, so 'statefile[mcp]' cannot be installed: name the SDK, and the extra for a checkout.
+        # statefile is not on PyPI: name the SDK, and the extra for a checkout.
         raise EnvironmentFailure(
             f"statefile mcp needs the MCP SDK ({exc.name} is not installed); install it into statefile's Python "
             f"with pip install '{SDK_REQUIREMENT}' (statefile's extra 'mcp': pip install '.[mcp]' in a checkout)"
@@ -101,25 +87,23 @@ def build_server(app: AppContext) -> "MCPServer":
         total: int
         rows: list[HistoryRow]  # the rows of `statefile history --json`
 
+    def pick(model: type[BaseModel], data: dict[str, Any]) -> Any:
+        return model(**{key: value for key, value in data.items() if key in model.model_fields})
+
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)  # fmt: skip
     server: MCPServer = MCPServer(name="statefile", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def call(work: Any) -> Any:
-        """Run ``work(store)`` on a fresh store; statefile's own errors become the tool's one-line error."""
+    def call(read: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:  # errors: the tool's one-line error
         ctx = dataclasses.replace(app, _store=None, _read_checked=False)
         try:
             with ctx.store():
-                return work(ctx.reader())
+                return read(ctx.reader(), *args, **kwargs)
         except StatefileError as exc:
             raise ToolError(one_line(redact(str(exc)))) from None
 
-    def pick(model: type[BaseModel], data: dict[str, Any]) -> Any:
-        return model(**{key: value for key, value in data.items() if key in model.model_fields})
-
     Program = Annotated[str, Field(description="Program name: a state file PROGRAM.md on the memory branch.")]
 
-    @server.tool(annotations=read_only, structured_output=False)
     def render(
         program: Program,
         budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Characters at most.")] = DEFAULT_BUDGET,
@@ -128,9 +112,8 @@ def build_server(app: AppContext) -> "MCPServer":
         """The view of PROGRAM's memory an agent should read, at most `budget` characters; its last line says
         what was left out and which tool call shows it."""
         hints = hints_of(app, "cli")  # commands with the options this server was started with
-        return str(call(lambda store: render_program(store, program, budget=budget, level=level, hints=hints).text))
+        return str(call(reading.render_program, program, budget=budget, level=level, hints=hints).text)
 
-    @server.tool(annotations=read_only)
     def search(
         query: Annotated[str, Field(min_length=1, description="Words to find (whole words; `cach*` for prefixes).")],
         program: Annotated[str | None, Field(description="Only this program (and the shared lessons).")] = None,
@@ -138,58 +121,48 @@ def build_server(app: AppContext) -> "MCPServer":
     ) -> SearchResult:
         """Ranked lines from every program's file, its archive and the shared lessons, each naming the file,
         line, section and iteration it comes from (`expand` shows a whole iteration)."""
-        hits = call(lambda store: search_memory(store, query, program=program, limit=limit))
+        hits = call(reading.search_memory, query, program=program, limit=limit)
         return SearchResult(query=query, hits=[pick(SearchHit, hit_dict(hit)) for hit in hits])
 
-    @server.tool(annotations=read_only, structured_output=False)
     def expand(program: Program, iteration: Annotated[int, Field(ge=1, description="The iteration number.")]) -> str:
         """Iteration ITERATION of PROGRAM verbatim, from the state file or, after compaction, from its archive."""
-        return str(call(lambda store: expand_iteration(store, program, iteration)[1]))
+        return str(call(reading.expand_iteration, program, iteration)[1])
 
-    @server.tool(annotations=read_only)
     def history(
         program: Program, last: Annotated[int, Field(ge=1, le=10_000, description="Only the newest rows.")] = 50
     ) -> HistoryResult:
         """Every iteration of PROGRAM the file, its range lines and its archive know, oldest first: number,
         date, status, metric, best so far, what changed and where the text lives."""
-        found = call(lambda store: program_history(store, program))
-        rows = list(found.rows[-last:])
-        return HistoryResult(program=program, direction=found.direction, total=len(found.rows), rows=rows)
+        found = call(reading.program_history, program)
+        return HistoryResult(program=program, direction=found.direction, total=len(found.rows), rows=found.rows[-last:])
 
-    @server.tool(annotations=read_only)
     def status(program: Program) -> dict[str, Any]:
         """How full PROGRAM's state file is: bytes and % of budget, estimated tokens per section, counts, and
         whether the next record will compact aggressively."""
-        found: StatusReport = call(lambda store: all_status(store, program, app.config(), app.globs))
-        return found.reports[program]
+        return dict(call(reading.all_status, program, app.config(), app.globs).reports[program])
 
-    @server.tool(name="list", annotations=read_only)
     def list_tool() -> ListResult:
         """Every program on the memory branch: size, % of budget, iteration count, last run, best metric, status."""
-        rows, max_bytes = call(lambda store: (list_programs(store, app.globs), store.max_bytes))
+        rows, max_bytes = call(lambda store: (reading.list_programs(store, app.globs), store.max_bytes))
         return ListResult(programs=[pick(ProgramRow, row) for row in rows], max_bytes=max_bytes)
 
+    tools: list[Callable[..., Any]] = [render, search, expand, history, status, list_tool]
+    for name, tool in zip(READ_ONLY_TOOLS, tools, strict=True):
+        text = tool in (render, expand)  # a text answer is the text itself, not a structure holding it
+        server.add_tool(tool, name=name, annotations=read_only, structured_output=False if text else None)
     return server
 
 
-@click.command("mcp")
-@click.option("--check", is_flag=True, help="Start the server, list its tools and exit instead of serving: checks "
-              "the SDK and the memory are there.")  # fmt: skip
-@example("statefile --remote origin mcp --check")
-@pass_app
+@command("mcp", "statefile --remote origin mcp --check")
+@click.option("--check", is_flag=True, help="List the tools and exit: checks the SDK and the memory are there.")
 def mcp_cmd(app: AppContext, check: bool) -> None:
     """Serve the memory read-only to an agent over MCP (stdio): tools render, search, expand, history, status, list.
 
-    An MCP client starts `statefile mcp` and talks JSON-RPC on its stdin and stdout.  Needs the optional MCP SDK:
-    pip install 'mcp>=2.3,<3' (the extra 'mcp').  Every tool is read-only; writes go through `statefile record`
-    (or the gh-aw safe-output job).  Global options (--remote, --dir, --branch) choose the memory it serves.
-    """
-
+    An MCP client starts it.  Needs the MCP SDK: pip install 'mcp>=2.3,<3' (the extra 'mcp')."""
     with without_checkout(app) as app:
         # A bad --repo/--dir/--remote fails here, before the SDK's imports; a branch not there yet is fine.
-        store = app.reader(require_branch=False)
-        where = str(store).strip("<>").replace("GitStore ", "the repository ").replace("FolderStore ", "the folder ")
-        store.close()
+        with app.reader(require_branch=False) as store:
+            where = str(store).strip("<>").replace("GitStore", "the repository").replace("FolderStore", "the folder")
         server = build_server(app)
         if check:
             import anyio  # the SDK's event loop library

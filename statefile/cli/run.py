@@ -1,5 +1,5 @@
 """Running the command line as the console script does: every error is one line and an exit code; colour only on
-a terminal.  Light on purpose (click and the base modules only): ``statefile --version`` imports little else."""
+a terminal; the click types of sizes and numbers.  Light on purpose: ``statefile --version`` imports little else."""
 
 from __future__ import annotations
 
@@ -9,13 +9,48 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from typing import IO
+from typing import IO, Any
 
 import click
 
+from statefile.defaults import MAX_GITHUB_NUMBER, parse_size
 from statefile.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USAGE, StatefileError
 from statefile.model.text import one_line
 from statefile.redaction import redact
+
+
+class SizeType(click.ParamType[int]):
+    """A byte size as the configuration takes it (``30720``, ``30KB``, ``1.5MiB``: :func:`defaults.parse_size`)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class WholeNumber(click.IntRange):
+    """A count of at least ``min``, or a GitHub issue or PR number (``max``), refused in words, not click's."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value).strip()
+        cut = text if len(text) <= 40 else text[:20] + "…"
+        example = 12 if self.max else max(self.min or 0, 5)
+        if not text.isascii() or not text.removeprefix("-").isdigit():
+            self.fail(f"{cut!r} is not a whole number; give one such as {example}", param, ctx)
+        if self.max is not None and (len(text) > len(str(self.max)) or not (self.min or 0) <= int(text) <= self.max):
+            self.fail(f"{cut} is not an issue or pull request number: GitHub's go from 1 to {self.max:,}", param, ctx)
+        if len(text) > 100:  # too many digits for int(), which refuses thousands
+            self.fail(f"{cut!r} has {len(text):,} digits, far beyond any count; give one such as {example}", param, ctx)
+        return super().convert(int(text), param, ctx)
+
+
+SIZE = SizeType()
+GITHUB_NUMBER = WholeNumber(min=1, max=MAX_GITHUB_NUMBER)
 
 
 def colour_enabled(stream: IO[str] | None = None, env: Mapping[str, str] | None = None) -> bool:
@@ -30,40 +65,38 @@ def colour_enabled(stream: IO[str] | None = None, env: Mapping[str, str] | None 
 
 
 def paint(text: str, *, fg: str | None = None, bold: bool = False, err: bool = False) -> str:
-    """``text`` styled for a terminal when colour is on for stdout (``err``: stderr), else unchanged."""
+    """``text`` styled when colour is on for stdout (``err``: stderr), else unchanged."""
     return click.style(text, fg=fg, bold=bold) if colour_enabled(sys.stderr if err else sys.stdout) else text
 
 
-def echo_error(message: str) -> None:
-    """Print ``message`` as every error is printed: ``statefile: error:``, one line, redacted, cut short."""
+def echo_error(message: str, code: int = EXIT_USAGE) -> int:
+    """Print ``message`` as every error is printed (one line, redacted, cut short); return the exit ``code``."""
     click.echo(f"statefile: {paint('error:', fg='red', bold=True, err=True)} {shown(message)}", err=True)
+    return code
 
 
 def invoke(command: click.Command, argv: list[str] | None) -> int:
-    """Run ``command`` on ``argv`` as the console script does (the demo too), returning the exit code: every
-    failure is one line on stderr and a documented exit code, never a traceback (unless ``STATEFILE_DEBUG``)."""
+    """Run ``command`` as the console script does: every failure is one line and a documented exit code."""
     try:
         command.main(args=argv, prog_name="statefile", standalone_mode=False)
         sys.stdout.flush()  # here, not at exit: output that cannot be written is an error with its own line
+        return 0
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except _NO_ARGS_IS_HELP as exc:
-        # `statefile lesson`: the group's help was asked for (click 8.2+ makes it an error of the whole help).
+    except _NO_ARGS_IS_HELP as exc:  # `statefile lesson`: click 8.2+ makes the group's help an error
         click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
         return 0
-    except click.ClickException as exc:
+    except click.UsageError as exc:
         # click's usage error is three lines (usage, a hint, the error); ours is one, with where to look.
-        message = exc.format_message()
-        if isinstance(exc, click.UsageError):
-            message = f"{message.rstrip('.')}; see '{exc.ctx.command_path if exc.ctx else 'statefile'} --help'"
-        echo_error(message)
-        return exc.exit_code or EXIT_USAGE
+        where = exc.ctx.command_path if exc.ctx else "statefile"
+        return echo_error(f"{exc.format_message().rstrip('.')}; see '{where} --help'", exc.exit_code or EXIT_USAGE)
+    except click.ClickException as exc:
+        return echo_error(exc.format_message(), exc.exit_code or EXIT_USAGE)
     except click.exceptions.Abort:
         click.echo("statefile: aborted", err=True)
         return 130
     except StatefileError as exc:
-        echo_error(str(exc))
-        return exc.exit_code
+        return echo_error(str(exc), exc.exit_code)
     except BrokenPipeError:  # `statefile list | head`: the reader went away, which is no error
         sys.stderr.close()
         return 0
@@ -72,39 +105,29 @@ def invoke(command: click.Command, argv: list[str] | None) -> int:
     except MemoryError:
         return _environment("out of memory: the input is larger than this machine lets statefile hold; nothing was "
                             "written — check the input's size, or raise the memory limit")  # fmt: skip
-    except OSError as exc:
-        if exc.errno in _PATH_ADVICE and exc.filename is not None:
+    except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno in _PATH_ADVICE and exc.filename is not None:
             # A path the user gave (statefile's own names are validated) that stat will not follow.
             advice, code = _PATH_ADVICE[exc.errno]
-            path = os.fsdecode(exc.filename) if isinstance(exc.filename, str | bytes) else str(exc.filename)
-            echo_error(f"cannot use {path} ({exc.strerror}): {advice}")
-            return code
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
+            path = os.fsdecode(exc.filename) if isinstance(exc.filename, str | bytes) else exc.filename
+            return echo_error(f"cannot use {path} ({exc.strerror}): {advice}", code)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
             return _environment(f"cannot write ({exc.strerror}): the disk or device is full or read-only; free "
                                 "space or write elsewhere, then run the command again")  # fmt: skip
-        return _internal(exc)
-    except Exception as exc:
-        return _internal(exc)
-    return 0
-
-
-def _internal(exc: Exception) -> int:
-    """A bug: one line, exit 70 (the traceback with STATEFILE_DEBUG=1)."""
-    if os.environ.get("STATEFILE_DEBUG"):
-        raise exc
-    click.echo(f"statefile: internal error: {type(exc).__name__}: {shown(str(exc))} "
-               "(set STATEFILE_DEBUG=1 for a traceback and report it)", err=True)  # fmt: skip
-    return EXIT_INTERNAL
+        if os.environ.get("STATEFILE_DEBUG"):
+            raise
+        click.echo(f"statefile: internal error: {type(exc).__name__}: {shown(str(exc))} "
+                   "(set STATEFILE_DEBUG=1 for a traceback and report it)", err=True)  # fmt: skip
+        return EXIT_INTERNAL
 
 
 def _environment(message: str) -> int:
-    """The machine's problem: one line, exit 8, stdout pointed at /dev/null (what is buffered cannot fail again)."""
+    """Stdout goes to /dev/null first: what is still buffered cannot fail a second time."""
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    echo_error(message)
-    return EXIT_ENVIRONMENT
+    return echo_error(message, EXIT_ENVIRONMENT)
 
 
 # A path no lookup can follow (the user's to change), or behind a folder this user may not enter (the machine's).
@@ -116,30 +139,20 @@ _PATH_ADVICE = {
     **dict.fromkeys((errno.EACCES, errno.EPERM), ("make it readable for this user, or give another path",
                                                   EXIT_ENVIRONMENT)),
 }  # fmt: skip
-# click 8.2+: a group run without a command raises this (8.1 printed the help and exited 0).
-_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(
-    click.exceptions, "NoArgsIsHelpError", type("_Never", (click.UsageError,), {})
-)
+# click 8.2+: a group run without a command raises this (8.1 printed the help and exited 0; `except ()` is a no-op).
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 # What a terminal acts on instead of showing (ESC sequences, C1 controls, bidi overrides, a lone CR): a hook's or a
 # file's text is shown, never run.  Newline, tab and the CR of a CRLF are layout and stay.
 _CONTROL = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def escaped(text: str, *, in_json: bool = False) -> str:
-    """``text`` as printed for people: every character a terminal would act on spelled out (``\\x1b``, ``\\u202e``),
-    newlines, tabs and CRLF line ends kept; idempotent.  ``in_json``: ``text`` is JSON, and each is spelled as JSON
-    spells it (``\\u009b``), so it still decodes to the same values."""
-
-    def spelled(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        return f"\\u{code:04x}" if in_json or code > 0xFF else f"\\x{code:02x}"
-
-    return _CONTROL.sub(spelled, text)
+    """``text`` with what a terminal would act on spelled out (``\\x1b``; as JSON does with ``in_json``); idempotent."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m[0]):04x}" if in_json or ord(m[0]) > 0xFF else f"\\x{ord(m[0]):02x}", text)
 
 
 def shown(message: str, cut: int = 120) -> str:
-    """An error message as printed: one line, credentials redacted, control characters escaped, and every word
-    longer than ``cut`` (someone's input: a 100 KB name, a pasted file) cut short, so the advice after it is seen."""
+    """An error message as printed: one line, redacted, escaped, words over ``cut`` (pasted input) cut short."""
     words = escaped(one_line(redact(message))).split(" ")
     return " ".join(
         word if len(word) <= cut else f"{word[: cut - 40]}…[{len(word) - (cut - 40):,} more]" for word in words

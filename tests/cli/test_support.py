@@ -10,9 +10,8 @@ import pytest
 from conftest import GuardRepo, guard_run, only_error_line
 from gitutil import Repos, run_statefile
 
-from statefile.cli.run import colour_enabled
+from statefile.cli.run import SIZE, colour_enabled
 from statefile.cli.support import display_width, plain, table
-from statefile.cli.types import SIZE
 from statefile.defaults import parse_size
 from statefile.errors import EXIT_USAGE
 from statefile.numbers import plural

@@ -1,5 +1,6 @@
 """What a maintainer runs to look after the memory, through the console script on a real repository with a bare
-remote: lesson list, render's Program Info, repair, log -p, list --sort/--over-budget, compact --dry-run."""
+remote: lesson list, render's Program Info, repair, log -p, list --sort/--over-budget, compact --dry-run; export and
+import back byte for byte; the demo's command lines."""
 
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ from gitutil import Ran, Repos, git, invoke_statefile, make_repos, run_statefile
 from gitutil import git as repo_git
 from synthetic import synthetic_state
 
-from statefile.cli.write import dry_run_summary
+from statefile.cli import cli
+from statefile.cli.write import run_demo, sample_text
 from statefile.errors import EXIT_INVALID_DATA, EXIT_USAGE, UsageError
 from statefile.model.document import parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
-from statefile.policy.compaction import CompactionReport, MovedItem
 from statefile.policy.rules import RecordRequest
 from statefile.store import Store
 
@@ -503,15 +504,6 @@ def test_record_says_a_repeated_lesson_was_not_added_even_when_quiet(
     assert (tmp_path / "perf.md").read_text(encoding="utf-8").count("Warm the cache") == 1
 
 
-def test_a_dry_run_summary_counts_the_runs_it_does_not_show() -> None:
-    """Issue 23 review: past four runs of folded iterations the summary says how many more there are."""
-    folded = (1, 2, 4, 6, 8, 10, 12)
-    moved = tuple(MovedItem("iteration", f"Iteration {n}", "folded into Iters 1–12") for n in folded)
-    report = CompactionReport(9000, 5000, 6000, True, moved=moved, ranges_written=("### Iters 1–12 — x",))
-    (line,) = dry_run_summary(report, folded)
-    assert "(#1–2, #4, #6, #8, … (2 more runs))" in line, line
-
-
 def test_an_edit_that_cannot_be_saved_says_where_the_text_is_even_with_quiet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -525,3 +517,45 @@ def test_an_edit_that_cannot_be_saved_says_where_the_text_is_even_with_quiet(
     saved = Path(done.err.split("your edited text is saved in ", 1)[1].splitlines()[0])
     assert saved.read_text(encoding="utf-8") == new_state_file("perf") + "\n"
     saved.unlink()
+
+
+def test_export_then_import_into_an_empty_branch_is_byte_identical(repos: Repos, tmp_path: Path) -> None:
+    seed(repos, {"messy.md": sample_text("messy"), "long-running.md": sample_text("long-running")})
+    assert sf(repos, "compact", "--all").returncode == 0
+    out = tmp_path / "export.json"
+    assert sf(repos, "export", "--out", str(out)).returncode == 0
+    proc = sf(repos, "--branch", "memory/restored", "import", str(out))
+    assert proc.returncode == 0, proc.stderr
+    original = git("ls-tree", "-r", "memory/autoloop", cwd=repos.remote)
+    restored = git("ls-tree", "-r", "memory/restored", cwd=repos.remote)
+    assert original == restored and "archive/long-running/0001.md" in original
+
+
+def test_import_rejects_damaged_exports_and_changes_nothing(repos: Repos, tmp_path: Path) -> None:
+    seed(repos, {"messy.md": sample_text("messy")})
+    out = tmp_path / "export.json"
+    sf(repos, "export", "--out", str(out))
+    data = json.loads(out.read_text())
+    data["files"]["../escape.md"] = data["files"].pop("messy.md")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    tip = repos.remote_tip()
+    for source in (bad, tmp_path / "missing.json"):
+        proc = sf(repos, "import", str(source))
+        assert proc.returncode in (2, 3) and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    (tmp_path / "notjson.json").write_text("{nope")
+    assert sf(repos, "import", str(tmp_path / "notjson.json")).returncode == 2
+    assert repos.remote_tip() == tip
+
+
+def test_demo_echoes_command_lines_a_shell_reads_back_as_run() -> None:
+    """The demo echoed `--change Vectorize the tokenizer inner loop`, unquoted: pasted, it was four arguments."""
+    lines: list[str] = []
+    run_demo(cli, lines.append)
+    commands = [shlex.split(line.strip()[2:]) for line in lines if line.strip().startswith("$ ")]
+    assert [
+        "statefile", "record", "mid-life", "--status", "accepted", "--change", "Vectorize the tokenizer inner loop",
+        "--metric", "131.5",
+    ] in commands  # fmt: skip
+    assert "$ statefile record messy --status error --change 'Parallel parse (CI timed out)'" in "\n".join(lines)

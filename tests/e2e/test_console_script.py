@@ -14,7 +14,7 @@ from conftest import GuardRepo, refs_unchanged
 from gitutil import Repos, git, make_repos, run_console_script, run_statefile
 from upstream import meaningful, upstream_machine_state
 
-from statefile.cli.demo import sample_text
+from statefile.cli.write import sample_text
 from statefile.store import Store
 
 

@@ -43,7 +43,7 @@ from statefile.app.ghaw import (
 )
 from statefile.cli import cli
 from statefile.integrations.ghaw import tool_type
-from statefile.views.hints import TOOL_NAMES
+from statefile.views.render import TOOL_NAMES
 
 # A pinned release from PyPI (tests/test_release.py checks it is the version this checkout releases).
 INSTALL = re.compile(r'^python3 -m pip install --quiet "statefile==\d+\.\d+\.\d+"$')

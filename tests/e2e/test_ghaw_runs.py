@@ -78,7 +78,7 @@ from statefile.app.ghaw import CONTEXT_ARTIFACT, CONTEXT_FILE
 from statefile.app.writing import CONTEXT_VERSION
 from statefile.model.document import StateDocument
 from statefile.policy.pruning import is_important, is_pinned
-from statefile.views.hints import TOOL_NAMES
+from statefile.views.render import TOOL_NAMES
 
 pytestmark = pytest.mark.slow  # whole gh-aw runs re-stated, job by job
 

@@ -105,9 +105,6 @@ def _child(request: Path) -> None:
 def serve(fifo: Path) -> None:
     """Answer requests until a ``STOP`` line; each request runs in its own forked child."""
     import statefile.cli
-    import statefile.cli.backup
-    import statefile.cli.ghaw
-    import statefile.cli.memory
     import statefile.cli.read
     import statefile.cli.write  # noqa: F401
 
