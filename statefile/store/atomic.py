@@ -165,12 +165,13 @@ def write_output(target: Path, data: bytes, *, append: bool = False) -> None:
 def os_error(exc: OSError, what: str, fallback: type[StatefileError] = UsageError) -> StatefileError:
     """The error for an OSError that stopped ``what`` ("write x"): a full or read-only disk is EnvironmentFailure."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        # Files are replaced whole (archive parts before the state file): the one that failed is as it was.
         return EnvironmentFailure(f"cannot {what}: the disk is full ({exc.strerror}); free space, then run the "
-                                  "command again — nothing was changed")  # fmt: skip
+                                  "command again — the file it failed on is unchanged")  # fmt: skip
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return EnvironmentFailure(f"cannot {what} ({exc.strerror}); make it writable for this user (or write "
-                                  "elsewhere), then run the command again")  # fmt: skip
-    return fallback(f"cannot {what} ({exc.strerror}); check the folder exists and is writable")
+        return EnvironmentFailure(f"cannot {what} ({exc.strerror}); make it readable and writable for this user "
+                                  "(or work elsewhere), then run the command again")  # fmt: skip
+    return fallback(f"cannot {what} ({exc.strerror}); check the folder exists and its permissions")
 
 
 def fsync_dir(folder: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +23,8 @@ from statefile.store.names import (
     validate_program,
     windows_reserved,
 )
+
+_PROGRAM_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 if TYPE_CHECKING:  # a default (PEP 696) for type checkers only: a bare ``Change`` means ``Change[None]``
     from typing_extensions import TypeVar as TypeVarWithDefault
@@ -124,15 +127,21 @@ class Store(abc.ABC):
         self, programs: Iterable[str], *, errors: dict[str, StatefileError] | None = None
     ) -> dict[str, str | None]:
         """:meth:`read_text` of many programs at one revision; with ``errors``, a failed read is stored there."""
-        at, texts = self._head(), {}
-        for name in programs:
+        at, names, texts = self._head(), list(programs), {}
+        known = self._read_together(at, names)
+        for name in names:
             try:
-                texts[name] = self._read_at(at, state_path(name))
+                texts[name] = known[name] if name in known else self._read_at(at, state_path(name))
             except StatefileError as exc:
                 if errors is None:
                     raise
                 errors[name] = exc
         return texts
+
+    def _read_together(self, at: str | None, programs: list[str]) -> dict[str, str]:
+        """The texts a store reads faster together than one by one (a git store: one batch); the rest, and every
+        one that fails, are read alone, so each error belongs to its own program."""
+        return {}
 
     def programs(self) -> dict[str, int]:
         """Every top-level ``*.md`` state file: program name (without ``.md``) → size in bytes."""
@@ -143,9 +152,12 @@ class Store(abc.ABC):
         """Top-level ``{name}.md`` entries that look like programs but cannot be read: name → why (one line)."""
         found: dict[str, str] = {}
         for name, (_, why) in sorted(self._top_md().items()):
-            if not is_program_name(name) and windows_reserved(name):
+            # A name refused only because Windows reserves it (con, NUL) is worth reporting; "aux.old notes" is not
+            # a program at all, just another file beside them.
+            reserved = windows_reserved(name) and _PROGRAM_LIKE.fullmatch(name) is not None
+            if reserved and not is_program_name(name):
                 why = why or f"{name}.md {self.where}: {name!r} is a reserved device name on Windows; rename it"
-            if why and (is_program_name(name) or windows_reserved(name)):
+            if why and (is_program_name(name) or reserved):
                 found[name] = why
         return found
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -45,6 +44,8 @@ def check_path(path: object) -> str:
 
 def export_json(files: Mapping[str, str], *, branch: str, commit: str | None) -> dict[str, Any]:
     """The export document for ``files`` (store path → text as statefile reads it), paths sorted."""
+    import hashlib  # here: OpenSSL is loaded by export and import only, not by every write command importing this
+
     out: dict[str, Any] = {}
     for path in sorted(files):
         data = encode(files[path])
@@ -78,6 +79,8 @@ def import_json(data: Any) -> dict[str, str]:
 
 
 def _entry_bytes(path: str, entry: Any) -> bytes:
+    import hashlib  # see export_json
+
     if not isinstance(entry, dict):
         raise UsageError(f"{path}: entry is not an object; the export is damaged")
     has_text, has_b64 = "text" in entry, "base64" in entry

@@ -55,7 +55,7 @@ class FolderStore(Store):
         """Every refusal of what is not ``wanted`` (a link, a FIFO, a device…): nothing else is followed or opened."""
         return InvalidDataError(
             f"{path} in {self.root} is a {not_regular(mode) or 'regular file'}, not {wanted}; statefile will not "
-            f"follow or open it — replace it with {wanted}"
+            f"follow or open it — replace it with {wanted} or remove it"
         )
 
     def _folder(self, parts: list[str], *, create: bool) -> Path | None:
@@ -201,20 +201,22 @@ class FolderStore(Store):
     def read_all(self) -> dict[str, str]:
         """Every text file below the folder (names starting with ``.`` skipped): relative path → text."""
         files: dict[str, str] = {}
-        for path in self.paths():  # a link, to a folder too, is refused here
+        for path in self.paths(linked_folders=True):  # a link, to a folder too, is refused here
             data = self._read_bytes(path)
             if data is not None and (text := self._text(path, data)) is not None:
                 files[path] = text
         return files
 
-    def paths(self) -> list[str]:
-        """Every file below the folder (``.`` names skipped), links (to folders too) included, without reading any."""
+    def paths(self, *, linked_folders: bool = False) -> list[str]:
+        """Every file below the folder (``.`` names skipped), links to files included, without reading any; with
+        ``linked_folders``, links to folders too (:meth:`read_all` refuses them: it never leaves the folder)."""
         found: list[str] = []
         for folder, dirs, names in os.walk(self.root):  # never into a linked folder: os.walk does not follow links
             rel = Path(folder).relative_to(self.root)
             links = [name for name in dirs if os.path.islink(os.path.join(folder, name))]
             dirs[:] = [name for name in dirs if not name.startswith(".") and name not in links]
-            found.extend((rel / name).as_posix() for name in [*names, *links] if not name.startswith("."))
+            listed = [*names, *links] if linked_folders else names
+            found.extend((rel / name).as_posix() for name in listed if not name.startswith("."))
         return sorted(found)
 
     def update(self, program: str, fn: UpdateFn[T], message: str = "") -> UpdateResult[T]:

@@ -26,7 +26,7 @@ from statefile.errors import (
     UsageError,
 )
 from statefile.model.document import StateDocument, parse
-from statefile.store import Change, FolderStore
+from statefile.store import Change, FolderStore, Store
 from statefile.store.folder import LOCK_NAME, STALE_TEMP_SECONDS
 
 
@@ -225,6 +225,28 @@ def test_a_folder_store_reports_what_it_cannot_read(tmp_path: Path) -> None:
     assert "folder" in found["dir"] and "symbolic link" in found["link"] and "FIFO" in found["pipe"]
     checked = run_statefile("--dir", str(tmp_path), "check", cwd=tmp_path)
     assert checked.returncode == EXIT_CHECK_FAILED and checked.stdout.count("error:") == 3
+
+
+@pytest.mark.parametrize("kind", ["folder", "git"])
+def test_only_names_that_look_like_programs_are_reported_unreadable(tmp_path: Path, kind: str) -> None:
+    """Issue 23 review: a reserved device name that looks like a program (``con.md``) is reported; a markdown file
+    that is no program at all (``aux.old notes.md``) is just another file, in both stores."""
+    files = {"perf.md": synthetic_state("perf", 2, seed=1), "con.md": "x\n", "aux.old notes.md": "notes\n"}
+    if kind == "folder":
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        store: Store = FolderStore(tmp_path)
+    else:
+        repo = make_repo(tmp_path / "repo")
+        git(repo, "checkout", "-q", "--orphan", "memory/autoloop")
+        for name, text in files.items():
+            (repo / name).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "seed")
+        git(repo, "checkout", "-q", "main")
+        store = Store.open(repo)
+    with store:
+        assert list(store.unreadable()) == ["con"] and list(store.programs()) == ["perf"]
 
 
 def test_the_folder_store_removes_temporary_files_a_killed_writer_left(tmp_path: Path) -> None:
