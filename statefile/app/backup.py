@@ -1,4 +1,4 @@
-"""Export and import, apart from writing: the export's checksums load hashlib, which the pre-step should not."""
+"""Export and import: the whole memory as one JSON document, and back as one commit."""
 
 from __future__ import annotations
 

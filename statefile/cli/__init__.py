@@ -46,11 +46,14 @@ def _global_options(group: bool) -> list[click.Option]:
         click.Option(["--branch"], help="Memory branch (default memory/autoloop)."),
         click.Option(["--remote"], help="Remote name or URL to fetch from and push to (GITHUB_TOKEN/GH_TOKEN is sent "
                      "to github.com, never stored)."),
-        click.Option(["--dir", "folder"], type=folder, help="Work on a plain folder instead of a branch."),
+        click.Option(["--dir", "folder"], type=folder, help="Work on a plain folder instead of a branch, e.g. "
+                     "/tmp/gh-aw/repo-memory/default."),
         click.Option(["--repo-memory"], is_flag=True, default=None, help="Work on gh-aw's repo-memory folder within "
                      "its frontmatter's limits (--dir overrides the folder)."),
-        click.Option(["--max-bytes"], type=SIZE, help="Byte budget per file, e.g. 30KB."),
-        click.Option(["--no-fetch"], is_flag=True, default=None, help="Read the branch as last fetched."),
+        click.Option(["--max-bytes"], type=SIZE, help="Byte budget per state file, such as 30720 or 30KB (default: "
+                     "config, else 30720)."),
+        click.Option(["--no-fetch"], is_flag=True, default=None, help="Read the branch as last fetched (the output "
+                     "says how old the copy is)."),
         click.Option(["--json", "as_json"], is_flag=True, default=None, help="Machine-readable JSON output."),
         click.Option(["--quiet", "-q"], is_flag=True, default=None, help="Print only errors and data."),
     ]  # fmt: skip

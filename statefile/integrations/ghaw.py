@@ -263,7 +263,8 @@ def number_value(item: Mapping[str, Any], name: str) -> Decimal | None:
             raise InputError(f"{name} must be a finite number, got {value}")
         return Decimal(repr(value))
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise InputError(f"{name} must be a number, got {type(value).__name__}")
+        got = str(value).lower() if isinstance(value, bool) else type(value).__name__  # JSON's word for a bool
+        raise InputError(f"{name} must be a number, got {got}")
     shown = _shown(str(value))
     text = str(value).strip().strip("`").strip().replace("_", "")
     if text.lower() in _NONE_WORDS:
@@ -271,7 +272,8 @@ def number_value(item: Mapping[str, Any], name: str) -> Decimal | None:
     if len(text) <= 200 and _GROUPED.fullmatch(text):
         text = text.replace(",", "")
     if len(text) > 200 or not _NUMBER_TEXT.fullmatch(text):
-        raise InputError(f"{name} {shown!r} is not a number of at most 40 ASCII digits each side; report e.g. 0.93")
+        raise InputError(f"{name} {shown!r} is not a number (ASCII digits, at most 40 before and after the point, an "
+                         "exponent of at most 4 digits); report the measured value, such as 0.93")  # fmt: skip
     number = Decimal(text)
     if not plausible(number):
         raise InputError(f"{name} {shown!r} is beyond 1e±{MAX_EXPONENT}; report the measured value")
