@@ -488,7 +488,7 @@ def test_range_lines_and_messages_name_the_archive_where_it_is(
 def test_a_number_the_agent_got_wrong_is_answered_with_the_formats_rules() -> None:
     """Issue 23 review: the messages an agent reads back name its value as JSON does and the whole number format
     (digits each side of the point and the exponent), so the next report can be right."""
-    with pytest.raises(InputError, match="metric must be a number, got true$"):
+    with pytest.raises(InputError, match=r"metric must be a number, got true$"):
         number_value({"metric": True}, "metric")
     with pytest.raises(InputError, match=r"at most 40 before and after the point, an exponent of at most 4 digits"):
         number_value({"metric": "1e99999"}, "metric")
