@@ -511,7 +511,10 @@ def test_ctrl_c_at_any_point_of_a_record_through_the_remote_tells_the_truth(tmp_
     seen: Counter[str] = Counter()
     for delay in delays:
         before = rev(remote, "refs/heads/memory/autoloop")
-        proc = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # SIGINT's default action in the child: a suite started in the background (`pytest &` in a script) has it
+        # ignored, the child would inherit that, and no interrupt would ever arrive.
+        proc = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
