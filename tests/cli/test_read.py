@@ -20,6 +20,7 @@ from conftest import SAMPLES, GuardRepo, all_corpus_files, guard_run, pinned_ide
 from gitutil import STATEFILE, Repos, git, invoke_statefile, make_repos, run_statefile
 from gitutil import git as repo_git
 from mermaid_xychart import validate
+from storeutil import git as object_git
 from synthetic import synthetic_state
 
 from statefile.cli.write import sample_text
@@ -124,31 +125,12 @@ def test_check_fails_on_links_at_the_shared_lessons_and_in_an_archive(initialize
     """The gate read only the programs' own files: a link as _shared.md or as an archive part passed."""
     repo_git("fetch", "--quiet", "origin", cwd=initialized_repos.work, check=False)
     listing = repo_git("ls-tree", "memory/autoloop", cwd=initialized_repos.work)
-    link = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=initialized_repos.work,
-        input="/etc/passwd",
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    archive = subprocess.run(
-        ["git", "mktree"],
-        cwd=initialized_repos.work,
-        input=f"120000 blob {link}\t0001.md\n",
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    folder = subprocess.run(
-        ["git", "mktree"],
-        cwd=initialized_repos.work,
-        input=f"040000 tree {archive}\tperf\n",
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    work = initialized_repos.work
+    link = object_git(work, "hash-object", "-w", "--stdin", input=b"/etc/passwd").strip()
+    archive = object_git(work, "mktree", input=f"120000 blob {link}\t0001.md\n".encode()).strip()
+    folder = object_git(work, "mktree", input=f"040000 tree {archive}\tperf\n".encode()).strip()
     full = listing + f"120000 blob {link}\t_shared.md\n040000 tree {folder}\tarchive\n"
-    tree = subprocess.run(
-        ["git", "mktree"], cwd=initialized_repos.work, input=full, capture_output=True, text=True
-    ).stdout.strip()
+    tree = object_git(work, "mktree", input=full.encode()).strip()
     commit = repo_git("commit-tree", tree, "-p", "memory/autoloop", "-m", "links", cwd=initialized_repos.work).strip()
     repo_git("update-ref", "refs/heads/memory/autoloop", commit, cwd=initialized_repos.work)
     proc = run_statefile("check", cwd=initialized_repos.work)
@@ -159,15 +141,10 @@ def test_check_fails_on_links_at_the_shared_lessons_and_in_an_archive(initialize
 
 def test_check_fails_on_names_differing_only_in_case(initialized_repos: Repos, tmp_path: Path) -> None:
     """check and list showed PERF and perf side by side, exit 0, in both modes."""
-    blob = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"], cwd=initialized_repos.work, input="x\n", capture_output=True, text=True
-    ).stdout.strip()
+    blob = object_git(initialized_repos.work, "hash-object", "-w", "--stdin", input=b"x\n").strip()
 
     def tree(listing: str) -> str:
-        made = subprocess.run(
-            ["git", "mktree"], cwd=initialized_repos.work, input=listing, capture_output=True, text=True
-        )
-        return made.stdout.strip()
+        return object_git(initialized_repos.work, "mktree", input=listing.encode()).strip()
 
     perf = tree(tree(f"100644 blob {blob}\t0001.md\n").join(["040000 tree ", "\tperf\n"]))
     top = repo_git("ls-tree", "memory/autoloop", cwd=initialized_repos.work) + f"040000 tree {perf}\tArchive\n"

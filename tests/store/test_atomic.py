@@ -20,6 +20,7 @@ import pytest
 from conftest import only_error_line
 from gitutil import STATEFILE, Repos, run_statefile
 from gitutil import git as repo_git
+from storeutil import git as object_git
 
 from statefile.errors import EXIT_ENVIRONMENT, EXIT_USAGE
 
@@ -277,21 +278,9 @@ def test_a_branch_file_of_too_many_lines_is_refused(initialized_repos: Repos) ->
     """Found by the hostile run (issue 15): a branch file of too many lines is refused."""
     from statefile.store.atomic import line_limit
 
-    blob = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=initialized_repos.work,
-        input=_headings(line_limit(30720) + 1),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    tree = subprocess.run(
-        ["git", "mktree"],
-        cwd=initialized_repos.work,
-        input=f"100644 blob {blob}\tperf.md\n",
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    work = initialized_repos.work
+    blob = object_git(work, "hash-object", "-w", "--stdin", input=_headings(line_limit(30720) + 1).encode()).strip()
+    tree = object_git(work, "mktree", input=f"100644 blob {blob}\tperf.md\n".encode()).strip()
     commit = repo_git("commit-tree", tree, "-m", "huge", cwd=initialized_repos.work).strip()
     repo_git("update-ref", "refs/heads/memory/autoloop", commit, cwd=initialized_repos.work)
     proc = run_statefile("record", "perf", "--status", "accepted", cwd=initialized_repos.work)
