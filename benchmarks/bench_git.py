@@ -6,7 +6,9 @@ Counted in a clone in step with its remote (a runner recording every iteration):
 each process statefile starts, then runs the real git (processes git starts itself, such as ``upload-pack`` under
 a fetch, are not statefile's to choose and are not counted).  Timed: the median whole process, start-up included,
 of ``statefile record`` local and ``--remote origin`` against the naive flow in the same run: ``git pull``, edit
-the file, ``git add``, ``git commit``, ``git push`` in a kept clone (benchmarks/bench_record.py's flow).
+the file, ``git add``, ``git commit``, ``git push`` in a kept clone (benchmarks/bench_record.py's flow), and the
+floor of the stack in the same run (benchmarks/record_floor.py: the interpreter, click, markdown-it-py, one parse and
+the same six git processes, nothing of statefile's own): the best ratio any tool on this stack could reach.
 """
 
 from __future__ import annotations
@@ -88,8 +90,13 @@ def rows(quick: bool = False) -> list[Row]:
         local_root = root / "local"
         sh(root, "clone", "-q", str(remote), str(local_root))
         sh(local_root, "branch", BRANCH, f"origin/{BRANCH}")
+        floor_root = root / "floor"
+        sh(root, "clone", "-q", str(remote), str(floor_root))
+        sh(floor_root, "branch", BRANCH, f"origin/{BRANCH}")
+        floor = "floor: python + click + markdown-it + the same 6 git processes"
         local_flows = {
             local_flow: (lambda: run([STATEFILE, *record()], local_root), reps),
+            floor: (lambda: run([sys.executable, str(Path(__file__).with_name("record_floor.py"))], floor_root), reps),
             naive: flows[naive],
         }
         local_ms = measure(local_flows)
@@ -97,6 +104,8 @@ def rows(quick: bool = False) -> list[Row]:
             ratio = times[flow] / times[naive]
             out.append(Row(BENCH, "P=1", naive, times[naive], note=f"in the same run as {flow}"))
             out.append(Row(BENCH, "P=1", flow, times[flow], naive, ratio, f"≤ {TIME_GOAL:g}×", ratio <= TIME_GOAL))
+        ratio = local_ms[floor] / local_ms[naive]
+        out.append(Row(BENCH, "P=1", floor, local_ms[floor], naive, ratio, "the least any tool on this stack pays"))
         return out
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,12 +1,15 @@
-"""The token benchmark's bookkeeping on a short replay: what it counts is what the agent would read and write.
+"""The benchmarks' own claims: the token replay counts what the agent would read and write, and the record floor
+starts the git processes ``statefile record`` starts.
 
-The numbers themselves live in benchmarks/RESULTS.md (benchmarks/run.py --only tokens); this keeps the replay honest.
+The numbers themselves live in benchmarks/RESULTS.md (benchmarks/run.py); these keep the measurements honest.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +19,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bench_tokens  # noqa: E402
+from bench_git import counting_git  # noqa: E402
+from gitutil import git, make_repos, run_statefile  # noqa: E402
 
 from statefile.model.text import utf8_size  # noqa: E402
 from statefile.views.render import CORE_BUDGET  # noqa: E402
@@ -49,3 +54,28 @@ def test_a_short_replay_counts_each_way(tmp_path: Path) -> None:
     rows = bench_tokens._rows("synthetic", result)
     assert rows[0].flow.startswith("statefile") and rows[1].ratio is not None and rows[1].ratio > 1
     assert bench_tokens.table(rows)[2].startswith("| history | flow | tokens per iteration")
+
+
+def test_the_record_floor_starts_the_git_processes_record_starts(tmp_path: Path) -> None:
+    """benchmarks/record_floor.py is the least any tool on statefile's stack pays for a local record only while it
+    starts the same git processes in the same order, and really records: its line lands on the branch."""
+    repos = make_repos(tmp_path)
+    assert run_statefile("init", "perf", cwd=repos.work).returncode == 0
+    counter = counting_git(tmp_path / "bin")
+    log = counter / "log"
+    env = {"PATH": f"{counter}{os.pathsep}{os.environ['PATH']}", "GIT_COUNT_LOG": str(log)}
+
+    def started(argv: list[str]) -> list[str]:
+        log.write_text("", "utf-8")
+        subprocess.run(argv, cwd=repos.work, env={**os.environ, **env}, check=True, capture_output=True, timeout=60)
+        words = [line.split() for line in log.read_text("utf-8").splitlines()]
+        return [next(w for w in line if not w.startswith("-") and "=" not in w) for line in words]
+
+    statefile = Path(sys.executable).with_name("statefile")
+    before = git("rev-parse", "memory/autoloop", cwd=repos.work).strip()
+    recorded = started([str(statefile), "record", "perf", "--status", "accepted", "--change", "a"])
+    tip = git("rev-parse", "memory/autoloop", cwd=repos.work).strip()
+    floor = started([sys.executable, str(BENCHMARKS / "record_floor.py")])
+    assert floor == recorded == ["rev-parse", "for-each-ref", "cat-file", "fast-import", "commit-tree", "update-ref"]
+    assert git("rev-parse", "memory/autoloop^", cwd=repos.work).strip() == tip != before
+    assert "- floor line " in git("show", "memory/autoloop:perf.md", cwd=repos.work)
