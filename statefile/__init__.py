@@ -33,10 +33,8 @@ from statefile.errors import (  # noqa: E402 - after the handler, which must cov
     StatefileError,
     UsageError,
 )
-from statefile.model.anomalies import Anomaly  # noqa: E402
-from statefile.model.document import StateDocument, parse  # noqa: E402
+from statefile.model.document import Anomaly, Section, StateDocument, parse  # noqa: E402
 from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry  # noqa: E402
-from statefile.model.sections import Section  # noqa: E402
 from statefile.model.template import new_state_file  # noqa: E402
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact  # noqa: E402
 from statefile.policy.rules import RecordRequest, record  # noqa: E402

@@ -1,4 +1,4 @@
-"""Defaults every layer agrees on, here (not in :mod:`statefile.app.config`) so lower layers can use them."""
+"""Defaults every layer agrees on, here (not in :mod:`statefile.app.context`) so lower layers can use them."""
 
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ EXIT_INTERRUPTED = 130
 
 
 class StatefileError(Exception):
-    """Root of every error statefile raises deliberately.  ``exit_code`` is what the CLI exits with (a subclass
-    names its own with ``class X(StatefileError, exit_code=...)``, else inherits its parent's)."""
+    """Root of every deliberate error; the CLI exits with its ``exit_code`` (a subclass sets it with ``exit_code=``)."""
 
     exit_code: int = EXIT_USAGE
 

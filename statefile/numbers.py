@@ -43,7 +43,6 @@ def percent_text(value: float) -> str:
 
 def budget_text(size: int, max_bytes: int) -> str:
     """A size against its budget: ``3,840 of 30,720 bytes (12.5%)``; just the size when there is no budget."""
-    share = percent(size, max_bytes)
-    return (
-        size_text(size) if share is None else f"{number_text(size)} of {size_text(max_bytes)} ({percent_text(share)})"
-    )
+    if (share := percent(size, max_bytes)) is None:
+        return size_text(size)
+    return f"{number_text(size)} of {size_text(max_bytes)} ({percent_text(share)})"

@@ -33,12 +33,9 @@ _KNOWN_TOKEN = re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-)[A-Za-z0-9_-]{10,
 
 def redact(text: str) -> str:
     """``text`` with every credential the patterns above know replaced by ``***``."""
-    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
-    text = _SCP_USERINFO.sub(rf"\1:{MASK}@", text)
-    text = _QUERY_SECRET.sub(rf"\1{MASK}", text)
-    text = _AUTH_HEADER.sub(rf"\1{MASK}", text)
-    text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)
-    text = _SECRET_KEY.sub(rf"\1{MASK}", text)
+    text = _SCP_USERINFO.sub(rf"\1:{MASK}@", _URL_USERINFO.sub(rf"\1{MASK}@", text))
+    for pattern in (_QUERY_SECRET, _AUTH_HEADER, _SECRET_ASSIGNMENT, _SECRET_KEY):  # in this order
+        text = pattern.sub(rf"\1{MASK}", text)
     return _KNOWN_TOKEN.sub(MASK, text)
 
 

@@ -1,4 +1,1 @@
-"""The state file as data: text helpers, the one markdown block scanner, the document, its sections and entries.
-
-Pure: no I/O, no git, nothing above this layer is imported.
-"""
+"""The state file as data, pure (no I/O, no git, no layer above): the markdown scanner, the document, its entries."""

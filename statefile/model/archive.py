@@ -55,8 +55,6 @@ _LAYOUTS = {
 }
 LAYOUT_KINDS = tuple(_LAYOUTS)
 NESTED = ArchiveLayout()
-#: The folder (relative to the store root) holding a program's archive parts in the nested layout.
-archive_dir = NESTED.folder
 
 
 def part_name(number: int) -> str:
@@ -66,8 +64,7 @@ def part_name(number: int) -> str:
 
 def part_number(name: str) -> int | None:
     """The part number of an archive file name, or ``None`` if it is not one."""
-    match = _PART_RE.match(name)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if (match := _PART_RE.match(name)) else None
 
 
 def part_header(program: str, number: int) -> str:
@@ -87,8 +84,7 @@ _CHUNK_HEAD = re.compile(r"\A\n## Archived (.*?) — (.*?)\n\n", re.S)
 
 def unwrap_chunk(chunk: str) -> tuple[str, str]:
     """The inverse of :func:`make_chunk`: ``(what, text)``; text that is not a chunk comes back as ``("", chunk)``."""
-    match = _CHUNK_HEAD.match(chunk)
-    return (match.group(2), chunk[match.end() :]) if match else ("", chunk)
+    return (match.group(2), chunk[match.end() :]) if (match := _CHUNK_HEAD.match(chunk)) else ("", chunk)
 
 
 #: The lines around the pieces of an entry too large for one part (after the next part's header, after its end).
@@ -161,8 +157,8 @@ def _take(text: str, room: int) -> tuple[str, str]:
 
 def find_iteration(text: str, number: int) -> str | None:
     """The last archived detailed entry for iteration ``number`` in an archive part's text, verbatim, or ``None``."""
-    found = [a.entry.raw for a in archive_entries(text) if isinstance(a.entry, Iteration) and number in a.entry.covers]
-    return found[-1] if found else None
+    found = (a.entry for a in reversed(archive_entries(text)) if isinstance(a.entry, Iteration))
+    return next((entry.raw for entry in found if number in entry.covers), None)
 
 
 def continuation(text: str) -> tuple[str, bool] | None:

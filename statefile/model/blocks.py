@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 
-#: Kinds of :class:`Block`.
+#: Kinds of :class:`Block`: an item, or the type of markdown-it's token less ``_open``.
 HEADING, PARAGRAPH, ITEM, FENCE = "heading", "paragraph", "item", "fence"
-CODE, HTML, RULE, QUOTE = "code", "html", "rule", "quote"
+CODE, HTML, RULE, QUOTE = "code_block", "html_block", "hr", "blockquote"
+_KINDS = {HEADING, PARAGRAPH, FENCE, CODE, HTML, RULE, QUOTE}
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def _parser(lists: bool) -> MarkdownIt:
 
 
 _gc_lock = threading.Lock()
-_gc_state = {"depth": 0, "was_enabled": False}
+_gc_was_enabled: list[bool] = []  # one per parse under way: whether the collector was on before the first began
 
 
 def scan_blocks(text: str) -> tuple[Block, ...]:
@@ -88,16 +89,13 @@ def _outline(text: str, lists: bool) -> tuple[Block, ...]:
     # A Token per block, no cycles among them: the collector's passes made a 4 MB history's scan superlinear.  It is
     # off while any thread parses (MCP worker threads); the last one out restores it.
     with _gc_lock:
-        if _gc_state["depth"] == 0:
-            _gc_state["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _gc_state["depth"] += 1
+        _gc_was_enabled.append(_gc_was_enabled[0] if _gc_was_enabled else gc.isenabled())
+        gc.disable()
     try:
         md.block.parse(src, md, {}, tokens)
     finally:
         with _gc_lock:
-            _gc_state["depth"] -= 1
-            if _gc_state["depth"] == 0 and _gc_state["was_enabled"]:
+            if _gc_was_enabled.pop() and not _gc_was_enabled:
                 gc.enable()
     lines = src.removesuffix("\n").split("\n")
     blocks: list[Block] = []
@@ -110,24 +108,13 @@ def _outline(text: str, lists: bool) -> tuple[Block, ...]:
             ordered = tok.type == "ordered_list_open"
         elif tok.level == 1 and tok.type == "list_item_open":
             blocks.append(Block(ITEM, start, _trim(lines, start, end), ordered=ordered))
-        elif tok.level == 0 and (kind := _KINDS.get(tok.type)) is not None:
+        elif tok.level == 0 and (kind := tok.type.removesuffix("_open")) in _KINDS:
             level = int(tok.tag[1:]) if kind == HEADING else 0
             label = tokens[index + 1].content.strip() if kind == HEADING else tok.info.strip()
             last = lines[end - 1].strip() if kind == FENCE and end - 1 > start else ""  # a fence's closing line
             closed = kind != FENCE or (last.startswith(tok.markup) and not last.strip(tok.markup[0]))
             blocks.append(Block(kind, start, _trim(lines, start, end), level, label, closed=closed))
     return tuple(blocks)
-
-
-_KINDS = {
-    "heading_open": HEADING,
-    "paragraph_open": PARAGRAPH,
-    "fence": FENCE,
-    "code_block": CODE,
-    "html_block": HTML,
-    "hr": RULE,
-    "blockquote_open": QUOTE,
-}
 
 
 def _trim(lines: list[str], start: int, end: int) -> int:

@@ -1,27 +1,26 @@
 """The state-file document: parse any text, render it back byte for byte, edit one part at a time (an edit
-replaces only the lines it owns and re-reads the text, so every derived view agrees with ``render()``)."""
+replaces only the lines it owns and re-reads the text, so every derived view agrees with ``render()``), and find
+what is odd about it without refusing to read it (its ``warnings``)."""
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from statefile.defaults import MAX_ITERATION
 from statefile.errors import InvalidDataError, UsageError
 from statefile.model import history, machine_state, patterns
-from statefile.model.anomalies import Anomaly, find_anomalies
 from statefile.model.blocks import CODE, FENCE, HEADING, HTML, ITEM, PARAGRAPH, Block, content_end, outline, scan_blocks
-from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.history import Entry, Iteration, IterationRange, Span, merge, of_numbers, spans_text
+from statefile.model.machine_state import CellValue
 from statefile.model.patterns import entry_title, is_bullet_entry, is_entry_heading, is_placeholder, lesson_key
-from statefile.model.sections import CANONICAL_ORDER, SECTION_KINDS, Section, section_kind
+from statefile.model.template import SECTION_KINDS, section_kind
 from statefile.model.text import clip, detect_newline, line_body, split_lines, utf8_size
-
-if TYPE_CHECKING:
-    from statefile.model.machine_state import CellValue
 
 
 class Located(NamedTuple):
@@ -30,6 +29,27 @@ class Located(NamedTuple):
     start: int
     end: int
     entry: Entry
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of lines from one top-level heading to the next (the preamble has no heading)."""
+
+    kind: str
+    title: str | None
+    level: int
+    start: int
+    lines: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The section's text exactly as in the file."""
+        return "".join(self.lines)
+
+    @property
+    def size(self) -> int:
+        """UTF-8 bytes of the section."""
+        return utf8_size(self.text)
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,13 @@ def items(lines: Sequence[str]) -> list[Item]:
     ]
 
 
+# "Iteration 1.5", "Iteration 1e308": a heading of an entry's shape whose number is no whole number.
+_FRACTIONAL_HEAD = re.compile(r"^\s*Iter(?:ation)?s?\.?\s+#?(\d+(?:\.\d+|[eE][-+]?\d+))", re.I)
+# A maintainer's acknowledgement of a hole in the history: "<!-- statefile: gap 12–40 acknowledged -->".
+_GAP_ACKNOWLEDGED = re.compile(
+    r"<!--\s*statefile:\s*gaps?\s+#?(\d{1,9})(?:\s*(?:–|—|-|\.\.|to)\s*#?(\d{1,9}))?\s+acknowledged\b[^>]*?-->", re.I
+)
+
 # Level 1-2 ATX headings, and every line that could open a fence or HTML block (where only markdown-it can tell).
 _TOP_HEADING_LINE = re.compile(r"^ {0,3}(?:(#{1,2})(?=[ \t\r\n]|$)([^\r\n]*)|```|~~~|<)", re.MULTILINE)
 
@@ -74,26 +101,31 @@ class StateDocument:
     _lines: list[str]
     _blocks: tuple[Block, ...]
     _sections: tuple[Section, ...]
+    _entry_headings: dict[int, list[Block]]  # by the index of their section
 
     def __init__(self, text: str) -> None:
-        object.__setattr__(self, "_text", text)
-        object.__setattr__(self, "_lines", split_lines(text))
-        object.__setattr__(self, "_blocks", scan_blocks(text))
+        self.__dict__.update(_text=text, _lines=split_lines(text), _blocks=scan_blocks(text))  # __setattr__ refuses
         cuts: list[tuple[Block, str]] = []
+        entry_headings: dict[int, list[Block]] = {}  # ###, or ## kept inside the history, by the cuts before them
         holds_entries = False
         for head in self._blocks:
-            if head.kind != HEADING or head.level > 2 or head.start >= len(self._lines):
+            if head.kind != HEADING or head.level > 3 or head.start >= len(self._lines):
                 continue
-            if holds_entries and head.level == 2 and is_entry_heading(head.text):
-                continue  # "## Iterations 1–12 — condensed": an entry written a level up stays in the history
+            # "## Iterations 1–12 — condensed": an entry written a level up stays in the history
+            if head.level == 3 or (holds_entries and head.level == 2 and is_entry_heading(head.text)):
+                if head.start > 0 and self._lines[head.start].startswith("#" * head.level):  # 0: the preamble's start
+                    entry_headings.setdefault(len(cuts), []).append(head)
+                continue
             kind = section_kind(head.text, head.level)
             holds_entries = kind == "history" or bool(patterns.ARCHIVED_HEAD.match(head.text))  # an archive chunk
             cuts.append((head, kind))
         first = cuts[0][0].start if cuts else len(self._lines)
-        sections = [Section("preamble", None, 0, 0, tuple(self._lines[:first]))] if first > 0 or not cuts else []
+        preamble = first > 0 or not cuts
+        sections = [Section("preamble", None, 0, 0, tuple(self._lines[:first]))] if preamble else []
         for (head, kind), end in zip(cuts, [*(cut.start for cut, _ in cuts[1:]), len(self._lines)], strict=False):
             sections.append(Section(kind, head.text, head.level, head.start, tuple(self._lines[head.start : end])))
-        object.__setattr__(self, "_sections", tuple(sections))
+        by_section = {n - 1 + preamble: heads for n, heads in entry_headings.items()}
+        self.__dict__.update(_sections=tuple(sections), _entry_headings=by_section)
 
     def render(self) -> str:
         """The document's text: byte-identical to the input when nothing was edited."""
@@ -116,8 +148,7 @@ class StateDocument:
 
     def section(self, kind: str) -> Section | None:
         """The first section of ``kind`` (see SECTION_KINDS), or ``None``."""
-        index = self._index(kind)
-        return None if index is None else self._sections[index]
+        return next((section for section in self._sections if section.kind == kind), None)
 
     def _index(self, kind: str) -> int | None:
         return next((i for i, s in enumerate(self._sections) if s.kind == kind), None)
@@ -138,21 +169,6 @@ class StateDocument:
             if not never and any(is_entry_heading(head.text) for head in self._entry_headings.get(index, [])):
                 return index, True
         return None
-
-    @cached_property
-    def _entry_headings(self) -> dict[int, list[Block]]:
-        # Entry headings (###, or a ## entry heading kept inside the history) by the index of their section.
-        by_section: dict[int, list[Block]] = {}
-        starts = [section.start for section in self._sections]
-        section_starts = set(starts)
-        for head in self._blocks:
-            if head.kind != HEADING or head.start >= len(self._lines) or head.start in section_starts:
-                continue
-            if (head.level == 3 and self._lines[head.start].startswith("###")) or (
-                head.level == 2 and self._lines[head.start].startswith("##") and is_entry_heading(head.text)
-            ):
-                by_section.setdefault(bisect_right(starts, head.start) - 1, []).append(head)
-        return by_section
 
     def _entries(self, index: int, stray: bool) -> tuple[Located, ...]:
         # Entries start at headings (stray: from the first entry-shaped one) and entry bullets above the first one.
@@ -182,8 +198,7 @@ class StateDocument:
     @cached_property
     def located_history(self) -> tuple[Located, ...]:
         """:attr:`history` with each entry's absolute line span ``[start, end)`` in the file."""
-        layout = self._history_layout
-        return () if layout is None else self._entries(*layout)
+        return () if (layout := self._history_layout) is None else self._entries(*layout)
 
     @cached_property
     def history(self) -> tuple[Entry, ...]:
@@ -196,11 +211,6 @@ class StateDocument:
         if (layout := self._history_layout) is None or not (located := self.located_history):
             return None
         return layout[0], located[0].start - self._sections[layout[0]].start
-
-    @property
-    def entry_lines(self) -> tuple[int, ...]:
-        """The 0-based first line of each :attr:`history` entry (where the layout found it: a file may hold a copy)."""
-        return tuple(located.start for located in self.located_history)
 
     @property
     def iterations(self) -> tuple[Iteration, ...]:
@@ -224,14 +234,13 @@ class StateDocument:
 
     @cached_property
     def warnings(self) -> tuple[Anomaly, ...]:
-        """Anomalies found in the file (see :mod:`statefile.model.anomalies`)."""
+        """What is odd about the file (see :func:`find_anomalies`)."""
         return tuple(find_anomalies(self))
 
     @property
     def history_misplaced(self) -> bool:
         """True when entries were found under another section because the history heading is missing."""
-        layout = self._history_layout
-        return layout is not None and layout[1]
+        return self._history_layout is not None and self._history_layout[1]
 
     @cached_property
     def unclosed_block(self) -> int | None:
@@ -257,12 +266,16 @@ class StateDocument:
         lines[start:end] = new_lines
         return StateDocument("".join(lines))
 
-    def _with_section(self, kind: str) -> tuple[StateDocument, int]:
-        # This document with a section of kind (heading, blank line, canonical place), and its index.
+    def with_section(self, kind: str) -> tuple[StateDocument, int]:
+        """This document with a section of ``kind`` (added with its heading in its canonical place; the history's
+        above stray entries), and the section's index."""
+        if kind == "history" and self.history_misplaced:
+            at, nl = self.located_history[0].start, self.newline
+            return self.with_lines(at, at, [SECTION_KINDS["history"][0] + nl, nl]).with_section(kind)
         if (found := self._index(kind)) is not None:
             return self, found
         nl, (heading, _) = self.newline, SECTION_KINDS[kind]
-        later = CANONICAL_ORDER[CANONICAL_ORDER.index(kind) + 1 :]
+        later = list(SECTION_KINDS)[list(SECTION_KINDS).index(kind) + 1 :]
         lines = _ended(list(self._lines), len(self._lines), nl)
         at = next((section.start for section in self._sections if section.kind in later), len(lines))
         spaced = at == len(lines) and bool(lines) and bool(lines[-1].strip())  # at the end, after text
@@ -275,7 +288,7 @@ class StateDocument:
 
     def _edit_section(self, kind: str, edit: Callable[[StateDocument, list[str]], list[str]]) -> StateDocument:
         # The one editor under every with_*: the section of kind (added when missing) as edit rewrites its lines.
-        doc, index = self.with_history_section() if kind == "history" else self._with_section(kind)
+        doc, index = self.with_section(kind)
         section = doc._sections[index]
         return doc.with_lines(section.start, section.start + len(section.lines), edit(doc, list(section.lines)))
 
@@ -298,14 +311,6 @@ class StateDocument:
     def with_field(self, name: str, value: CellValue) -> StateDocument:
         """A copy with one Machine State row set (see :meth:`with_fields`)."""
         return self.with_fields({name: value})
-
-    def with_history_section(self) -> tuple[StateDocument, int]:
-        """This document with its entries under a history heading (inserted above stray entries), and its index."""
-        doc = self
-        if self.history_misplaced:
-            at, nl = self.located_history[0].start, self.newline
-            doc = self.with_lines(at, at, [SECTION_KINDS["history"][0] + nl, nl])
-        return doc._with_section("history")
 
     def with_entry(self, entry_text: str) -> StateDocument:
         """A copy with an entry (its text, ending in a newline) above the newest one, replacing the placeholder."""
@@ -413,3 +418,123 @@ def read_machine_state(text: str) -> dict[str, Any]:
         if section_kind(match.group(2).strip(), len(match.group(1))) == "machine_state":
             start = match.start()
     return {} if start is None else machine_state.read_state(split_lines(body[start:end]))
+
+
+#: Warning codes ``statefile repair`` fixes (see :mod:`statefile.policy.repair`); ``check`` points to it for these.
+REPAIRABLE = frozenset(
+    {
+        "machine-state-heading",
+        "missing-history-heading",
+        "duplicate-section",
+        "duplicate-iteration",
+        "overlapping-ranges",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """Something odd about a file that does not stop it being read: a code and a sentence."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def find_anomalies(doc: StateDocument) -> Iterator[Anomaly]:
+    """Yield every anomaly in ``doc``, in a stable order."""
+    if not doc.render().strip():
+        yield Anomaly("empty", "the file is empty")
+        return
+    if (section := doc.section("machine_state")) is None:
+        yield Anomaly("missing-machine-state", "no Machine State section: the scheduler treats this as a new program")
+    else:  # the scheduler finds its table by the exact bytes: "## 2. ⚙️ Machine State" is one it cannot see
+        if section.title is not None and SECTION_KINDS["machine_state"][0] not in section.lines[0]:
+            yield Anomaly(
+                "machine-state-heading",
+                f"heading '## {section.title}' is not the exact '## ⚙️ Machine State' the upstream scheduler "
+                "looks for; any statefile write restores it",
+            )
+        if len(doc.machine_state) <= 1:
+            yield Anomaly("empty-machine-state", "the Machine State section has no table rows")
+    state = doc.machine_state
+    count = machine_state.count_field(state, "iteration_count")
+    problems = [machine_state.next_iteration_problem(count, doc.highest_iteration)]
+    problems += [machine_state.number_row_problem(state, key) for key in machine_state.NUMBER_ROWS]
+    problems += count_row_problems(doc)
+    for problem in filter(None, problems):  # what record would refuse to go on from, for check to fail on first
+        yield Anomaly("implausible-machine-state", f"{problem} — record cannot go on from it; correct it by hand")
+    for kind, count in Counter(s.kind for s in doc.sections if s.kind in SECTION_KINDS).items():
+        if count > 1:
+            yield Anomaly("duplicate-section", f"section '{SECTION_KINDS[kind][0][3:]}' appears {count} times")
+    if (unclosed := doc.unclosed_block) is not None:
+        yield Anomaly(
+            "unclosed-block",
+            f"a code fence or HTML block opened at line {unclosed + 1} is never closed: the rest of the file is code, "
+            "and record/compact refuse to edit it; close the block",
+        )
+    if doc.history_misplaced:
+        yield Anomaly("missing-history-heading", "iteration entries sit under another section (no history heading)")
+    for entry in (entry for entry in doc.history if isinstance(entry, history.OpaqueEntry)):
+        if entry.implausible is not None:
+            why = f"{entry.implausible:,}, beyond any history ({MAX_ITERATION:,}): kept as text and counted for nothing"
+        elif odd := _FRACTIONAL_HEAD.match(entry_title(entry.heading)):
+            why = f"{odd.group(1)}, no whole number: kept as text, counted for nothing and never folded"
+        else:
+            continue
+        yield Anomaly(
+            "implausible-number", f"heading '{clip(entry.heading, 80)}' names iteration {why}; correct the number"
+        )
+    iterations, ranges = doc.iterations, doc.ranges
+    seen = Counter(n for e in iterations for n in e.covers)
+    if dupes := sorted(n for n, c in seen.items() if c > 1):
+        yield Anomaly(
+            "duplicate-iteration", f"iteration numbers appear more than once: {spans_text(of_numbers(dupes))}"
+        )
+    in_ranges = merge(s for r in ranges for s in r.spans)
+    if overlap := [n for n in seen if history.inside(in_ranges, n)]:
+        yield Anomaly(
+            "range-overlaps-entry", f"detailed entries fall inside a range: {spans_text(of_numbers(overlap))}"
+        )
+    for a, b in pairwise(sorted(ranges, key=lambda r: r.first)):
+        if b.first <= a.last:
+            yield Anomaly("overlapping-ranges", f"ranges {a.first}–{a.last} and {b.first}–{b.last} overlap")
+    covered = merge([s for e in iterations for s in e.spans] + in_ranges)
+    if gaps := history_gaps(doc, covered)[0]:
+        yield Anomaly(
+            "history-gap",
+            f"no entry or range covers iterations {spans_text(gaps)} (a known gap: add "
+            f"'<!-- statefile: gap {spans_text(gaps[:1])} acknowledged -->' under the history heading)",
+        )
+    stated, top = state.get("iteration_count"), history.highest(covered)
+    if isinstance(stated, int) and covered and stated != top:
+        yield Anomaly(
+            "iteration-count-mismatch", f"Iteration Count is {stated} but the history goes up to iteration {top}"
+        )
+
+
+def count_row_problems(doc: StateDocument) -> list[str]:
+    """Why a counting row holds no whole number (``abc``, which the scheduler reads as 0), one sentence per row."""
+    section = doc.section("machine_state")
+    rows = machine_state.table_rows(list(section.lines)) if section else []
+    cells = {row.key: row.value for row in rows}  # a later row wins
+    return [
+        f"the Machine State row '{label}' holds {clip(cells[key], 40)!r}, not a whole number (the scheduler reads it "
+        "as 0)"
+        for label in ("Iteration Count", "Consecutive Errors")
+        if machine_state.unreadable_count(cells.get(key := machine_state.field_key(label)))
+    ]
+
+
+def history_gaps(doc: StateDocument, covered: list[Span] | None = None) -> tuple[list[Span], list[Span]]:
+    """The history's holes: ``(open, acknowledged)`` (by a ``<!-- statefile: gap 12–40 acknowledged -->`` comment)."""
+    if covered is None:
+        covered = merge(s for e in doc.history for s in e.spans)
+    top = history.highest(covered)
+    if not history.missing(covered, top):
+        return [], []
+    found = [(int(m.group(1)), int(m.group(2) or m.group(1))) for m in _GAP_ACKNOWLEDGED.finditer(doc.render())]
+    open_gaps = history.missing(covered + merge((min(pair), max(pair)) for pair in found), top)
+    return open_gaps, history.missing(covered + open_gaps, top)

@@ -1,17 +1,76 @@
 """Iteration History entries: read every shape agents have written (``raw`` keeps the entry's text verbatim, from
-its heading or ``- Iter N:`` bullet to the next one), and write the upstream one."""
+its heading or ``- Iter N:`` bullet to the next one), and write the upstream one.  The numbers an entry covers are
+merged ``(first, last)`` spans, never one element per number (``### Iters 2–1000000000000`` would fill the memory)."""
 
 from __future__ import annotations
 
+import math
 import re
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import ClassVar
 
 from statefile.defaults import MAX_ITERATION
 from statefile.model import patterns as pat
 from statefile.model.patterns import STATUS_GLYPHS, entry_title, leading_status, status_of
-from statefile.model.spans import Span, of_numbers
 from statefile.model.text import line_body, one_line
+
+Span = tuple[int, int]
+"""An inclusive interval of iteration numbers, ``first <= last``."""
+
+
+def merge(spans: Iterable[Span]) -> list[Span]:
+    """``spans`` sorted, overlapping and adjacent ones joined: ``[(5, 7), (1, 2), (3, 3)]`` → ``[(1, 3), (5, 7)]``."""
+    out: list[Span] = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def of_numbers(numbers: Iterable[int]) -> list[Span]:
+    """The merged spans of single numbers: ``[3, 1, 2, 7]`` → ``[(1, 3), (7, 7)]``."""
+    return merge((n, n) for n in numbers)
+
+
+def size(spans: Iterable[Span]) -> int:
+    """How many numbers merged ``spans`` hold."""
+    return sum(last - first + 1 for first, last in spans)
+
+
+def highest(spans: Iterable[Span]) -> int:
+    """The highest number in ``spans`` (0 when there is none)."""
+    return max((last for _, last in spans), default=0)
+
+
+def missing(spans: Iterable[Span], upto: int) -> list[Span]:
+    """The numbers from 1 to ``upto`` that no span holds, as spans."""
+    bounds = [(0, 0), *merge(span for span in spans if span[0] <= upto), (upto + 1, upto + 1)]
+    return [(a + 1, b - 1) for (_, a), (b, _) in pairwise(bounds) if a + 1 <= b - 1]
+
+
+def inside(merged: Sequence[Span], number: int) -> bool:
+    """Whether ``number`` is in ``merged`` (sorted, disjoint spans, as :func:`merge` returns), by bisection."""
+    at = bisect_right(merged, (number, math.inf)) - 1
+    return at >= 0 and merged[at][0] <= number <= merged[at][1]
+
+
+def holds(outer: Iterable[Span], inner: Iterable[Span]) -> bool:
+    """Whether every number of ``inner`` is in ``outer``."""
+    merged = merge(outer)
+    return merge([*merged, *inner]) == merged  # merging keeps the set of numbers: equal iff nothing was added
+
+
+def spans_text(spans: Iterable[Span], *, mark: str = "", limit: int = 10) -> str:
+    """``"1–3, 7, 9–12"`` (each number preceded by ``mark``), the first ``limit`` spans then ``", …"``."""
+    merged = merge(spans)
+    text = ", ".join(f"{mark}{a}" if a == b else f"{mark}{a}–{b}" for a, b in merged[:limit])
+    return text + (", …" if len(merged) > limit else "")
+
 
 _FIELD_SPLIT = re.compile(r"\s*[|·;]\s*(?=\*\*[^*\n]{1,40}\*\*\s*:)")
 _FIELD = re.compile(r"\*\*([^*\n]{1,40}?)\*\*\s*:?\s*(.*)")
@@ -50,7 +109,7 @@ class Iteration:
 
     @property
     def spans(self) -> list[Span]:
-        """:attr:`covers` as merged intervals (see :mod:`statefile.model.spans`)."""
+        """:attr:`covers` as merged spans."""
         return of_numbers(self.covers)
 
 
@@ -101,22 +160,18 @@ def parse_entry(raw: str) -> Entry:
     """Read one entry's text (its first line is the heading or bullet)."""
     first = raw.partition("\n")[0]
     heading, title = line_body(first), entry_title(first).replace("**", "")
-    match = pat.RANGE_HEAD.match(title) or pat.ONE_RANGE_HEAD.match(title)
-    if match:
-        a = int(match.group(1))
-        b = int(match.group(2)) if match.re.groups > 1 else a  # "Iters 57 — …": one iteration
-        if max(a, b) > MAX_ITERATION:
-            return OpaqueEntry(raw=raw, heading=heading, implausible=max(a, b))
+    if match := pat.RANGE_HEAD.match(title) or pat.ONE_RANGE_HEAD.match(title):  # or "Iters 57 — …": one iteration
+        numbers = [int(n) for n in match.groups()]
+        if max(numbers) > MAX_ITERATION:
+            return OpaqueEntry(raw=raw, heading=heading, implausible=max(numbers))
         rest = title[match.end() :]
         band = pat.METRIC_BAND.search(rest)
         summary = re.sub(r"^[\s:—–\-|]+", "", rest).strip()
-        low, high = band.group(1) if band else None, band.group(2) if band else None
-        return IterationRange(min(a, b), max(a, b), raw, heading, low, high, summary, status_of(rest))
-    pair = pat.PAIR_HEAD.match(title)
-    single = pat.SINGLE_HEAD.match(title)
-    if not single and not pair:
+        low, high = band.groups() if band else (None, None)
+        return IterationRange(min(numbers), max(numbers), raw, heading, low, high, summary, status_of(rest))
+    if not (match := pat.PAIR_HEAD.match(title) or pat.SINGLE_HEAD.match(title)):
         return OpaqueEntry(raw=raw, heading=heading)
-    found = {int(pair.group(1)), int(pair.group(2))} if pair else {int(single.group(1))} if single else set()
+    found = {int(number) for number in match.groups()}
     # "Iteration 126 — ✅ abs/round (81) · Iteration 125 — ✅ autocorr (80)": one heading for several iterations.
     found.update(int(n) for n in pat.JOINED_HEAD.findall(title))
     if max(found) > MAX_ITERATION:

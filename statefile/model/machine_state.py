@@ -8,10 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from decimal import Decimal
+from typing import Any, TypeAlias
 
+from statefile.defaults import MAX_EXPONENT, MAX_ITERATION
 from statefile.model.blocks import content_end
-from statefile.model.text import line_body, line_ending
+from statefile.model.patterns import leading_number, plausible, says_no_number
+from statefile.model.text import clip, line_body, line_ending
+from statefile.numbers import number_text
 
 # Rows of a fresh file, in the upstream template's order (new rows are inserted in it).
 CANONICAL_ROWS: tuple[str, ...] = (
@@ -20,11 +24,8 @@ CANONICAL_ROWS: tuple[str, ...] = (
 )  # fmt: skip
 NONE_VALUE = "—"
 
-if TYPE_CHECKING:  # types only: the scheduler's fast read path does not load decimal
-    from decimal import Decimal
-
-    CellValue: TypeAlias = "str | int | float | Decimal | bool | Sequence[object] | None"
-    """What a Machine State row may be set to (see :func:`cell_text` for how each is written)."""
+CellValue: TypeAlias = "str | int | float | Decimal | bool | Sequence[object] | None"
+"""What a Machine State row may be set to (see :func:`cell_text` for how each is written)."""
 
 _NULLS = ("—", "-", "")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
@@ -103,10 +104,9 @@ def with_row(lines: list[str], label: str, value: str, newline: str) -> list[str
     key = field_key(label)
     rows = table_rows(lines)
     out = list(lines)
-    for row in reversed(rows):
-        if row.key == key:  # the row rewritten in its own style, its line ending kept
-            out[row.index] = _new_row(lines, row, row.label, value, "")
-            return out
+    if found := next((row for row in reversed(rows) if row.key == key), None):  # rewritten in its own style
+        out[found.index] = _new_row(lines, found, found.label, value, "")  # its line ending kept
+        return out
     new_line = _new_row(lines, rows[-1] if rows else None, label, value, newline)
     order = [field_key(name) for name in CANONICAL_ROWS]
     rank = order.index(key) if key in order else len(order)
@@ -167,3 +167,28 @@ def state_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         "was_completed": was_completed,
         "consecutive_errors": after.get("consecutive_errors"),
     }
+
+
+# The Machine State rows holding a number the record rules compare against: scheduler key → row label.
+NUMBER_ROWS = {"best_metric": "Best Metric", "target_metric": "Target Metric"}
+
+
+def number_row_problem(state: Mapping[str, Any], key: str) -> str:
+    """Why the :data:`NUMBER_ROWS` row ``key`` holds what the rules cannot compare (``lots``, ``1e9999999``), or ""."""
+    number = leading_number(state.get(key))
+    if number is None and not says_no_number(state.get(key)):
+        what = "not a number (write the number, or — for none)"
+    elif number is not None and not plausible(number):
+        what = f"not a plausible number (beyond 1e±{MAX_EXPONENT})"
+    else:
+        return ""
+    return f"the Machine State row '{NUMBER_ROWS[key]}' holds {clip(str(state.get(key)), 40)!r}, {what}"
+
+
+def next_iteration_problem(count: int, highest: int) -> str:
+    """Why the next iteration (past ``count`` and the history's ``highest``) would be beyond MAX_ITERATION, or ""."""
+    if (number := max(count, highest) + 1) <= MAX_ITERATION:
+        return ""
+    where = f"the 'Iteration Count' row says {number_text(count)}" if count >= highest else ""
+    where = where or f"the history goes up to iteration {highest:,}"
+    return f"the next iteration would be {number_text(number)}, beyond {MAX_ITERATION:,}: {where}"

@@ -7,6 +7,8 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
+from statefile.defaults import MAX_EXPONENT
+
 _ITER = r"Iter(?:ation)?s?\.?"
 # Where an iteration number ends: "Iteration 1e308" and "Iteration 1.5" are no iteration 1.
 _END = r"(?!\d|[eE][-+]?\d|\.\d)"
@@ -18,8 +20,6 @@ ONE_RANGE_HEAD = re.compile(rf"^\s*Iters\s+#?(\d+){_END}(?![&,/+]|[–-]\s*#?\d)
 # "Iteration 12 & 13", "Iterations 12, 13" — two detailed iterations written as one entry.
 PAIR_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+)\s*(?:&|and|,|/|\+)\s*#?(\d+){_END}", re.I)
 SINGLE_HEAD = re.compile(rf"^\s*Iter(?:ation)?\.?\s+#?(\d+){_END}", re.I)
-# "Iteration 1.5", "Iteration 1e308": a heading of an entry's shape whose number is no whole number (see _END).
-FRACTIONAL_HEAD = re.compile(rf"^\s*{_ITER}\s+#?(\d+(?:\.\d+|[eE][-+]?\d+))", re.I)
 # "Iteration 126 — ✅ x · Iteration 125 — ✅ y": more iterations joined by " · ", each with a dash and a glyph or date.
 JOINED_HEAD = re.compile(
     rf"\s·\s+Iter(?:ation)?\.?\s+#?(\d+){_END}\s*[—–-]{{1,2}}\s*(?=[✅❌⚠⏳]|\d{{4}}-\d{{2}}-\d{{2}})", re.I
@@ -42,10 +42,6 @@ ENTRY_PREFIX = re.compile(
 )
 # An archive chunk's heading (statefile.model.archive.make_chunk): "## Archived 2026-01-02 — compaction of perf.md".
 ARCHIVED_HEAD = re.compile(r"^Archived (.*?) — (.*)$")
-# A maintainer's acknowledgement of a hole in the history: "<!-- statefile: gap 12–40 acknowledged -->".
-GAP_ACKNOWLEDGED = re.compile(
-    r"<!--\s*statefile:\s*gaps?\s+#?(\d{1,9})(?:\s*(?:–|—|-|\.\.|to)\s*#?(\d{1,9}))?\s+acknowledged\b[^>]*?-->", re.I
-)
 # Where prose mentions an iteration ("fixed in iter 138", "Iterations 104-120"): the first number.
 ITERATION_MENTION = re.compile(r"\biter(?:ation)?s?\.?\s*#?(\d+)", re.I)
 
@@ -199,6 +195,11 @@ def leading_number(cell: object) -> Decimal | None:
     """The number a Machine State cell starts with, exactly: ``606 (canonical)`` → 606, ``— (CI failed)`` → None."""
     match = _LEADING_NUMBER.match(str(cell)) if cell is not None else None
     return _decimal(match.group(1)) if match else None
+
+
+def plausible(value: Decimal) -> bool:
+    """A finite number whose magnitude a measurement could have (0, or within 1e±308)."""
+    return value.is_finite() and (value == 0 or -MAX_EXPONENT <= value.adjusted() <= MAX_EXPONENT)
 
 
 # A number cell that holds no number on purpose: "none", "n/a", "— (CI failed)", "TBD" (not "lots": a typo).

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from statefile.model.machine_state import CANONICAL_ROWS, NONE_VALUE
-from statefile.model.sections import SECTION_KINDS
-from statefile.model.template import BANNER, FORECLOSED_INTRO, LESSONS_INTRO, NO_PRIORITIES
+from statefile.model.template import BANNER, FORECLOSED_INTRO, LESSONS_INTRO, NO_PRIORITIES, SECTION_KINDS
 from statefile.model.template import HISTORY_INTRO as INTRO
 from statefile.model.template import MACHINE_STATE_NOTE as NOTE
 

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from statefile.model.document import parse
 from statefile.model.patterns import is_placeholder, section_name, state_direction
-from statefile.model.sections import SECTION_KINDS, section_kind
-from statefile.model.template import new_state_file
+from statefile.model.template import SECTION_KINDS, new_state_file, section_kind
 from statefile.policy.lessons import add_lesson, lessons
 from statefile.views.history import pressure
 from statefile.views.render import render_view
