@@ -3,8 +3,8 @@
 ``compact(doc, policy)`` resolves the history into disjoint parts (overlapping ranges merge, duplicates keep the
 complete entry), folds detailed entries beyond the newest ``keep_recent`` into range lines (each older band
 broader), merges range lines beyond ``max_ranges``, and prunes Lessons Learned and Foreclosed Avenues
-(:mod:`statefile.policy.pruning`); whatever leaves the file is in ``CompactionResult.archive`` verbatim.  Machine
-State and maintainer-owned sections are never touched; every iteration is covered exactly once.
+(:func:`plan_list`: pinned bullets never leave); whatever leaves the file is in ``CompactionResult.archive``
+verbatim.  Machine State and maintainer-owned sections are never touched; every iteration is covered exactly once.
 
 Over ``aggressive_at`` of the budget, aggressive steps keep fewer entries and ranges and consolidate avenues down
 to ``low_water``; over ``max_bytes``, the last resort gives up, one at a time: older entries, range lines and their
@@ -14,10 +14,12 @@ If even that does not fit, :class:`CompactionBudgetError` says which sections ta
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date, datetime
 from functools import cache
@@ -26,19 +28,17 @@ from typing import Any
 
 from statefile import defaults
 from statefile.errors import BudgetError, UsageError
+from statefile.model import patterns
 from statefile.model.blocks import RULE, content_end, outline
 from statefile.model.document import StateDocument, parse
-from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry
+from statefile.model.history import Entry, Iteration, IterationRange, OpaqueEntry, of_numbers, spans_text
 from statefile.model.machine_state import table_rows
 from statefile.model.patterns import is_bullet_entry, is_placeholder, state_direction
-from statefile.model.sections import MAINTAINER_OWNED
-from statefile.model.spans import of_numbers, spans_text
+from statefile.model.template import MAINTAINER_OWNED
 from statefile.model.text import clip, detect_newline, line_body, split_lines, utf8_size
 from statefile.numbers import budget_text, number_text, plural, size_text
-from statefile.policy import pruning, ranges
+from statefile.policy import ranges
 
-_TITLE = re.compile(r"^Autoloop:\s*(\S+)")
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BLANK_END = re.compile(r"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)\Z")  # two line ends, "\r\n" never split
 _Cost = Callable[["CompactionResult"], int]  # the bytes a write with this result adds
 # The policy's counts and sizes and the least each may be (``max_lessons`` ``None`` is no cap).
@@ -145,10 +145,9 @@ class CompactionReport:
         """What the compaction does, a line per kind (``fold 230 iterations (#1–230) into 5 range lines: …``);
         ``folded`` are the folded iterations' numbers."""
         out: list[str] = []
-        by_kind: dict[str, list[MovedItem]] = {}
-        for item in self.moved:
-            into_range = item.kind == "iteration" and item.reason.startswith("folded into")
-            by_kind.setdefault("folded" if into_range else item.kind, []).append(item)
+        by_kind: dict[str, list[MovedItem]] = defaultdict(list)
+        for item in self.moved:  # only iterations are "folded into" a range line
+            by_kind["folded" if item.reason.startswith("folded into") else item.kind].append(item)
         if "folded" in by_kind:
             heads = [line.split(" — ", 1)[0].lstrip("# ") for line in self.ranges_written]
             shown = ", ".join(heads[:5]) + (f", … ({number_text(len(heads) - 5)} more)" if len(heads) > 5 else "")
@@ -166,8 +165,7 @@ class CompactionReport:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        data = asdict(self)
-        return {**data, "moved": list(data["moved"]), "ranges_written": list(self.ranges_written)}
+        return asdict(self) | {"moved": [asdict(m) for m in self.moved], "ranges_written": list(self.ranges_written)}
 
 
 @dataclass(frozen=True)
@@ -187,53 +185,31 @@ class CompactionBudgetError(BudgetError):
         self.size, self.max_bytes, self.sections = size, max_bytes, sections
 
 
-class PatchBudgetError(BudgetError):
-    """No compaction keeps the file within its budget and the write within the added-bytes limit."""
-
-
 @dataclass(frozen=True)
 class Detail:
-    """A detailed entry: its position in the file, the entry, and its highest and lowest iteration numbers."""
+    """A detailed entry: its position in the file, the entry, and its lowest and highest iteration numbers."""
 
     pos: int
     entry: Iteration
-    high: int
-    low: int
+    first: int
+    last: int
 
 
 @dataclass
-class BaseBand:
-    """Numbers ``first``–``last`` claimed by existing range lines (and entries resolved into them)."""
+class Group:
+    """Iterations ``first``–``last`` as one range line: range lines and the entries resolved into them (a band of the
+    history as read), and entries folded in."""
 
     first: int
     last: int
     ranges: list[tuple[int, IterationRange]] = field(default_factory=list)
     entries: list[Detail] = field(default_factory=list)
-
-
-@dataclass
-class Group:
-    """One range line of the output: existing bands and detailed entries folded together."""
-
-    bases: list[BaseBand] = field(default_factory=list)
     folded: list[Detail] = field(default_factory=list)
 
-    @property
-    def first(self) -> int:
-        return min([b.first for b in self.bases] + [d.low for d in self.folded])
-
-    @property
-    def last(self) -> int:
-        return max([b.last for b in self.bases] + [d.high for d in self.folded])
-
-    @property
-    def range_lines(self) -> list[tuple[int, IterationRange]]:
-        return [pair for b in self.bases for pair in b.ranges]
-
-    @property
-    def details(self) -> list[Detail]:
-        """Entries resolved into its bands, then those folded."""
-        return [d for b in self.bases for d in b.entries] + self.folded
+    def join(self, newer: Group) -> Group:
+        """This group and the ``newer`` one as one."""
+        first, last = min(self.first, newer.first), max(self.last, newer.last)
+        return Group(first, last, self.ranges + newer.ranges, self.entries + newer.entries, self.folded + newer.folded)
 
 
 @dataclass(frozen=True)
@@ -243,8 +219,7 @@ class History:
     region: tuple[int, int]  # absolute line span of the entries
     raws: tuple[str, ...]  # entry texts in file order, the last without the trailing rule/blank lines
     tail: str
-    original: str
-    bands: tuple[BaseBand, ...]
+    bands: tuple[Group, ...]
     free: tuple[Detail, ...]  # detailed entries not inside a band, newest (highest number) first
     dropped: tuple[tuple[Detail, int], ...]  # duplicate entries and the position of the one that stays
     anchor: dict[int, int]  # opaque entry's position -> position of the entry above it (-1: top), in file order
@@ -257,19 +232,14 @@ def resolve_history(doc: StateDocument) -> History | None:
         return None
     entries = doc.history
     raws = [e.raw for e in entries]
-    original = "".join(raws)
     raws[-1], tail = split_tail(raws[-1])
-    details = [
-        Detail(pos, e, max(e.covers), min(e.covers)) for pos, e in enumerate(entries) if isinstance(e, Iteration)
-    ]
-    bands = [
-        BaseBand(e.first, e.last, ranges=[(pos, e)]) for pos, e in enumerate(entries) if isinstance(e, IterationRange)
-    ]
+    details = [Detail(p, e, min(e.covers), max(e.covers)) for p, e in enumerate(entries) if isinstance(e, Iteration)]
+    bands = [Group(e.first, e.last, ranges=[(p, e)]) for p, e in enumerate(entries) if isinstance(e, IterationRange)]
     owner: dict[int, int] = {}  # entries sharing a number are linked to the first that has it
     links = ((i, owner.setdefault(n, i)) for i, detail in enumerate(details) for n in detail.entry.covers)
     dropped: list[tuple[Detail, int]] = []
     free: list[Detail] = []
-    for group in pruning.connected(len(details), links):
+    for group in connected(len(details), links):
         members = [details[i] for i in group]
         union = {n for d in members for n in d.entry.covers}
         if complete := [d for d in members if set(d.entry.covers) >= union]:
@@ -277,42 +247,37 @@ def resolve_history(doc: StateDocument) -> History | None:
             free.append(primary)
             dropped.extend((d, primary.pos) for d in members if d is not primary)
         else:
-            bands.append(BaseBand(min(union), max(union), entries=members))
+            bands.append(Group(min(union), max(union), entries=members))
     widened = True
     while widened:  # every detailed entry whose number a band covers joins that band, which may then overlap others
-        merged: list[BaseBand] = []
+        merged: list[Group] = []
         for band in sorted(bands, key=lambda b: (b.first, b.last)):
-            if merged and band.first <= merged[-1].last:
-                top = merged[-1]
+            if merged and band.first <= (top := merged[-1]).last:
                 top.last = max(top.last, band.last)
                 top.ranges.extend(band.ranges)
                 top.entries.extend(band.entries)
             else:
-                merged.append(BaseBand(band.first, band.last, list(band.ranges), list(band.entries)))
+                merged.append(band)
         bands = merged
         starts = [b.first for b in bands]
         remaining: list[Detail] = []
         widened = False
-        for detail in free:
-            at = next(
-                (k for n in detail.entry.covers if (k := bisect_right(starts, n) - 1) >= 0 and bands[k].last >= n), -1
-            )
-            if at < 0:
-                remaining.append(detail)
+        for d in free:
+            hits = (bands[k] for n in d.entry.covers if (k := bisect_right(starts, n) - 1) >= 0 and bands[k].last >= n)
+            if (hit := next(hits, None)) is None:
+                remaining.append(d)
                 continue
-            hit = bands[at]
-            hit.entries.append(detail)
-            if detail.low < hit.first or detail.high > hit.last:
-                hit.first, hit.last = min(hit.first, detail.low), max(hit.last, detail.high)
+            hit.entries.append(d)
+            if d.first < hit.first or d.last > hit.last:
+                hit.first, hit.last = min(hit.first, d.first), max(hit.last, d.last)
                 widened = True
         free = remaining
-    free.sort(key=lambda d: (-d.high, d.pos))
-    above = list(
-        accumulate(range(len(entries)), lambda a, p: a if isinstance(entries[p], OpaqueEntry) else p, initial=-1)
-    )
-    anchor = {pos: above[pos] for pos, e in enumerate(entries) if isinstance(e, OpaqueEntry)}
+    free.sort(key=lambda d: (-d.last, d.pos))
+    opaque = [isinstance(e, OpaqueEntry) for e in entries]
+    above = list(accumulate(range(len(entries)), lambda a, p: a if opaque[p] else p, initial=-1))
+    anchor = {pos: above[pos] for pos in range(len(entries)) if opaque[pos]}
     region = located[0].start, located[-1].end  # entries run to the end of the section that holds them
-    return History(region, tuple(raws), tail, original, tuple(bands), tuple(free), tuple(dropped), anchor)
+    return History(region, tuple(raws), tail, tuple(bands), tuple(free), tuple(dropped), anchor)
 
 
 def split_tail(raw: str) -> tuple[str, str]:
@@ -325,45 +290,41 @@ def split_tail(raw: str) -> tuple[str, str]:
 def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) -> list[Detail | Group]:
     """The output history, newest first: the newest ``keep`` free entries, the rest in at most ``max_ranges`` groups."""
     kept = {d.pos for d in history.free[:keep]}
-    items: list[tuple[int, Detail | BaseBand]] = [(b.last, b) for b in history.bands]
-    items.extend((d.high, d) for d in history.free)
-    items.sort(key=lambda item: -item[0])
+    items: list[Detail | Group] = sorted([*history.bands, *history.free], key=lambda item: -item.last)
     sequence: list[Detail | Group] = []
-    for fold, run in groupby((item for _, item in items), key=lambda i: isinstance(i, Detail) and i.pos not in kept):
+    for fold, run in groupby(items, key=lambda i: isinstance(i, Detail) and i.pos not in kept):
         if not fold:
-            sequence.extend(d if isinstance(d, Detail) else Group(bases=[d]) for d in run)
+            sequence.extend(run)
             continue
         # A run to fold as groups whose spans double going back from ``band_span``, never interleaved.
         details = [d for d in run if isinstance(d, Detail)]
-        low, size, start = min(d.low for d in details), band_span, 0
+        low, size, start = min(d.first for d in details), band_span, 0
         while start < len(details):
-            top = details[start].high
-            if top - low + 1 < 2 * size:
-                sequence.append(Group(folded=details[start:]))
-                break
-            bottom, end = details[start].low, start + 1
-            while end < len(details) and (top - details[end].low < size or details[end].high >= bottom):
-                bottom = min(bottom, details[end].low)
-                end += 1
-            sequence.append(Group(folded=details[start:end]))
+            top, end = details[start].last, len(details)
+            if top - low + 1 >= 2 * size:
+                bottom, end = details[start].first, start + 1
+                while end < len(details) and (top - details[end].first < size or details[end].last >= bottom):
+                    bottom = min(bottom, details[end].first)
+                    end += 1
+            part = details[start:end]  # newest first
+            sequence.append(Group(min(d.first for d in part), top, folded=part))
             start, size = end, size * 2
     index = 0
     while index < len(sequence) - 1:  # a new run joins a young range line of ours just older than it
         newer, older = sequence[index], sequence[index + 1]
-        if isinstance(newer, Group) and isinstance(older, Group) and newer.folded and not newer.bases and older.bases:
+        if isinstance(newer, Group) and isinstance(older, Group) and newer.folded and not older.folded:
             young = older.last - older.first + 1 < band_span
-            if young and all(ranges.parse_canonical(entry.heading) is not None for _, entry in older.range_lines):
-                sequence[index : index + 2] = [Group(older.bases, older.folded + newer.folded)]
+            if young and all(ranges.parse_canonical(entry.heading) is not None for _, entry in older.ranges):
+                sequence[index : index + 2] = [older.join(newer)]
         index += 1
     # Merge the pair covering the fewest numbers whose band is no broader than the group older than it (a binary
-    # counter: the newest band stays narrow); each group's bounds computed once.
-    bounds = [(s.first, s.last) if isinstance(s, Group) else (s.low, s.high) for s in sequence]
+    # counter: the newest band stays narrow).
     groups = sum(isinstance(s, Group) for s in sequence)
 
     def score(i: int) -> tuple[bool, int, int, int]:
-        merged = bounds[i][1] - bounds[i + 1][0] + 1
+        merged = sequence[i].last - sequence[i + 1].first + 1
         behind = i + 2 < len(sequence) and isinstance(sequence[i + 2], Group)
-        return behind and merged > bounds[i + 2][1] - bounds[i + 2][0] + 1, merged, bounds[i + 1][0], i
+        return behind and merged > sequence[i + 2].last - sequence[i + 2].first + 1, merged, sequence[i + 1].first, i
 
     while groups > max_ranges:
         pairs = [i for i, (a, b) in enumerate(pairwise(sequence)) if isinstance(a, Group) and isinstance(b, Group)]
@@ -372,9 +333,7 @@ def plan_sequence(history: History, keep: int, max_ranges: int, band_span: int) 
         i = min(pairs, key=score)
         newer, older = sequence[i], sequence[i + 1]
         assert isinstance(newer, Group) and isinstance(older, Group)
-        sequence[i] = Group(older.bases + newer.bases, older.folded + newer.folded)
-        bounds[i] = (min(bounds[i][0], bounds[i + 1][0]), max(bounds[i][1], bounds[i + 1][1]))
-        del sequence[i + 1], bounds[i + 1]
+        sequence[i : i + 2] = [older.join(newer)]
         groups -= 1
     return sequence
 
@@ -398,6 +357,136 @@ def join_entries(texts: list[tuple[str, bool]], tail: str, newline: str) -> str:
     if blocks and blocks[0].kind == RULE and blocks[0].start == 0:
         out += newline  # "text\n---" would be a setext heading
     return out + tail
+
+
+# What marks a bullet important: it is pruned only after every unmarked one.
+_IMPORTANT = re.compile(r"\b(?:IMPORTANT|CRITICAL)\b|\*\*\s*(?i:important|critical)\b")
+_EXPIRES = re.compile(patterns.EXPIRES_PATTERN, re.I)
+_CONSOLIDATED = re.compile(r"\s*\*\(\+(\d+) similar in archive\)\*")
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass
+class ListPlan:
+    """What to do with a bullet list: bullets to remove (index → reason) and bullets to rewrite (index → text)."""
+
+    remove: dict[int, str] = field(default_factory=dict)
+    rewrite: dict[int, str] = field(default_factory=dict)
+
+
+def is_pinned(text: str) -> bool:
+    """Whether a bullet is pinned (📌 or ``<!-- pin -->``)."""
+    return bool(patterns.PIN_MARK.search(text))
+
+
+def is_important(text: str) -> bool:
+    """Whether a bullet is marked important (``**CRITICAL**: …``, ``IMPORTANT``, ``**Important**``)."""
+    return bool(_IMPORTANT.search(text))
+
+
+def expiry(text: str) -> date | None:
+    """The date in ``(expires YYYY-MM-DD)``, or ``None`` (also for an impossible date)."""
+    with suppress(ValueError):
+        if match := _EXPIRES.search(text):
+            return date(*map(int, match.group(1, 2, 3)))
+    return None
+
+
+def tokens(text: str) -> frozenset[str]:
+    """The word set a bullet is compared by: markers, markdown and case removed."""
+    text = _CONSOLIDATED.sub(" ", _EXPIRES.sub(" ", patterns.PIN_MARK.sub(" ", patterns.without_agent_mark(text))))
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def newest_last(texts: Sequence[str]) -> bool:
+    """Whether the list reads oldest to newest (the default, and statefile's own order)."""
+    refs = [max(int(n) for n in found) for t in texts if (found := patterns.ITERATION_MENTION.findall(t))]
+    return sum((b < a) - (b > a) for a, b in pairwise(refs)) <= 0  # no more steps down than up
+
+
+def connected(count: int, links: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Indexes ``0…count-1`` grouped by ``links`` (transitively), each group ascending, ordered by first member."""
+    parent = list(range(count))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in links:
+        parent[find(a)] = find(b)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i in range(count):
+        groups[find(i)].append(i)
+    return list(groups.values())
+
+
+def similar_groups(sets: Sequence[frozenset[str]], threshold: float) -> list[list[int]]:
+    """Groups (of 2 or more indexes) of sets linked by Jaccard similarity >= ``threshold``, transitively; a prefix
+    filter (similar sets share one of their rarest ``|s| - ceil(t·|s|) + 1`` tokens) keeps the cost near linear."""
+    frequency = Counter(token for s in sets for token in s)
+
+    def links() -> Iterator[tuple[int, int]]:
+        index: dict[str, list[int]] = defaultdict(list)
+        for i, s in enumerate(sets):
+            prefix = len(s) - math.ceil(threshold * len(s)) + 1
+            seen: set[int] = set()
+            for token in sorted(s, key=lambda t: (frequency[t], t))[: max(prefix, 1)]:
+                for j in index[token]:
+                    if j not in seen and len(s & sets[j]) >= threshold * len(s | sets[j]):
+                        yield i, j
+                    seen.add(j)
+                index[token].append(i)
+
+    return [group for group in connected(len(sets), links()) if len(group) > 1]
+
+
+def plan_list(
+    texts: Sequence[str],
+    noun: str,
+    collapse: bool,
+    similarity: float,
+    limit: int | None,
+    newest_last: bool,
+    today: date | None = None,
+    why: str = "",
+) -> ListPlan:
+    """Which bullets of a list (``noun`` ``"lesson"`` or ``"avenue"``) leave: expired ones when ``today`` is given;
+    with ``collapse``, older duplicates (avenues consolidate into one marked bullet); then beyond ``limit``
+    (``None``: no limit) the oldest unpinned ones, agents' first (they never push a maintainer's out), those marked
+    important last."""
+    plan = ListPlan()
+    for i, text in enumerate(texts):
+        if today and not is_pinned(text) and not is_placeholder(text) and (when := expiry(text)) and when < today:
+            plan.remove[i] = f"expired {when.isoformat()}"
+    live = [i for i, text in enumerate(texts) if not is_placeholder(text) and i not in plan.remove]
+    age = list(range(len(texts))) if newest_last else list(range(len(texts), 0, -1))  # higher is newer
+    mark = noun == "avenue"  # an avenue stands for the ones folded into it, marked so
+    for group in similar_groups([tokens(texts[i]) for i in live], similarity) if collapse else []:
+        members = [live[k] for k in group]
+        if pinned := [i for i in members if is_pinned(texts[i])]:
+            plan.remove.update({i: f"duplicate of a pinned {noun}" for i in members if i not in pinned})
+            continue
+        # The newest maintainer bullet stands for the group: an agent's never replaces a maintainer's words.
+        keep = max(members, key=lambda i: (not patterns.is_agent_bullet(texts[i]), age[i]))
+        for i in (i for i in members if i != keep):
+            kept = "a newer" if age[i] < age[keep] else "a maintainer's"
+            plan.remove[i] = f"similar to {kept} {noun}" if mark else f"duplicate of {kept} {noun}"
+        if mark:  # the marker goes before the line ending
+            body = texts[keep].rstrip("\r\n")
+            marks = (_CONSOLIDATED.search(texts[i]) for i in members)  # each already stands for some
+            count = len(members) - 1 + sum(int(mark.group(1)) for mark in marks if mark)
+            marked = f"{_CONSOLIDATED.sub('', body).rstrip()} *(+{count} similar in archive)*"
+            plan.rewrite[keep] = marked + texts[keep][len(body) :]
+    live = [i for i in live if i not in plan.remove]
+    if limit is not None and len(live) > limit:
+        unpinned = (i for i in live if not is_pinned(texts[i]))
+        order = sorted(unpinned, key=lambda i: (not patterns.is_agent_bullet(texts[i]), is_important(texts[i]), age[i]))
+        for i in order[: len(live) - limit]:
+            reason = f"beyond the newest {limit} {noun}s" + (f" {why}" if why else "")
+            plan.remove[i] = reason + (" (marked important: pruned last)" if is_important(texts[i]) else "")
+    return plan
 
 
 @dataclass(frozen=True)
@@ -433,9 +522,7 @@ class _Compactor:
     """Everything computed once per ``compact`` call; :meth:`build` renders one candidate for given limits."""
 
     def __init__(self, doc: StateDocument, policy: CompactionPolicy, program: str | None) -> None:
-        self.doc = doc
-        self.policy = policy
-        self.program = program
+        self.doc, self.policy, self.program = doc, policy, program
         self.newline = detect_newline(doc.render())
         self.direction = state_direction(doc.machine_state)
         self.lines = split_lines(doc.render())
@@ -444,23 +531,20 @@ class _Compactor:
         self.foreclosed = self._list_info("foreclosed")
         avenues = self.foreclosed[2] if self.foreclosed else []
         self.page = sum(utf8_size(t) for t in avenues) > policy.foreclosed_page_bytes  # consolidate when aggressive
-        self._histories: dict[tuple[int, int, int, bool, bool], tuple[str | None, _Candidate]] = {}
+        self._histories: dict[tuple[int, int, int, bool, bool], tuple[tuple[int, int, str] | None, _Candidate]] = {}
         self._rendered: dict[tuple[tuple[int, ...], tuple[int, ...], int, bool], _Rendered] = {}
 
     def _list_info(self, kind: str) -> tuple[int, list[Any], list[str], bool] | None:
-        section = self.doc.section(kind)
-        items = self.doc.list_items(kind)
-        if section is None or not items:
+        if (section := self.doc.section(kind)) is None or not (items := self.doc.list_items(kind)):
             return None
         start, end = section.start + items[0].start, section.start + items[-1].end
         if self.history is not None and start < self.history.region[1] and self.history.region[0] < end:
             return None  # never edit across the history's entries
         texts = [item.text for item in items]
-        return section.start, items, texts, pruning.newest_last(texts)
+        return section.start, items, texts, newest_last(texts)
 
-    def _history_text(self, params: _Params, candidate: _Candidate, summarize: bool) -> str | None:
-        history = self.history
-        if history is None:
+    def _history_edit(self, params: _Params, candidate: _Candidate, summarize: bool) -> tuple[int, int, str] | None:
+        if (history := self.history) is None:
             return None
         sequence = plan_sequence(history, params.keep, params.max_ranges, self.policy.band_span)
         # (member positions, text, wants a blank line after it when something follows)
@@ -470,14 +554,14 @@ class _Compactor:
             if isinstance(item, Detail):
                 texts.append(([item.pos], history.raws[item.pos], item.pos == last_pos))
                 continue
-            members = [pos for pos, _ in item.range_lines] + [d.pos for d in item.details]
-            if len(item.range_lines) == 1 and not item.details and not params.force_render:
+            members = [pos for pos, _ in item.ranges] + [d.pos for d in item.entries + item.folded]
+            if len(members) == 1 and item.ranges and not params.force_render:
                 texts.append((members, history.raws[members[0]], members[0] == last_pos))  # the range line as it is
             else:
                 texts.append((members, self._render_group(item, params, candidate, summarize), True))
         for detail, _ in history.dropped:
-            why = f"duplicate of the entry kept for {detail.high}"
-            candidate.archive.append(((detail.low, detail.pos), history.raws[detail.pos]))
+            why = f"duplicate of the entry kept for {detail.last}"
+            candidate.archive.append(((detail.first, detail.pos), history.raws[detail.pos]))
             candidate.moved.append(MovedItem("iteration", _label(detail.entry), why))
         candidate.groups = sum(isinstance(s, Group) for s in sequence)
         # Bullet-form entries stay in front (below a heading they would read as its body), whatever their numbers.
@@ -491,10 +575,11 @@ class _Compactor:
         ordered = [*after[-1]]
         for index, (_, text, spaced) in enumerate(texts):
             ordered += [(text, spaced), *after[index]]
-        return join_entries(ordered, history.tail, self.newline)
+        text = join_entries(ordered, history.tail, self.newline)
+        return None if text == "".join(history.raws) + history.tail else (*history.region, text)
 
     def _render_group(self, group: Group, params: _Params, candidate: _Candidate, summarize: bool) -> str:
-        lines, details = group.range_lines, group.details
+        lines, details = group.ranges, group.entries + group.folded
         key = (tuple(pos for pos, _ in lines), tuple(d.pos for d in details), params.text_cap, summarize)
         if key not in self._rendered:  # stages re-plan the same groups: a 10,000-entry group is rendered once
             raws = self.history.raws if self.history is not None else ()
@@ -507,12 +592,9 @@ class _Compactor:
                 if summarize:
                     summary = self._summarize(entries, summary)
                 bands.append(ranges.band_from_entries(entries, self.direction, summary))
-                archive.extend(((detail.low, detail.pos), raws[detail.pos]) for detail in details)
-            band = ranges.merge_bands(bands, self.direction)
-            hint = self.policy.archive_hint
-            line = ranges.render_band(
-                band, program=self.program, text_cap=params.text_cap, newline=self.newline, archive=hint
-            )
+                archive.extend(((detail.first, detail.pos), raws[detail.pos]) for detail in details)
+            band, hint, cap = ranges.merge_bands(bands, self.direction), self.policy.archive_hint, params.text_cap
+            line = ranges.render_band(band, program=self.program, text_cap=cap, newline=self.newline, archive=hint)
             reason = f"folded into {line_body(line)[4:].split(' — ', 1)[0]}"  # "Iters 11–40"
             moved.extend(MovedItem("iteration", _label(detail.entry), reason) for detail in details)
             self._rendered[key] = line, archive, moved
@@ -524,19 +606,15 @@ class _Compactor:
 
     def _summarize(self, entries: list[Iteration], deterministic: str) -> str:
         """The summarizer's line when it is usable (one line, under the cap, shorter than ours), else ours."""
-        summarizer = self.policy.summarizer
-        if summarizer is None:
-            return deterministic
-        offered: object  # one call per new range line: the summarizing build is the last and renders each once
-        try:
-            fields = ("number", "when", "status", "metric", "change", "notes")
+        fields, summarizer = ("number", "when", "status", "metric", "change", "notes"), self.policy.summarizer
+        try:  # one call per new range line: the summarizing build is the last and renders each once
             ordered = sorted(entries, key=lambda e: e.covers[0])
-            offered = summarizer([{name: getattr(e, name) for name in fields} for e in ordered])
+            offered = summarizer([{name: getattr(e, name) for name in fields} for e in ordered]) if summarizer else None
         except Exception:  # a summarizer is outside code (often an LLM call): any failure means "use ours"
             offered = None
         text = offered.strip() if isinstance(offered, str) else ""
         short = 0 < len(text) < min(self.policy.summary_cap, len(deterministic))
-        return text if short and not _LINE_BREAK.search(text) else deterministic
+        return text if short and not re.search("[\r\n]", text) else deterministic
 
     def _list_edit(
         self, noun: str, info: tuple[int, list[Any], list[str], bool], params: _Params, candidate: _Candidate
@@ -544,37 +622,24 @@ class _Compactor:
         """The list's edit under ``params`` (first line, end line, text), or ``None``; notes what it keeps."""
         start, items, texts, newest_last = info
         lesson, policy = noun == "lesson", self.policy
-        collapse = params.collapse_lessons or params.max_lessons is not None
-        plan = pruning.plan_list(
-            texts,
-            noun,
-            collapse=collapse if lesson else self.page and params.consolidate_always,
-            similarity=policy.lesson_similarity if lesson else policy.foreclosed_similarity,
-            limit=params.max_lessons if lesson else params.max_foreclosed,
-            newest_last=newest_last,
-            today=policy.today if lesson else None,
-            why=params.why,
-        )
+        if lesson:  # (collapse, similarity, limit)
+            limit = params.max_lessons
+            args = (params.collapse_lessons or limit is not None, policy.lesson_similarity, limit)
+        else:
+            args = (self.page and params.consolidate_always, policy.foreclosed_similarity, params.max_foreclosed)
+        plan = plan_list(texts, noun, *args, newest_last, policy.today if lesson else None, params.why)
         left = [t for k, t in enumerate(texts) if k not in plan.remove and not is_placeholder(t)]
-        candidate.kept[noun] = len(left), sum(1 for t in left if not pruning.is_pinned(t))
+        candidate.kept[noun] = len(left), sum(1 for t in left if not is_pinned(t))
         if not (plan.remove or plan.rewrite):
             return None
         first, last = start + items[0].start, start + items[-1].end
         out: list[str] = []
-        line = first
-        bounds = {start + item.start: (k, item) for k, item in enumerate(items)}
-        while line < last:
-            if line in bounds:
-                k, item = bounds[line]
-                line = start + item.end
-                if k not in plan.remove:
-                    out.extend(split_lines(plan.rewrite.get(k, texts[k])))
-                continue
-            text = self.lines[line]
-            line += 1
-            if not line_body(text).strip() and (not out or not line_body(out[-1]).strip()):
-                continue  # a blank line left doubled by a removed bullet
-            out.append(text)
+        for k, item in enumerate(items):
+            for text in self.lines[start + items[k - 1].end : start + item.start] if k else []:
+                if line_body(text).strip() or (out and line_body(out[-1]).strip()):  # no blank line doubled
+                    out.append(text)
+            if k not in plan.remove:
+                out.extend(split_lines(plan.rewrite.get(k, texts[k])))
         while out and not line_body(out[-1]).strip():
             out.pop()
         if all(k in plan.remove for k in range(len(items))):
@@ -592,25 +657,20 @@ class _Compactor:
         return first, last, "".join(out)
 
     def build(self, params: _Params, *, summarize: bool = False) -> _Candidate:
-        edits: list[tuple[int, int, str]] = []
         # The history depends on these limits only: a last-resort step on the lists does not re-plan it.
         key = (params.keep, params.max_ranges, params.text_cap, params.force_render, summarize)
         if (planned := self._histories.get(key)) is None:
             part = _Candidate("", 0, [], [], [], [])
-            planned = self._histories[key] = (self._history_text(params, part, summarize), part)
-        history_text, part = planned
+            planned = self._histories[key] = (self._history_edit(params, part, summarize), part)
+        history_edit, part = planned
         candidate = _Candidate("", 0, [*part.archive], [], [*part.moved], [*part.ranges_written], part.groups)
-        if self.history is not None and history_text is not None and history_text != self.history.original:
-            edits.append((*self.history.region, history_text))
-        for noun, info in (("lesson", self.lessons), ("avenue", self.foreclosed)):
-            if info is not None and (edit := self._list_edit(noun, info, params, candidate)) is not None:
-                edits.append(edit)
-        out: list[str] = []
-        at = 0
-        for start, end, text in sorted(edits):
-            out += ["".join(self.lines[at:start]), text]
-            at = end
-        candidate.text = "".join(out) + "".join(self.lines[at:])
+        edits = [history_edit] if history_edit else []
+        lists = (("lesson", self.lessons), ("avenue", self.foreclosed))
+        edits += [edit for noun, info in lists if info and (edit := self._list_edit(noun, info, params, candidate))]
+        lines = list(self.lines)
+        for start, end, text in sorted(edits, reverse=True):  # disjoint: a list never spans the history
+            lines[start:end] = [text]
+        candidate.text = "".join(lines)
         if self.lines and not self.lines[-1].endswith(("\n", "\r")):  # the file had no final newline
             candidate.text = re.sub(r"(?:\r\n|\r|\n)\Z", "", candidate.text)
         candidate.size = utf8_size(candidate.text)
@@ -641,7 +701,7 @@ def _clip(text: str) -> str:
 def program_name(doc: StateDocument) -> str | None:
     """The program named by the ``# Autoloop: {program}`` title, or ``None``."""
     title = doc.section("title")
-    match = _TITLE.match(title.title or "") if title is not None else None
+    match = re.match(r"Autoloop:\s*(\S+)", title.title or "") if title is not None else None
     return match.group(1) if match else None
 
 
@@ -659,9 +719,7 @@ def compact(
     work = _Compactor(doc, policy, name)
     params = _Params(policy.keep_recent, policy.max_ranges, policy.range_text_cap, policy.max_lessons)
     candidate = work.build(params)
-    aggressive = last_resort = False
-    if policy.force_aggressive or candidate.size > policy.aggressive_bytes:
-        aggressive = True
+    if aggressive := policy.force_aggressive or candidate.size > policy.aggressive_bytes:
         params = replace(
             params,
             keep=min(policy.keep_recent_aggressive, policy.keep_recent),
@@ -681,12 +739,10 @@ def compact(
                 if candidate.size <= threshold:
                     params, candidate = _largest(work, "max_foreclosed", avenues, threshold, (params, candidate))
     ceiling, folded_newest = params, False
-    while candidate.size > policy.max_bytes:
-        if (step := _last_resort_step(work, params, candidate)) is None:
-            break
-        last_resort = True
+    while candidate.size > policy.max_bytes and (step := _last_resort_step(work, params, candidate)) is not None:
         folded_newest = folded_newest or (params.keep > 0 and step.keep == 0)
         params, candidate = step, work.build(step)
+    last_resort = params is not ceiling
     if folded_newest and candidate.size <= policy.max_bytes:  # take back what went before it, as the budget allows
         for limit, info in (("max_foreclosed", work.foreclosed), ("max_lessons", work.lessons)):
             total, cap = len(info[1]) if info is not None else 0, getattr(ceiling, limit)
@@ -715,8 +771,7 @@ def _largest(
     work: _Compactor, name: str, high: int, limit: int, found: tuple[_Params, _Candidate]
 ) -> tuple[_Params, _Candidate]:
     """The largest value of limit ``name`` in ``[found's, high]`` whose candidate fits ``limit`` bytes, by bisection."""
-    base = found[0]
-    low = getattr(base, name)
+    base, low = found[0], getattr(found[0], name)
     while low < high:
         middle = (low + high + 1) // 2
         params = replace(base, **{name: middle})
@@ -731,8 +786,7 @@ def _largest(
 def _last_resort_step(work: _Compactor, params: _Params, candidate: _Candidate) -> _Params | None:
     """The next smallest thing to give up over budget (in the module docstring's order), or ``None``."""
     params = replace(params, why="(the file was over its byte budget)")
-    history = work.history
-    free = min(params.keep, len(history.free) if history is not None else 0)
+    free = min(params.keep, len(work.history.free) if work.history is not None else 0)
     (lessons, unpinned_lessons), (avenues, unpinned_avenues) = candidate.kept["lesson"], candidate.kept["avenue"]
     steps = (
         (free > 1, {"keep": free - 1}),
@@ -802,7 +856,7 @@ def compact_within(
     if (least := cost(best := gentle(high))) > soft_limit:
         if least <= hard_limit:
             return best
-        raise PatchBudgetError(
+        raise BudgetError(
             f"{what} would add {size_text(least)} even with the least compaction that keeps the file within "
             f"{size_text(policy.max_bytes)}, over the push limit of {size_text(hard_limit)} (1.2 × max-patch-size "
             f"{number_text(soft_limit)}); nothing was written — raise max-patch-size (at least for one run), or "

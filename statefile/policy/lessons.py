@@ -21,7 +21,7 @@ from statefile.model.blocks import FENCE, HTML, ITEM, outline
 from statefile.model.document import Item, StateDocument, parse
 from statefile.model.patterns import PIN_MARK, lesson_key
 from statefile.model.text import encode, line_body, split_lines
-from statefile.policy.pruning import expiry, is_pinned
+from statefile.policy.compaction import expiry, is_pinned
 
 SHARED_TEMPLATE = (
     "# Shared lessons\n\n🤖 *Lessons promoted from individual programs with `statefile lesson promote`. "
@@ -83,8 +83,7 @@ def numbered_lessons(doc: StateDocument) -> list[NumberedLesson]:
     out = []
     for number, item in enumerate(lessons(doc), 1):
         body = "\n".join(line_body(line) for line in split_lines(item.text))
-        day = expiry(body)
-        text, when = _BULLET.sub("", body, count=1).strip(), day.isoformat() if day else None
+        text, when = _BULLET.sub("", body, count=1).strip(), day.isoformat() if (day := expiry(body)) else None
         out.append(NumberedLesson(number, lesson_id(item.text), text, is_pinned(body), when))
     return out
 
@@ -96,8 +95,7 @@ def lesson_id(text: str) -> str:
 
 def lesson_summary(text: str, width: int = 80) -> str:
     """A lesson's first line without the bullet, cut to ``width`` characters: what messages show of the lesson."""
-    first = line_body(split_lines(text)[0]) if text else ""
-    first = " ".join(_BULLET.sub("", first).split())
+    first = " ".join(_BULLET.sub("", line_body((split_lines(text) or [""])[0])).split())
     return first if len(first) <= width else first[: width - 1] + "…"
 
 
@@ -142,10 +140,6 @@ def _as_date(today: date | str) -> str:
     raise UsageError(f"bad date {today!r}; write a real calendar date as YYYY-MM-DD")
 
 
-def _lesson_lines(text: str, newline: str) -> list[str]:
-    return [line_body(line) + newline for line in split_lines(text)]
-
-
 def _splice(doc: StateDocument, start: int, end: int, lines: list[str]) -> StateDocument:
     """``doc`` with lines ``start``–``end`` of Lessons Learned (where list items count from) replaced."""
     section = doc.section("lessons")
@@ -160,7 +154,7 @@ def _append(doc: StateDocument, text: str) -> StateDocument:
     items = new.list_items("lessons")
     spot = next((item for item in items if item.is_placeholder), None)
     start, end = (spot.start, spot.end) if spot is not None else (items[-1].end, items[-1].end)
-    return _splice(new, start, end, _lesson_lines(text, new.newline))
+    return _splice(new, start, end, [line_body(line) + new.newline for line in split_lines(text)])
 
 
 def add_lesson(
@@ -179,12 +173,11 @@ def remove_lesson(
     doc: StateDocument, selector: int | str, *, reason: str, today: date | str
 ) -> tuple[StateDocument, str]:
     """``doc`` without the selected lesson (a last one leaves ``- *(none yet)*``), and its tombstone chunk."""
-    reason = " ".join(reason.split())
-    if not reason:
+    if not (reason := " ".join(reason.split())):
         raise UsageError("a removal needs a reason; pass --reason 'why this lesson no longer holds'")
     removed = _as_date(today)
     item = find_lesson(doc, selector)
-    text = "".join(_lesson_lines(item.text, "\n"))
+    text = "".join(line_body(line) + "\n" for line in split_lines(item.text))
     replacement = [f"- *(none yet)*{doc.newline}"] if len(lessons(doc)) == 1 else []  # the last: a placeholder
     new = _splice(doc, item.start, item.end, replacement)
     ident = hashlib.sha256(encode(f"{removed}\n{reason}\n{text}")).hexdigest()[:12]
@@ -297,6 +290,4 @@ def promote_lesson(
     base = shared if shared is not None else parse(SHARED_TEMPLATE)
     if any(lesson_key(existing.text) == lesson_key(item.text) for existing in lessons(base)):
         return base
-    lines = [line_body(line) for line in split_lines(item.text)]
-    lines[-1] = f"{lines[-1].rstrip()} (from {program})"
-    return _append(base, "".join(line + "\n" for line in lines))
+    return _append(base, f"{item.text.rstrip()} (from {program})")

@@ -53,11 +53,10 @@ def agent_summary(text: str) -> str:
     while rest:
         if opened := _HEAD_BAND_OPEN.match(rest):
             rest = rest[opened.end() :].removesuffix(")")
-            continue
-        match = _HEAD_FRAGMENT.match(rest)
-        if not match or not match.group(0):
+        elif (match := _HEAD_FRAGMENT.match(rest)) and match.group(0):
+            rest = rest[match.end() :]
+        else:
             break
-        rest = rest[match.end() :]
     rest = _CONDENSED.sub("", _BAND_ANYWHERE.sub("", rest))
     rest = re.sub(r"\s*[|/·—–]?\s+([.,;:])(?=\s|$)", r"\1", " ".join(rest.split()))
     rest = re.sub(r"(?:\s*[|/·—–]\s*)+$", "", re.sub(r"^[\s|/·—–:.,;]+", "", rest))
@@ -78,12 +77,6 @@ class Band:
     metric_from: str | None = None
     metric_to: str | None = None
     parts: tuple[str, ...] = ()
-
-    @property
-    def uncounted(self) -> int:
-        """How many of the band's numbers no status count stands for (an agent's range, a gap), when some are."""
-        counted, span = sum(self.counts), self.last - self.first + 1
-        return span - counted if 0 < counted < span else 0
 
 
 def _best(texts: Iterable[str], direction: str, best: str | None = None) -> str | None:
@@ -125,8 +118,7 @@ def parse_canonical(heading: str) -> Band | None:
     if head and (head.group("from") or head.group("summary") is not None):  # "counts (metrics a→b): summary"
         fields.pop(0)
         counted, metric_from, metric_to = head.group("counts") or "", head.group("from"), head.group("to")
-        if head.group("summary") is not None:
-            parts.append(head.group("summary"))
+        parts += [summary for summary in [head.group("summary")] if summary is not None]
     else:  # the earlier shape, "counts · dates · metric a→b · summary" (counts alone read the same in both)
         if fields and pat.RANGE_COUNTS_FIELD.match(fields[0]):
             counted = fields.pop(0)
@@ -152,8 +144,7 @@ def band_from_range(entry: IterationRange) -> Band:
     if (canonical := parse_canonical(entry.heading)) is not None:
         return canonical
     dates: list[str] = []
-    for match in _DATE_SPAN.finditer(entry.heading):  # a span such as 2026-05-20/31 is read to its end
-        start, end = match.group(1), match.group(2)
+    for start, end in (m.groups() for m in _DATE_SPAN.finditer(entry.heading)):  # 2026-05-20/31: read to its end
         dates += [start] + ([full] if end and (full := start[: 10 - len(end)] + end) > start else [])
     summary = agent_summary(entry.summary)
     metrics = number_text(entry.metric_from), number_text(entry.metric_to)
@@ -199,17 +190,15 @@ def render_band(
     """The canonical range line for ``band``, ``### Iters A–B — <counts> (metrics X→Y): <summary> · <dates> ·
     archive/<program>/``, with its line ending; ``archive`` is the store's own place (``ArchiveLayout.hint``)."""
     counts = " ".join(f"{glyph} {n}" for glyph, n in zip(STATUS_BUCKETS, band.counts, strict=True) if n)
-    if counts and band.uncounted:
-        counts += f" (+{band.uncounted} uncounted)"
+    if counts and (uncounted := band.last - band.first + 1 - sum(band.counts)) > 0:  # an agent's range, a gap
+        counts += f" (+{uncounted} uncounted)"
     has_metric = band.metric_from is not None and band.metric_to is not None
     head = f"{counts} (metrics {band.metric_from}→{band.metric_to})".lstrip() if has_metric else counts
     summary = join_parts(band.parts, text_cap)
     if summary and not has_metric:  # an arrow between numbers would read as the band
         summary = pat.ARROW_BAND.sub(r"\1 to \2", summary)
-    if summary and head:
-        lead = f"{head}: {summary}"
-    elif head:
-        lead = head
+    if head:
+        lead = f"{head}: {summary}" if summary else head
     else:  # the summary leads, unless it would read as a head itself ("✅ 3", "(metrics …)")
         lead = f": {summary}" if summary and pat.RANGE_LINE_HEAD.match(summary.split(SEP)[0]) else summary
     fields = [lead] if lead else []
@@ -232,8 +221,7 @@ def change_of(entry: Iteration) -> str | None:
 def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
     """Accepted changes of ``entries``, oldest first (else ``tried: …``), within ``cap``; the rest as ``(+N more)``."""
     ordered = sorted(entries, key=lambda e: e.covers[0])
-    pool = [e for e in ordered if e.status == "accepted" and change_of(e)]
-    lead = ""
+    pool, lead = [e for e in ordered if e.status == "accepted" and change_of(e)], ""
     if not pool:
         pool, lead = [e for e in ordered if change_of(e)], "tried: "
     if not pool:
@@ -251,8 +239,6 @@ def entries_summary(entries: Sequence[Iteration], cap: int) -> str:
         piece = (", " if text != lead else "") + item
         tail = f" (+{rest} more)" if rest else ""
         if len(text) + len(piece) + len(tail) > cap:
-            if text == lead:
-                return clip(lead + item, cap)
-            return text + f" (+{rest + 1} more)"
+            return clip(lead + item, cap) if text == lead else text + f" (+{rest + 1} more)"
         text += piece
     return text

@@ -14,13 +14,11 @@ from functools import partial
 
 from statefile.defaults import RANGE_TEXT_CAP
 from statefile.model import document as bullets
-from statefile.model.anomalies import Anomaly
 from statefile.model.blocks import RULE, content_end, outline
-from statefile.model.document import StateDocument, parse
-from statefile.model.history import Entry, Iteration, IterationRange, parse_entry
+from statefile.model.document import Anomaly, Section, StateDocument, parse
+from statefile.model.history import Entry, Iteration, IterationRange, holds, parse_entry
 from statefile.model.patterns import heading_key, state_direction
-from statefile.model.sections import SECTION_KINDS, Section
-from statefile.model.spans import holds
+from statefile.model.template import SECTION_KINDS
 from statefile.model.text import line_body, line_ending, split_lines
 from statefile.numbers import plural
 from statefile.policy.compaction import join_entries, split_tail
@@ -109,10 +107,8 @@ def _restore_headings(doc: StateDocument) -> _Step:
 
 
 def _history_heading(doc: StateDocument) -> _Step:
-    if not doc.history_misplaced:
-        return doc, [], []
     fix = Fix("missing-history-heading", f"'{SECTION_KINDS['history'][0]}' added above the first iteration entry")
-    return doc.with_history_section()[0], [], [fix]
+    return (doc.with_section("history")[0], [], [fix]) if doc.history_misplaced else (doc, [], [])
 
 
 def _norm(text: str) -> str:
@@ -153,18 +149,14 @@ def _merge_duplicate_sections(doc: StateDocument) -> _Step:
         first_index = kinds.index(doc.sections[copy_index].kind)
         first, copy = doc.sections[first_index], doc.sections[copy_index]
         name = SECTION_KINDS[copy.kind][0][3:]
-        if copy.kind == "machine_state" and len(doc.machine_state) <= 1:  # no rows: which table is right is a judgment
-            skip.add(copy.start)
-            continue
+        without = doc.with_lines(copy.start, copy.start + len(copy.lines), [])
         if copy.kind == "history":
-            new, moved = _merge_history(doc, first_index, copy_index), "its entries moved into the first"
-        elif copy.kind == "machine_state":
-            new, moved = _without_section(doc, copy_index), "the scheduler reads only the first table"
+            new, moved = _merge_history(without, first_index, copy), "its entries moved into the first"
+        elif copy.kind == "machine_state":  # no rows: which table is right is a judgment (``new`` unsound: left)
+            new, moved = without if len(doc.machine_state) > 1 else doc, "the scheduler reads only the first table"
         else:
             missing = _missing(first, copy)
-            new = _append_blocks(
-                _without_section(doc, copy_index), first_index, missing, list_kind=copy.kind in _LIST_KINDS
-            )
+            new = _append_blocks(without, first_index, missing, list_kind=copy.kind in _LIST_KINDS)
             alone = f"{plural(len(missing), 'block')} it alone had moved into the first"
             moved = alone if missing else "the first has all of it"
         if not _sound(doc, new, removed=1):  # it would change more than the copy (half a fence): left
@@ -182,18 +174,12 @@ def _sound(old: StateDocument, new: StateDocument, *, removed: int) -> bool:
     return kept and len(new.sections) == len(old.sections) - removed and holds(*spans)
 
 
-def _without_section(doc: StateDocument, index: int) -> StateDocument:
-    section = doc.sections[index]
-    return doc.with_lines(section.start, section.start + len(section.lines), [])
-
-
 def _append_blocks(doc: StateDocument, index: int, blocks: Sequence[str], *, list_kind: bool) -> StateDocument:
     """``blocks`` added at the end of section ``index``'s content (before its trailing blank lines and rule)."""
     if not blocks:
         return doc
-    section = doc.sections[index]
+    section, nl = doc.sections[index], doc.newline
     end = section.start + content_end(section.lines)
-    nl = doc.newline
     texts = [block if block.endswith(("\n", "\r")) else block + nl for block in blocks]
     added = [line for text in texts for line in ([] if list_kind else [nl]) + split_lines(text)]  # paragraphs: spaced
     if list_kind and not bullets.items(list(section.lines)):
@@ -205,21 +191,19 @@ def _append_blocks(doc: StateDocument, index: int, blocks: Sequence[str], *, lis
     return doc
 
 
-def _merge_history(doc: StateDocument, first_index: int, copy_index: int) -> StateDocument:
-    """The copy's entries that the first history section lacks, moved into it, newest first."""
-    copy = doc.sections[copy_index]
+def _merge_history(doc: StateDocument, first_index: int, copy: Section) -> StateDocument:
+    """The entries of ``copy`` (taken out of ``doc``) that the first history section lacks, moved into it."""
     entries = parse(copy.text).history
     have = {_norm(entry.raw) for entry in doc.history}
     moving = [entry.raw for entry in entries if _norm(entry.raw) not in have]
     intro = copy.text.partition(entries[0].raw)[0] if entries else copy.text
     extra = _missing(doc.sections[first_index], Section(copy.kind, copy.title, 2, 0, tuple(split_lines(intro))))
-    doc = _without_section(doc, copy_index)
     nl = doc.newline
     if extra and not doc.history:  # the intro's paragraphs go above the first section's entries
         doc = _append_blocks(doc, first_index, extra, list_kind=False)  # the copy came after it
     elif extra:
         added = [line for b in extra for line in split_lines((b if b.endswith(("\n", "\r")) else b + nl) + nl)]
-        doc = doc.with_lines(doc.entry_lines[0], doc.entry_lines[0], added)
+        doc = doc.with_lines(doc.located_history[0].start, doc.located_history[0].start, added)
     if not moving:
         return doc
     if not doc.history:  # the moved entries become the first section's, in their order
@@ -242,14 +226,12 @@ def _merged_in(raws: list[str], moving: list[str]) -> list[str]:
 
 def _rewrite_entries(doc: StateDocument, fn: Callable[[list[str]], list[str]]) -> StateDocument:
     """The document with its history entries replaced by ``fn(raws)`` (the last without the section's tail)."""
-    located = doc.located_history
-    if not located:
+    if not (located := doc.located_history):
         return doc
-    lines = split_lines(doc.render())
     raws = [entry.raw for entry in doc.history]
     raws[-1], tail = split_tail(raws[-1])
     region = join_entries([(raw, True) for raw in fn(raws)], tail, doc.newline)
-    return parse("".join(lines[: located[0].start]) + region + "".join(lines[located[-1].end :]))
+    return doc.with_lines(located[0].start, located[-1].end, split_lines(region))
 
 
 def _drop_duplicate_entries(doc: StateDocument) -> _Step:
@@ -271,8 +253,7 @@ def _drop_duplicate_entries(doc: StateDocument) -> _Step:
 def _label(entry: Entry) -> str:
     if isinstance(entry, IterationRange):
         return f"iterations {entry.first}–{entry.last}"
-    covers = list(entry.covers)
-    return "iteration " + "+".join(str(n) for n in covers) if covers else "an entry"
+    return "iteration " + "+".join(map(str, entry.covers)) if entry.covers else "an entry"
 
 
 def _merge_overlapping_ranges(doc: StateDocument, program: str | None, archive: str | None = None) -> _Step:
@@ -284,20 +265,18 @@ def _merge_overlapping_ranges(doc: StateDocument, program: str | None, archive: 
         else:
             groups.append([(index, entry)])
     direction = state_direction(doc.machine_state)
-    replace_at: dict[int, str] = {}
-    drop: set[int] = set()
+    replace_at: dict[int, str] = {}  # "": dropped
     archived: list[str] = []
     fixes: list[Fix] = []
     for group in (group for group in groups if len(group) > 1):
         band = merge_bands((band_from_range(entry) for _, entry in group), direction)
-        top = min(index for index, _ in group)  # where the newest-first history has the merged line
         line = render_band(band, program=program, text_cap=RANGE_TEXT_CAP, newline=doc.newline, archive=archive)
-        replace_at[top] = line
-        drop.update(index for index, _ in group if index != top)
+        replace_at |= dict.fromkeys((index for index, _ in group), "")
+        replace_at[min(index for index, _ in group)] = line  # where the newest-first history has the merged line
         archived.extend(entry.raw for _, entry in sorted(group))
         spans = ", ".join(f"{e.first}–{e.last}" for _, e in group)
         fixes.append(Fix("overlapping-ranges", f"range lines {spans} merged into one ({band.first}–{band.last})"))
     if not fixes:
         return doc, [], []
-    new = _rewrite_entries(doc, lambda raws: [replace_at.get(i, r) for i, r in enumerate(raws) if i not in drop])
+    new = _rewrite_entries(doc, lambda raws: [text for i, r in enumerate(raws) if (text := replace_at.get(i, r))])
     return new, archived, fixes

@@ -19,10 +19,10 @@ from typing import Any
 from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, MAX_ITERATION
 from statefile.errors import ConflictError, InvalidDataError, UsageError
 from statefile.model import machine_state
-from statefile.model.anomalies import count_row_problems, next_iteration_problem, number_row_problem, plausible
-from statefile.model.document import StateDocument, parse
+from statefile.model.document import StateDocument, count_row_problems, parse
 from statefile.model.history import Iteration, render_iteration
-from statefile.model.patterns import agent_bullet, leading_number, state_direction, statuses_in_cell
+from statefile.model.machine_state import next_iteration_problem, number_row_problem
+from statefile.model.patterns import agent_bullet, leading_number, plausible, state_direction, statuses_in_cell
 from statefile.model.template import new_state_file
 from statefile.numbers import number_text
 
@@ -130,10 +130,9 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
     if now.utcoffset() is None:
         raise UsageError("'now' has no timezone; pass an aware UTC time")
     target_given = _decimal(req.target_metric) if req.target_metric is not None else None
-    base = doc
-    if base is None:
-        cell = format_number(target_given) if target_given is not None else None
-        created = {"metric_direction": req.metric_direction or "higher", "target_metric": cell}
+    target_cell = format_number(target_given) if target_given is not None else None
+    if (base := doc) is None:
+        created = {"metric_direction": req.metric_direction or "higher", "target_metric": target_cell}
         base = parse(new_state_file(program, goal=req.goal, metric=req.metric_name, **created))
     base.require_closed_blocks("record an iteration")  # the new entry would vanish into the open block
     state = base.machine_state
@@ -165,10 +164,8 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         if was.utcoffset() is not None and was > at:
             last_run = was.astimezone(timezone.utc)
     fields: dict[str, Any] = {"Last Run": f"{last_run:%Y-%m-%dT%H:%M:%SZ}", "Iteration Count": max(old_count, number)}
-    if req.metric_direction is not None:
-        fields["Metric Direction"] = req.metric_direction
-    if target_given is not None:
-        fields["Target Metric"] = format_number(target_given)
+    given = {"Metric Direction": req.metric_direction, "Target Metric": target_cell}
+    fields |= {label: value for label, value in given.items() if value is not None}
     # A cell of glyphs only ("✅✅❌", no commas) is one item to the scheduler; it stands for those statuses.
     previous = [word for item in state.get("recent_statuses", []) for word in statuses_in_cell(item) or [item]]
     fields["Recent Statuses"] = [*previous, req.status][-RECENT_STATUSES_KEPT:]
@@ -185,8 +182,7 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
             reason = f"{reached} at iteration {number} (metric {format_number(metric)})"
             fields.update({"Completed": True, "Completed Reason": reason})
     elif req.status in ("error", "ci-fix-exhausted"):
-        errors += 1
-        fields["Consecutive Errors"] = errors
+        fields["Consecutive Errors"] = errors = errors + 1
         if req.status == "ci-fix-exhausted":
             fields.update({"Paused": True, "Pause Reason": req.pause_reason or CI_FIX_EXHAUSTED_REASON})
         elif errors >= PAUSE_AFTER_ERRORS:
@@ -205,13 +201,13 @@ def record(doc: StateDocument | None, req: RecordRequest, *, program: str, now: 
         fields["Issue"] = f"#{req.issue}"
     elif state.get("issue") is None and isinstance(state.get("steering_issue"), str):
         fields["Issue"] = state["steering_issue"].replace("|", "/")
-    best_text = format_number(previous_best) if previous_best is not None else "—"
     pr_link = None
     if req.status == "accepted":  # a link when the run URL names the repository, else "#n"
         found = re.search(r"#?(\d+)", state["pr"]) if req.pr is None and isinstance(state.get("pr"), str) else None
         pr = req.pr if req.pr is not None else int(found.group(1)) if found else None
         repo = _REPO_FROM_RUN.match(req.run_url or "")
         pr_link = None if pr is None else f"[#{pr}]({repo.group(1)}/pull/{pr})" if repo else f"#{pr}"
+    best_text = format_number(previous_best) if previous_best is not None else "—"
     section = base.section("machine_state")
     current = {row.key: row.value for row in machine_state.table_rows(list(section.lines) if section else [])}
     # Only the rows whose text changes (an unchanged row keeps its exact bytes, padding included); a missing row

@@ -12,6 +12,7 @@ from statefile.errors import NotFoundError, UsageError
 from statefile.model.archive import plan_append
 from statefile.model.document import StateDocument, parse
 from statefile.model.template import new_state_file
+from statefile.policy.compaction import is_pinned
 from statefile.policy.lessons import (
     SHARED_TEMPLATE,
     add_lesson,
@@ -26,7 +27,6 @@ from statefile.policy.lessons import (
     restore_lesson,
     tombstones,
 )
-from statefile.policy.pruning import is_pinned
 from statefile.views.render import render_view
 
 

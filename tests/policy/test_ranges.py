@@ -23,7 +23,7 @@ from synthetic import synthetic_state
 
 from statefile.defaults import MAX_ITERATION
 from statefile.errors import EXIT_INVALID_DATA
-from statefile.model import spans
+from statefile.model import history as spans
 from statefile.model.document import parse
 from statefile.model.history import Iteration, IterationRange, OpaqueEntry
 from statefile.policy import ranges

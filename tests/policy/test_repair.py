@@ -12,8 +12,7 @@ from gitutil import make_repos, run_statefile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from statefile.model.anomalies import REPAIRABLE
-from statefile.model.document import parse
+from statefile.model.document import REPAIRABLE, parse
 from statefile.model.history import render_iteration
 from statefile.model.template import new_state_file
 from statefile.model.text import line_body, split_lines
