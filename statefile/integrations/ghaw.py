@@ -2,7 +2,8 @@
 repo-memory's file-glob (``glob_pattern_helpers.cjs``) and push job (``push_repo_memory.cjs`` v0.65.6 lines 224-429:
 files matching ``file-glob`` are copied over the branch; the push aborts when one exceeds ``max-file-size``, more than
 ``max-file-count`` match, or the lines added against the clone's ``HEAD`` exceed ``floor(max-patch-size × 1.2)``
-bytes), the agent output file (``collect_ndjson_output.cjs``) and the inputs a custom safe-output job receives."""
+bytes), the agent output file (``collect_ndjson_output.cjs``) and the inputs a custom safe-output job receives; and the
+scheduler's ``autoloop.json``, whose sizes (a constant 30720 upstream) ``statefile report`` corrects."""
 
 from __future__ import annotations
 
@@ -18,16 +19,16 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from statefile.defaults import MAX_EXPONENT, MAX_GITHUB_NUMBER, SHARED_PROGRAM
+from statefile import __version__
+from statefile.defaults import AGGRESSIVE_AT, DEFAULT_MAX_BYTES, MAX_EXPONENT, MAX_GITHUB_NUMBER, SHARED_PROGRAM
 from statefile.errors import GitError, NotFoundError, UsageError
 from statefile.jsontext import JsonError, parse_json
-from statefile.model.anomalies import plausible
 from statefile.model.archive import ARCHIVE_ROOT, LAYOUT_KINDS, ROOT_ARCHIVE_PREFIX, ArchiveLayout, part_number
-from statefile.model.patterns import PIN_PATTERN
+from statefile.model.patterns import PIN_PATTERN, plausible
 from statefile.model.text import split_lines
 from statefile.numbers import number_text, plural, size_text
 from statefile.redaction import redact
-from statefile.store.atomic import read_regular_file
+from statefile.store.atomic import INPUT_LIMIT, os_error, read_regular_file, write_output
 from statefile.store.git.runner import git_executable
 from statefile.store.names import is_program_name
 
@@ -70,7 +71,8 @@ _ANSI = re.compile(
 # (bidi embeddings, overrides and isolates, marks, the BOM): "Trojan Source" text reads one way and is another.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# What makes a bullet protected from pruning or shown first (policy.pruning): a pin and "important" emphasis.
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+# What makes a bullet protected from pruning or shown first (policy.compaction): a pin and "important" emphasis.
 _PIN_MARK = re.compile(PIN_PATTERN, re.I)
 _IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
 _IMPORTANT_EMPHASIS = re.compile(r"\*\*(\s*)(?i:(important|critical))\b(\s*:?)(?:\s*\*\*)?")
@@ -163,27 +165,14 @@ def clean_text(value: str) -> str:
     for _ in range(4):
         before = text
         text = _PIN_MARK.sub("", _CONTROLS.sub("", _ANSI.sub("", text)))
-        text = _drop_comments(text)
+        # Only up to the last closer: every opener there has one, so the non-greedy scan stays linear.
+        end = text.rfind("-->") + 3
+        text = (_HTML_COMMENT.sub("", text[:end]) + text[end:]).replace("<!--", "").replace("-->", "")
         text = _IMPORTANT_EMPHASIS.sub(lambda m: m.group(1) + m.group(2).lower() + m.group(3), text)
         text = _IMPORTANT_WORD.sub(lambda m: m.group(1).lower(), text)
         if text == before:
             return text
     return _PIN_MARK.sub("", text.replace("<!", "< !"))
-
-
-def _drop_comments(text: str) -> str:
-    """``text`` without HTML comments in one pass (``<!--.*?-->`` is quadratic on unclosed openers)."""
-    out: list[str] = []
-    at = 0
-    while (start := text.find("<!--", at)) >= 0:
-        out.append(text[at:start])
-        end = text.find("-->", start + 4)
-        if end < 0:  # an unclosed opener loses only itself
-            at = start + 4
-            break
-        at = end + 3
-    out.append(text[at:])
-    return "".join(out).replace("<!--", "").replace("-->", "")
 
 
 def cut_bytes(text: str, limit: int) -> str:
@@ -208,12 +197,12 @@ def _bare(text: str) -> str | None:
 def text_value(item: Mapping[str, Any], name: str, warnings: list[str] | None = None) -> str | None:
     """A one-line text input, cleaned and cut to its cap (with a warning); ``None`` when absent or empty."""
     raw = item.get(name)
-    if isinstance(raw, (bool, int, float)):  # numbers as their text
-        raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
-    elif raw is not None and not isinstance(raw, str):
-        raise InputError(f"{name} must be text, got {type(raw).__name__}")
     if raw is None:
         return None
+    if isinstance(raw, (bool, int, float)):  # numbers as their text, a bool as JSON's word
+        raw = str(raw).lower()
+    elif not isinstance(raw, str):
+        raise InputError(f"{name} must be text, got {type(raw).__name__}")
     text = _one_line(raw)
     limit = AGENT_TEXT_LIMITS.get(name, DEFAULT_TEXT_LIMIT)[0]
     kept = cut_bytes(text, limit)
@@ -490,3 +479,67 @@ def _written_by_statefile(path: str) -> bool:
     if len(parts) == 1 and path.endswith(".md") and (path == f"{SHARED_PROGRAM}.md" or is_program_name(path[:-3])):
         return True
     return _FLAT_PART.fullmatch(path) is not None
+
+
+def program_report(
+    name: str, size: int, max_bytes: int, state: Mapping[str, Any], *, aggressive_at: float = AGGRESSIVE_AT
+) -> dict[str, Any]:
+    """One program's entry: its size against the budget and the scheduler's view of its Machine State."""
+    return {
+        "file": f"{name}.md",
+        "size": size,
+        "max": max_bytes,
+        "headroom": max_bytes - size,
+        "over_budget": size > max_bytes,
+        "needs_compaction": size > aggressive_at * max_bytes,
+        "iteration_count": count if isinstance(count := state.get("iteration_count"), int) else 0,
+        "last_run": state.get("last_run"),
+        "paused": bool(state.get("paused", False)),
+        "completed": bool(state.get("completed", False)),
+    }
+
+
+def merge_report(existing: dict[str, Any], programs: dict[str, dict[str, Any]], selected: str | None) -> dict[str, Any]:
+    """A copy of ``existing`` (the scheduler's JSON) with the selected program's size and budget (0 and any
+    program's, as upstream writes them, without one) and our own ``statefile`` key (never one of theirs) added."""
+    chosen = selected if selected is not None else existing.get("selected")
+    entry = programs.get(chosen) if isinstance(chosen, str) else None
+    # Every program shares the configured budget; any one of them says what it is.
+    budget = entry or next(iter(programs.values()), None)
+    previous = existing.get("state_file_max_bytes")
+    fallback = previous if isinstance(previous, int) and not isinstance(previous, bool) else DEFAULT_MAX_BYTES
+    return {
+        **existing,
+        "state_file_size_bytes": int(entry["size"]) if entry is not None else 0,
+        "state_file_max_bytes": int(budget["max"]) if budget is not None else fallback,
+        "statefile": {
+            "programs": {name: dict(programs[name]) for name in sorted(programs)},
+            "generated_by": f"statefile {__version__}",
+        },
+    }
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8, atomically, creating parent folders (a device or FIFO is written into)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_error(exc, f"write {path}") from None
+    write_output(path, text.encode("utf-8"))
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; ``{}`` when the file does not exist.  Anything else is a UsageError."""
+    try:
+        value = parse_json(read_regular_file(path, limit=INPUT_LIMIT).decode("utf-8"), nan_as_null=True)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"cannot read {path} ({exc.strerror}); check the path") from None
+    except (UnicodeDecodeError, JsonError) as exc:
+        why = f"not UTF-8 at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else exc
+        raise UsageError(f"{path} is not valid JSON ({why}); fix or delete it") from None
+    if not isinstance(value, dict):
+        kind = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+        raise UsageError(f"{path} holds a JSON {kind[type(value)]}, not an object; fix or delete it")
+    return value

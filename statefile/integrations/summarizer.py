@@ -66,10 +66,8 @@ class CommandSummarizer:
             timed_out = None, f"timed out after {self.timeout:g}s"
 
             def feed(stream: IO[bytes]) -> None:  # a command may exit without reading everything: its answer counts
-                with contextlib.suppress(OSError, ValueError):
+                with contextlib.suppress(OSError, ValueError), stream:  # closed even when the write fails
                     stream.write(payload)
-                with contextlib.suppress(OSError, ValueError):
-                    stream.close()
 
             # A command that never reads stdin must not block us while we watch the clock.
             threading.Thread(target=feed, args=(proc.stdin,), daemon=True).start()
@@ -82,9 +80,7 @@ class CommandSummarizer:
                     if remaining <= 0:
                         return timed_out
                     for key, _ in selector.select(remaining):
-                        buffer: bytearray = key.data
-                        chunk = os.read(key.fd, 65536)
-                        buffer += chunk
+                        key.data.extend(chunk := os.read(key.fd, 65536))
                         if not chunk:
                             selector.unregister(key.fileobj)
                         if len(out) > limit:

@@ -17,14 +17,13 @@ from typing import Any
 from statefile.defaults import AGGRESSIVE_AT, AGGRESSIVE_KEEP
 from statefile.model.archive import archive_entries
 from statefile.model.document import StateDocument
-from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.history import Entry, Iteration, IterationRange, Span, holds, merge, of_numbers, size
 from statefile.model.machine_state import state_changes
 from statefile.model.patterns import first_number, state_direction
-from statefile.model.spans import Span, holds, merge, of_numbers, size
 from statefile.model.text import utf8_size
 from statefile.numbers import budget_text, percent, percent_text, plural, size_text
 from statefile.numbers import number_text as count_number
-from statefile.policy.pruning import is_pinned
+from statefile.policy.compaction import is_pinned
 from statefile.policy.ranges import STATUS_BUCKETS, band_from_range, change_of
 
 _ISO_T = re.compile(r"(?<=\d)T(?=\d)")
@@ -84,25 +83,10 @@ class ProgramHistory:
         """How many known iteration numbers have no detailed entry left, only a range line."""
         return self.iterations - self.in_file - self.archived
 
-    def points(self) -> list[tuple[int, float]]:
-        """``(iteration, metric)`` for every row with a numeric metric, oldest first (ranges at their end)."""
-        return [(row.last, row.value) for row in self.rows if row.value is not None]
-
-    def best_points(self) -> list[tuple[int, float]]:
-        """``(iteration, best so far)`` for every row once a best exists, oldest first."""
-        return [(row.last, row.best) for row in self.rows if row.best is not None]
-
-
-@dataclass(frozen=True)
-class _Found:
-    entry: Entry
-    source: str
-    line: int
-    order: tuple[int, int]  # (from the file, position)
-
-    @property
-    def rank(self) -> tuple[bool, int, int]:  # a complete copy first, then the file's, then by position
-        return (not (isinstance(self.entry, Iteration) and self.entry.partial), *self.order)
+    def metric_ends(self) -> tuple[float, float, float | None] | None:
+        """The first and the last numeric metric and the best at the end; ``None`` when no row has a numeric metric."""
+        values = [row.value for row in self.rows if row.value is not None]
+        return (values[0], values[-1], self.rows[-1].best) if values else None
 
 
 def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tuple[str, str]] = ()) -> ProgramHistory:
@@ -111,34 +95,31 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
     An iteration number's row is its best detailed entry (the file's over an archived one, a complete one over a
     ``(partial)`` one, a later archived one over an earlier one); a range line gives one row only for numbers no
     detailed entry covers (the file's first, then the archive's newest first).  Each row carries the best so far."""
+    # What each entry is found as: (order: from the file, position), the entry, where its text lives, its line.
     archived = [(part, a) for part, text in archives for a in archive_entries(text)]
-    found = [
-        _Found(a.entry, part if "/" in part or part.startswith("_") else f"archive/{program}/{part}", a.line, (0, n))
+    found: list[tuple[tuple[int, int], Entry, str, int]] = [
+        ((0, n), a.entry, part if "/" in part or part.startswith("_") else f"archive/{program}/{part}", a.line)
         for n, (part, a) in enumerate(archived, 1)  # a part's path, or its name
     ]
-    if doc is not None:
-        located = enumerate(zip(doc.history, doc.entry_lines, strict=True))
-        found += [_Found(e, f"{program}.md", start + 1, (1, -i)) for i, (e, start) in located if e.kind != "opaque"]
+    located = enumerate(doc.located_history if doc is not None else ())
+    found += [((1, -i), e, f"{program}.md", start + 1) for i, (start, _, e) in located if e.kind != "opaque"]
     direction = state_direction(doc.machine_state) if doc is not None else "higher"
 
-    winner: dict[int, _Found] = {}
-    for item in found:
-        if isinstance(item.entry, Iteration):
-            for n in item.entry.covers:
-                if n not in winner or item.rank > winner[n].rank:
-                    winner[n] = item
+    winner: dict[int, tuple[tuple[bool, int, int], Iteration, str, int]] = {}
+    for order, entry, source, line in found:
+        if isinstance(entry, Iteration):
+            rank = (not entry.partial, *order)  # a complete copy first, then the file's, then by position
+            for n in entry.covers:
+                if n not in winner or rank > winner[n][0]:
+                    winner[n] = (rank, entry, source, line)
     rows = []
-    for item in {id(item): item for item in winner.values()}.values():
-        entry = item.entry
-        assert isinstance(entry, Iteration)
+    for _, entry, source, line in {id(won[1]): won for won in winner.values()}.values():
         when = _ISO_T.sub(" ", entry.when).removesuffix("Z").removesuffix("UTC").strip() if entry.when else None
         head = (entry.spans[0][0], entry.spans[-1][1], when, entry.status, entry.metric, _value(entry.metric))
-        rows.append(HistoryRow("iteration", *head, None, change_of(entry) or entry.notes, item.source, item.line))
+        rows.append(HistoryRow("iteration", *head, None, change_of(entry) or entry.notes, source, line))
     claimed = of_numbers(winner)  # intervals: a range can stand for any number of iterations
-    ranges = sorted((f for f in found if isinstance(f.entry, IterationRange)), key=lambda f: f.order, reverse=True)
-    for item in ranges:
-        entry = item.entry
-        assert isinstance(entry, IterationRange)
+    ranges = [(order, e, source, line) for order, e, source, line in found if isinstance(e, IterationRange)]
+    for _, entry, source, line in sorted(ranges, key=lambda found_range: found_range[0], reverse=True):
         if holds(claimed, entry.spans):
             continue
         claimed = merge(claimed + entry.spans)
@@ -149,9 +130,9 @@ def history_rows(doc: StateDocument | None, program: str, archives: Sequence[tup
         span = (band.first, band.last, dates if band.date_from else None, shown or entry.status, metric)
         change = " / ".join(band.parts) or None
         counts = dict(zip(("accepted", "rejected", "error", "other"), band.counts, strict=True))
-        rows.append(HistoryRow("range", *span, _value(band.metric_to), None, change, item.source, item.line, counts))
+        rows.append(HistoryRow("range", *span, _value(band.metric_to), None, change, source, line, counts))
     rows.sort(key=lambda r: (r.first, r.last, r.kind))
-    only_archived = sum(1 for item in winner.values() if item.source.startswith("archive/"))
+    only_archived = sum(1 for _, _, source, _ in winner.values() if source.startswith("archive/"))
     best = tuple(with_best(rows, direction))
     return ProgramHistory(program, direction, best, tuple(claimed), len(winner) - only_archived, only_archived)
 
@@ -180,8 +161,7 @@ def state_events(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str
         ("uncompleted", changes["was_completed"] and not changes["completed"], gone, "no longer completed"),
     ]
     events: list[dict[str, Any]] = [{"event": e, "reason": why, "text": text} for e, when, why, text in found if when]
-    best = changes["best_metric"]
-    if best["new_best"]:
+    if (best := changes["best_metric"])["new_best"]:
         old, now = best["before"], best["after"]
         text = f"best metric {now}" if now is not None else "best metric cleared"
         text += f" (was {old})" if old is not None else ""
@@ -198,11 +178,8 @@ def sparkline(values: Sequence[float], width: int = 24) -> str:
     values = [v / scale for v in values]
     if len(values) > width:
         step = len(values) / width
-        values = [
-            sum(chunk) / len(chunk)
-            for i in range(width)
-            if (chunk := values[int(i * step) : max(int((i + 1) * step), int(i * step) + 1)])
-        ]
+        # Neighbours averaged; step > 1, so no part is empty.
+        values = [sum(part) / len(part) for i in range(width) if (part := values[int(i * step) : int((i + 1) * step)])]
     low, high = min(values), max(values)
     if high == low:
         return SPARK_LEVELS[3] * len(values)
@@ -226,13 +203,11 @@ def metric_sparkline(history: ProgramHistory, width: int = 24) -> str:
 
 def trend_line(history: ProgramHistory) -> str:
     """``  metric ▁▂▄▆█ 100.65 → 270 over 241 iterations (best 270, higher is better)``, or ``""``."""
-    points, best = history.points(), history.best_points()
-    if not points:
+    if (ends := history.metric_ends()) is None:
         return ""
-    return (
-        f"  metric {metric_sparkline(history, 32)} {points[0][1]:g} → {points[-1][1]:g} over "
-        f"{history.iterations} iterations" + (f" (best {best[-1][1]:g}, {history.direction} is better)" if best else "")
-    )
+    first, last, best = ends
+    tail = f" (best {best:g}, {history.direction} is better)" if best is not None else ""
+    return f"  metric {metric_sparkline(history, 32)} {first:g} → {last:g} over {history.iterations} iterations{tail}"
 
 
 def nice_bounds(low: float, high: float, ticks: int = 6) -> tuple[Decimal, Decimal]:
@@ -274,8 +249,7 @@ def _quoted(text: str) -> str:
 
 def mermaid_xychart(history: ProgramHistory, *, max_points: int = MAX_CHART_POINTS) -> str | None:
     """A Mermaid ``xychart-beta`` (no fence) of the metric per iteration and best so far; ``None``: no metric."""
-    series = metric_series(history)
-    if not series:
+    if not (series := metric_series(history)):
         return None
     chosen = thin([(n, v) for n, v, _ in series], max_points)
     best_at = {n: b for n, _, b in series}
@@ -330,12 +304,9 @@ def step_summary(
         history = histories.get(name)
         trend = metric_sparkline(history, 16) if history is not None else ""
         size = int(row.get("size") or 0)
-        over = " ⚠️ over budget" if size > max_bytes else ""
-        out.append(
-            f"| {_cell(name)} | {_cell(row.get('status'))} | {_cell(count_text(row.get('iteration_count')))} | "
-            f"{_cell(row.get('best_metric'))} | {_cell(trend)} | {_cell(row.get('last_run'))} | "
-            f"{_cell(budget_text(size, max_bytes) + over)} |"
-        )
+        cells = [name, row.get("status"), count_text(row.get("iteration_count")), row.get("best_metric"), trend]
+        cells += [row.get("last_run"), budget_text(size, max_bytes) + (" ⚠️ over budget" if size > max_bytes else "")]
+        out.append("| " + " | ".join(map(_cell, cells)) + " |")
     for row in rows:
         history = histories.get(str(row["program"]))
         if history is None:
@@ -390,9 +361,7 @@ def pressure(
     size = doc.size
     typical = typical_entry_bytes(doc)
     threshold = int(aggressive_at * max_bytes)
-    lessons, foreclosed, future = (
-        [i for i in doc.list_items(k) if not i.is_placeholder] for k in ("lessons", "foreclosed", "future")
-    )
+    items = {k: [i for i in doc.list_items(k) if not i.is_placeholder] for k in ("lessons", "foreclosed", "future")}
     kinds = Counter(entry.kind for entry in doc.history)
     return {
         "size_bytes": size,
@@ -409,10 +378,10 @@ def pressure(
             "iterations": kinds["iteration"],
             "ranges": kinds["range"],
             "other_entries": kinds["opaque"],
-            "lessons": len(lessons),
-            "pinned_lessons": sum(1 for item in lessons if is_pinned(item.text)),
-            "foreclosed": len(foreclosed),
-            "future": len(future),
+            "lessons": len(items["lessons"]),
+            "pinned_lessons": sum(1 for item in items["lessons"] if is_pinned(item.text)),
+            "foreclosed": len(items["foreclosed"]),
+            "future": len(items["future"]),
             "archived_entries": sum(len(archive_entries(text)) for text in archives),
             "archive_parts": len(archives),
         },

@@ -18,17 +18,15 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from statefile.errors import UsageError
-from statefile.model import spans as intervals
+from statefile.model import history as intervals
 from statefile.model.blocks import CODE, FENCE, HEADING, HTML, ITEM, PARAGRAPH, QUOTE, RULE, Block, outline
 from statefile.model.document import StateDocument
-from statefile.model.history import Entry, Iteration, IterationRange
+from statefile.model.history import Entry, Iteration, IterationRange, Span, merge, size, spans_text
 from statefile.model.patterns import STATUS_GLYPHS, heading_words, is_agent_bullet, is_placeholder, state_direction
-from statefile.model.sections import SECTION_KINDS
-from statefile.model.spans import Span, merge, size, spans_text
-from statefile.model.template import FORECLOSED_INTRO, FUTURE_INTRO, HISTORY_INTRO, LESSONS_INTRO
+from statefile.model.template import FORECLOSED_INTRO, FUTURE_INTRO, HISTORY_INTRO, LESSONS_INTRO, SECTION_KINDS
 from statefile.model.text import line_body, split_lines
 from statefile.numbers import number_text, plural, size_text
-from statefile.policy.pruning import is_important, is_pinned
+from statefile.policy.compaction import is_important, is_pinned
 
 # The render defaults every caller shares (render, the MCP server, gh-aw's prepare).
 LEVELS = ("core", "index", "timeline", "full")
@@ -77,15 +75,10 @@ def _call(tool: str, **inputs: object) -> str:
 
 @dataclass(frozen=True)
 class Hints:
-    """Next steps as ``"cli"`` commands (``prefix``: ``statefile`` and its global options) or ``"tools"`` calls."""
+    """Next steps as commands (``prefix``: ``statefile`` and its global options) or, with ``tools``, tool calls."""
 
-    style: str = "cli"
     prefix: str = "statefile"
-
-    @property
-    def tools(self) -> bool:
-        """Whether hints name tool calls (gh-aw) rather than commands."""
-        return self.style == "tools"
+    tools: bool = False
 
     def expand(self, program: str, iteration: int) -> str:
         """Show one iteration verbatim."""
@@ -104,8 +97,8 @@ class Hints:
         return _call(tool, **inputs, offset=offset) if self.tools else f"{self.prefix} {command} --offset {offset}"
 
 
-CLI = Hints("cli")
-TOOLS = Hints("tools")
+CLI = Hints()
+TOOLS = Hints(tools=True)
 
 
 def page(text: str, *, max_chars: int, offset: int = 0) -> tuple[str, int | None]:
@@ -123,14 +116,8 @@ class RenderedView:
 
     text: str
     omitted: list[str]
-    level: str
-    budget: int
     full_chars: int  # the budget --level full needs to show everything
-
-    @property
-    def chars(self) -> int:
-        """Characters in ``text`` (what the budget limits)."""
-        return len(self.text)
+    chars: int  # len(text), what the budget limits
 
 
 @dataclass
@@ -140,9 +127,8 @@ class _Unit:
     rank: int
     lines: list[str]
     alt: list[str] | None = None
-    category: str = "section"
+    category: str = "section"  # "iteration", "lesson", …; a section's part: "section:" and the notice's name for it
     spans: tuple[Span, ...] = ()  # the iteration numbers an entry stands for, as intervals (ranges are unbounded)
-    title: str = ""
     order: int = 0  # its place in the model, set by ``_Model.add``
 
 
@@ -182,9 +168,11 @@ def render_view(
     chosen, used = _pack(shown, budget - len(_COMPLETE) - 1)
     if len(chosen) < len(shown.units):
         chosen, used = _pack(shown, budget - min(400, max(100, budget // 8)))
-    left_out = [u for u in shown.units if u.order not in chosen]
     degraded = [u for u in shown.units if u.order in chosen and u.alt is not None and chosen[u.order] is u.alt]
-    omitted = by_design + _summaries(left_out, degraded=degraded, everything=shown.units)
+    if degraded:
+        nums = [n for u in degraded for n in u.spans]
+        by_design += [f"full text of {plural(len(degraded), 'entry', 'entries')} ({_spans(nums)}; one line each here)"]
+    omitted = by_design + _summaries([u for u in shown.units if u.order not in chosen], shown.units)
     # The expand hint names the newest iteration not shown whole whose entry is in this file (a range's may not be
     # archived anywhere); timeline's one-line entries have no whole form; at level full a duplicate's copy counts.
     wholes = [u for u in shown.units if u.category == "iteration" and u.alt and chosen.get(u.order) is u.lines]
@@ -206,12 +194,10 @@ def render_view(
     else:
         if level == "core":
             steps = [hints.search(name), *expand, hints.view(name, "timeline")]
-        elif level == "full":
-            cli = f"{hints.prefix} render {name} --budget {full_chars}"
-            steps = [*expand, hints.view(name, "full") if hints.tools else cli]
-        else:
-            steps = [*expand, hints.view(name, "full"), *([] if hints.tools else [
-                f"{hints.prefix} render {name} --level full --budget {full_chars}"])]  # fmt: skip
+        else:  # a tool cannot pass a budget; a command reruns with the one the full view needs
+            flag = " --level full" if level == "timeline" else ""
+            rerun = [] if hints.tools else [f"{hints.prefix} render {name}{flag} --budget {full_chars}"]
+            steps = [*expand, *([hints.view(name, "full")] if hints.tools or level == "timeline" else []), *rerun]
         see = " — more: " + " · ".join(steps)
         # ``5 iterations (#90–97)`` → ``5 iterations``: numbers go first when the notice is tight.
         short = (re.sub(r"\s*\([^)]*\)", "", o) for o in omitted)
@@ -229,7 +215,7 @@ def render_view(
     lines = _assemble(shown, chosen) + ([notice] if notice else [])
     text = "".join(line + "\n" for line in lines)
     assert len(text) <= budget, (len(text), budget)
-    return RenderedView(text=text, omitted=omitted, level=level, budget=budget, full_chars=full_chars)
+    return RenderedView(text, omitted, full_chars, len(text))
 
 
 def _clean(line: str) -> str:
@@ -256,16 +242,14 @@ def _block_lines(block: Block, lines: Sequence[str]) -> list[str]:
 def _units_of(lines: Sequence[str]) -> list[list[str]]:
     """A section body as display units (items, paragraphs, code); a sub-heading's unit runs to the next one."""
     units: list[list[str]] = []
-    heading: list[str] | None = None
+    headed = False
     for block in outline("".join(lines)):
-        if block.kind == HEADING:
-            units.append(heading := _block_lines(block, lines))
-        elif _says_nothing(block, lines):
-            continue
-        elif heading is not None:
-            heading.extend(_block_lines(block, lines))
-        else:
-            units.append(_block_lines(block, lines))
+        if block.kind == HEADING or not _says_nothing(block, lines):
+            if headed and block.kind != HEADING:
+                units[-1] += _block_lines(block, lines)
+            else:
+                units.append(_block_lines(block, lines))
+            headed = headed or block.kind == HEADING
     return units
 
 
@@ -284,9 +268,8 @@ def entry_line(entry: Entry, width: int = LINE_WIDTH) -> str:
     """A history entry as one ``- #N …`` line: number, status, date, metric and what was tried."""
     if isinstance(entry, Iteration):
         head = "#" + "+".join(str(n) for n in entry.numbers or (entry.number,))
-        if entry.status:
-            head += f" {STATUS_GLYPHS.get(entry.status, '•')} {entry.status}"
-        parts = [head, (entry.when or "")[:10], f"metric {entry.metric}" if entry.metric else ""]
+        status = f" {STATUS_GLYPHS.get(entry.status, '•')} {entry.status}" if entry.status else ""
+        parts = [head + status, (entry.when or "")[:10], f"metric {entry.metric}" if entry.metric else ""]
         what = entry.change or entry.notes or _first_body_line(entry) or heading_words(entry.heading)
         text = " · ".join(filter(None, parts)) + (f": {what}" if what else "")
     elif isinstance(entry, IterationRange):
@@ -336,7 +319,7 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
             key = model.group(f"section{index}", index, ["", f"## {_clean(heading)}"] if heading is not None else [""])
             for position, lines in enumerate(_units_of(body)):
                 tier, order = (1, position - 10**9) if kind == "program_info" else (7, index * 100_000 + position)
-                model.add(_Unit(key, tier, order, lines, title=label))
+                model.add(_Unit(key, tier, order, lines, category=f"section:{label}"))
         if cut is not None and cut[0] == index:
             key = model.group("history", index + 0.25, ["", SECTION_KINDS["history"][0] + " (newest first)"])
             newest = sorted((e for e in doc.history if isinstance(e, Iteration)), key=lambda e: -max(e.covers))
@@ -350,8 +333,7 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
                 blocks = outline(entry.raw, lists=False)
                 shown = [line for b in blocks if not _is_filler(b, lines) for line in _block_lines(b, lines)]
                 model.add(_Unit(key, tier, rank, shown, [entry_line(entry)], category=category, spans=covers))
-    shared_lessons = shared.section("lessons") if shared is not None else None
-    if shared_lessons is not None:
+    if shared is not None and (shared_lessons := shared.section("lessons")) is not None:
         key = model.group("shared", shared_at, ["", "## 📚 Shared lessons (_shared.md)"])
         _add_items(model, key, shared_lessons.lines[1:], "shared")
     return model
@@ -359,18 +341,13 @@ def _full_model(doc: StateDocument, shared: StateDocument | None, program: str) 
 
 def _timeline_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
     model = _Model(groups=dict(full.groups))
-    dropped: list[_Unit] = []
     for unit in full.units:
         if unit.tier == 0:
             model.add(replace(unit))
         elif unit.group == "history" and unit.alt is not None:
             model.add(replace(unit, lines=unit.alt, alt=None, tier=1))
-        else:
-            dropped.append(unit)
-    by_design = _summaries(dropped)
-    if any(u.group == "history" for u in model.units):
-        by_design.insert(0, "entry details (one line each here)")
-    return model, by_design
+    details = ["entry details (one line each here)"] if any(u.group == "history" for u in model.units) else []
+    return model, details + _summaries([u for u in full.units if u.tier and (u.group != "history" or u.alt is None)])
 
 
 def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
@@ -389,17 +366,15 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     else:
         status, why = ("completed", "completed_reason") if state.get("completed") else ("paused", "pause_reason")
         status = status + (f" ({state[why]})" if state.get(why) else "") if state.get(status) else "active"
-        errors, target = state.get("consecutive_errors") or 0, state.get("target_metric")
-        errors_text = f"; {plural(errors, 'consecutive error')}" if errors else ""
-        last = state.get("last_run") or "—"
-        add(f"- status: {status}; iteration {state.get('iteration_count', '—')}; last run {last}{errors_text}")
-        add(
-            f"- best metric: {state.get('best_metric') or '—'} ({state_direction(state)} is better"
-            + (f"; target {target})" if target else ")")
-        )
+        errors = f"; {plural(count, 'consecutive error')}" if (count := state.get("consecutive_errors")) else ""
+        goal = f"; target {target}" if (target := state.get("target_metric")) else ""
+        last, best = state.get("last_run") or "—", state.get("best_metric") or "—"
+        add(f"- status: {status}; iteration {state.get('iteration_count', '—')}; last run {last}{errors}")
+        add(f"- best metric: {best} ({state_direction(state)} is better{goal})")
     priorities = [u for u in full.units if u.group == "priorities"]
+    extra = [f"{len(priorities) - 1} more lines of Current Priorities"] if len(priorities) > 1 else []
     if priorities:
-        more = f" (+{plural(len(priorities) - 1, 'more line')})" if len(priorities) > 1 else ""
+        more = f" (+{plural(len(priorities) - 1, 'more line')})" if extra else ""
         add(f"- priorities: {_cut(priorities[0].lines[0], 90)}{more}")
     counts, highest = Counter(u.category for u in full.units), doc.highest_iteration
     add(
@@ -413,11 +388,8 @@ def _index_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model
     recent = _newest(full, "iteration", NEWEST_IN_FULL) or _newest(full, "range", NEWEST_IN_FULL)
     for position, unit in enumerate(recent):
         add(("- last outcomes: " if position == 0 else "  ") + (unit.alt or [""])[0][2:], 2)
-    by_design = ["the Machine State table (summarized)"]
-    if len(priorities) > 1:
-        by_design.append(f"{len(priorities) - 1} more lines of Current Priorities")
-    shown = {u.order for u in recent}
-    return model, by_design + _summaries([u for u in full.units if u.tier != 0 and u.order not in shown])
+    left_out = _summaries([u for u in full.units if u.tier != 0 and u not in recent])
+    return model, ["the Machine State table (summarized)", *extra, *left_out]
 
 
 def _core_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model, list[str]]:
@@ -445,14 +417,12 @@ def _core_model(doc: StateDocument, full: _Model, program: str) -> tuple[_Model,
         spans = [n for u in older for n in u.spans]
         numbers = {n for u in older if u.category == "iteration" for n in u.spans}
         statuses = Counter(e.status for e in doc.iterations if e.status and any(span in numbers for span in e.spans))
-        detailed = sum(u.category == "iteration" for u in older)
-        ranges = sum(u.category == "range" for u in older)
+        detailed, ranges = (sum(u.category == kind for u in older) for kind in ("iteration", "range"))
         parts = [f"{plural(size(merge(spans)), 'iteration')} ({_spans(spans)})"] if spans else []
         if detailed:
             counts = ", ".join(f"{number_text(n)} {word}" for word, n in statuses.most_common())
             parts.append(f"{number_text(detailed)} detailed" + (f" ({counts})" if counts else ""))
-        if ranges:
-            parts.append(f"the rest in {plural(ranges, 'range line')} and the archive")
+        parts += [f"the rest in {plural(ranges, 'range line')} and the archive"] if ranges else []
         model.groups["older"] = (full.groups["history"][0] + 0.1, [])
         model.add(_Unit("older", 1, 0, ["- older: " + "; ".join(parts)], category="index"))
         by_design.insert(0, "older iterations (indexed above)")
@@ -489,8 +459,7 @@ def _pack(model: _Model, room: int) -> tuple[dict[int, list[str]], int]:
                 opened.add(unit.group)
                 break
         else:
-            if unit.tier > 0:
-                cut = unit.tier
+            cut = unit.tier if unit.tier > 0 else cut
             if unit.group == "history":
                 # A gap in the history would read as a missing iteration.
                 blocked.add(unit.tier)
@@ -514,23 +483,14 @@ def _spans(spans: Iterable[Span]) -> str:
     return spans_text(runs, mark="#", limit=len(runs))
 
 
-def _summaries(
-    omitted: Sequence[_Unit], *, degraded: Sequence[_Unit] = (), everything: Sequence[_Unit] = ()
-) -> list[str]:
+def _summaries(omitted: Sequence[_Unit], everything: Sequence[_Unit] = ()) -> list[str]:
     """Left-out units by kind (``7 of 20 lessons``; ``everything``: the view's units, for the "of")."""
-    out: list[str] = []
-    if degraded:
-        nums = [n for u in degraded for n in u.spans]
-        out.append(f"full text of {plural(len(degraded), 'entry', 'entries')} ({_spans(nums)}; one line each here)")
-
-    def label(unit: _Unit) -> str:
-        return unit.category if unit.category in _PLURALS else f"section:{unit.title or 'text'}"
-
-    totals = Counter(label(unit) for unit in everything)
+    totals = Counter(unit.category for unit in everything)
     by_label: dict[str, list[_Unit]] = {}
     for unit in omitted:
         if unit.category not in ("title", "index"):
-            by_label.setdefault(label(unit), []).append(unit)
+            by_label.setdefault(unit.category, []).append(unit)
+    out: list[str] = []
     for name, units in by_label.items():
         total = totals.get(name, len(units))
         of = number_text(len(units)) + (f" of {number_text(total)}" if total > len(units) else "")

@@ -17,8 +17,7 @@ from statefile.errors import UsageError
 from statefile.model.archive import ARCHIVE_ROOT, part_number
 from statefile.model.blocks import HEADING, outline
 from statefile.model.document import parse
-from statefile.model.history import Iteration, IterationRange
-from statefile.model.spans import Span
+from statefile.model.history import Iteration, IterationRange, Span
 from statefile.model.text import line_body, split_lines
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -48,16 +47,8 @@ class Hit:
     first: int | None = None
     last: int | None = None
     copies: tuple[str, ...] = ()
-
-    @property
-    def archived(self) -> bool:
-        """Whether the line lives in an archive part rather than the live file."""
-        return self.path.startswith(f"{ARCHIVE_ROOT}/")
-
-    @property
-    def expand(self) -> str | None:
-        """The command that prints the whole entry (``statefile expand perf 12``), for iteration hits."""
-        return f"statefile expand {self.program} {self.iteration}" if self.iteration is not None else None
+    archived: bool = False  # the line lives in an archive part, not the live file
+    expand: str | None = None  # the command that prints the whole entry (``statefile expand perf 12``)
 
 
 def classify(path: str) -> tuple[str, bool] | None:
@@ -85,20 +76,17 @@ def _scan(text: str, *, archived: bool) -> list[_Line]:
     """Non-blank lines with section, iteration and block, by the state file's own parser: search and expand agree."""
     doc = parse(text)
     lines = split_lines(text)
-    titles = [""] * len(lines)
     found: dict[int, _Line] = {}
     block = 0
 
-    def mark(lines: range, iteration: int | None = None, newness: int | None = None, span: Span | None = None) -> None:
-        found.update({n: _Line(n + 1, "", "", iteration, newness, block, span) for n in lines})
+    def mark(rows: range, iteration: int | None = None, newness: int | None = None, span: Span | None = None) -> None:
+        title = section.title or ""  # every line marked lies in the section being read
+        found.update({n: _Line(n + 1, line_body(lines[n]), title, iteration, newness, block, span) for n in rows})
 
     for index, section in enumerate(doc.sections):
-        end = section.start + len(section.lines)
-        titles[section.start : end] = [section.title or ""] * len(section.lines)
-        located = doc.entries_of(index) if archived else ()
-        if not archived and doc.history_start is not None and doc.history_start[0] == index:
-            located = doc.located_history
-        first = located[0].start if located else end
+        # The live file's entries are its history's; an archive part's are every chunk's.
+        located = doc.entries_of(index) if archived or (doc.history_start or (-1,))[0] == index else ()
+        first = located[0].start if located else section.start + len(section.lines)
         block += 1
         mark(range(section.start, section.start + 1))  # the heading line (or the preamble's first line)
         offset = section.start + (1 if section.title is not None else 0)
@@ -116,8 +104,7 @@ def _scan(text: str, *, archived: bool) -> list[_Line]:
             mark(range(entry.start, entry.end), iteration, newness)
             if isinstance(entry.entry, IterationRange):
                 mark(range(entry.start, entry.start + 1), None, newness, (entry.entry.first, entry.entry.last))
-    out = [replace(line, text=line_body(lines[n]), section=titles[n]) for n, line in sorted(found.items())]
-    return [line for line in out if line.text.strip()]
+    return [line for _, line in sorted(found.items()) if line.text.strip()]
 
 
 def _terms(query: str) -> list[str]:
@@ -128,9 +115,8 @@ def _terms(query: str) -> list[str]:
 def _bm25(documents: Iterable[tuple[int, str]], query: str) -> dict[int, float]:
     with sqlite3.connect(":memory:") as db:
         db.execute("CREATE VIRTUAL TABLE doc USING fts5(body)")
-        db.executemany(
-            "INSERT INTO doc(rowid, body) VALUES (?, ?)", ((i, _SURROGATE.sub("\ufffd", t)) for i, t in documents)
-        )
+        cleaned = ((i, _SURROGATE.sub("\ufffd", text)) for i, text in documents)
+        db.executemany("INSERT INTO doc(rowid, body) VALUES (?, ?)", cleaned)
         rows = db.execute("SELECT rowid, bm25(doc) FROM doc WHERE doc MATCH ?", (query,)).fetchall()
     db.close()
     # bm25() is negative; six decimals keep equal lines equal across platforms.
@@ -175,14 +161,14 @@ def search(files: Mapping[str, str], query: str, *, program: str | None = None, 
             continue
         block = block_ids[(path, line.block)]
         score = round(block_scores.get(block, 0.0) + LINE_WEIGHT * line_scores.get(index, 0.0), 4)
-        span = line.span
-        what = "iteration" if line.iteration is not None else "range" if span else "text"
+        what = "iteration" if line.iteration is not None else "range" if line.span else "text"
         # Outside any iteration: the live file's lessons and state are current; archived text is old.
         newness = (float("-inf") if archived else float("inf")) if line.newness is None else float(line.newness)
-        first, last = span or (None, None)
+        first, last = line.span or (None, None)
         section, text = (_SURROGATE.sub("\ufffd", part) for part in (line.section, line.text.strip()))
-        hit = Hit(name, path, section, line.iteration, line.number, text, score, what, first, last)
-        order = (1 + int(archived)) if span else 0
+        whole = f"statefile expand {name} {line.iteration}" if line.iteration is not None else None
+        hit = Hit(name, path, section, line.iteration, line.number, text, score, what, first, last, (), archived, whole)
+        order = (1 + int(archived)) if line.span else 0
         ranked.append(((-score, order, int(archived), -newness, path, line.number), hit))
     # Each range line's older copies fold into its best-ranked one.
     groups: dict[tuple[str, int, int], list[tuple[_Key, Hit]]] = {}
@@ -207,7 +193,7 @@ def _age(hit: Hit) -> tuple[int, int, int]:
 
 def hit_dict(hit: Hit) -> dict[str, object]:
     """JSON-ready form of a hit, with the command that expands its entry."""
-    return {**asdict(hit), "copies": list(hit.copies), "archived": hit.archived, "expand": hit.expand}
+    return {**asdict(hit), "copies": list(hit.copies)}
 
 
 def hit_line(hit: Hit, width: int = 160) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXED_NOW
 
-from statefile.app.config import resolve_config
+from statefile.app.context import resolve_config
 from statefile.app.writing import compaction_policy
 from statefile.defaults import SUMMARIZER_TIMEOUT, SUMMARY_CAP
 from statefile.errors import UsageError

@@ -105,7 +105,8 @@ def test_rows_join_file_and_archive_once_per_iteration() -> None:
     assert by[5].change == "Port module m3 to Go" and by[5].date == "2026-01-05 10:00"
     # Best so far counts accepted metrics only, in the Metric Direction.
     assert [r.best for r in history.rows] == [1.0, 1.0, 4.0, 4.0, 9.0]
-    assert history.points() == [(1, 1.0), (3, 4.0), (4, 3.0), (5, 9.0)]
+    assert [(r.last, r.value) for r in history.rows if r.value is not None] == [(1, 1.0), (3, 4.0), (4, 3.0), (5, 9.0)]
+    assert history.metric_ends() == (1.0, 9.0, 9.0)
 
 
 def test_a_range_without_detail_is_one_aggregated_row() -> None:
