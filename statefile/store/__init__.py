@@ -4,25 +4,9 @@ it runs again when another writer got in first)."""
 
 from __future__ import annotations
 
-from statefile.defaults import BOT_EMAIL, BOT_NAME, DEFAULT_BRANCH, DEFAULT_MAX_BYTES
-from statefile.store.base import Change, LogEntry, Store, UpdateFn, UpdateResult
+from statefile.store.base import Change, Store, UpdateResult
 from statefile.store.folder import FolderStore
 from statefile.store.git.runner import Repository, discover, find_repository
 from statefile.store.git.store import GitStore
 
-__all__ = [
-    "BOT_EMAIL",
-    "BOT_NAME",
-    "DEFAULT_BRANCH",
-    "DEFAULT_MAX_BYTES",
-    "Change",
-    "FolderStore",
-    "GitStore",
-    "LogEntry",
-    "Repository",
-    "Store",
-    "UpdateFn",
-    "UpdateResult",
-    "discover",
-    "find_repository",
-]
+__all__ = ["Change", "FolderStore", "GitStore", "Repository", "Store", "UpdateResult", "discover", "find_repository"]

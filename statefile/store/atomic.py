@@ -72,8 +72,7 @@ def read_regular_file(path: Path, *, limit: int, what: str = "", error: type[Sta
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)
     try:
         info = os.fstat(fd)
-        kind = not_regular(info.st_mode)
-        if kind:
+        if kind := not_regular(info.st_mode):
             raise error(
                 f"{name} is a {kind}, not a regular file; statefile does not read it (a FIFO waits for a writer, a "
                 "device never ends) — pass a regular file"

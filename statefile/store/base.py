@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ from statefile.model.document import StateDocument, parse
 from statefile.model.text import encode
 from statefile.numbers import budget_text
 from statefile.store.names import (
+    PROGRAM_RE,
     case_twins,
     is_program_name,
     validate_part,
@@ -23,8 +23,6 @@ from statefile.store.names import (
     validate_program,
     windows_reserved,
 )
-
-_PROGRAM_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 if TYPE_CHECKING:  # a default (PEP 696) for type checkers only: a bare ``Change`` means ``Change[None]``
     from typing_extensions import TypeVar as TypeVarWithDefault
@@ -61,16 +59,6 @@ class UpdateResult(Generic[T]):
     document: StateDocument | None = None
     detail: T | None = None  # :attr:`Change.detail` of the call that landed.
     attempts: int = 1  # how many times the write was tried (1 unless a concurrent writer got in first).
-
-
-@dataclass(frozen=True)
-class Plan(Generic[T]):
-    """The files one call of an update function asks to write (the pure part of :meth:`Store.update`)."""
-
-    files: dict[str, bytes]  # archive parts first, the state file last; empty when nothing changes
-    message: str  # the Change's own commit message ("" for none)
-    document: StateDocument
-    detail: T | None
 
 
 @dataclass(frozen=True)
@@ -116,8 +104,7 @@ class Store(abc.ABC):
 
     def read(self, program: str) -> StateDocument | None:
         """The parsed state file of ``program``, or ``None`` when it does not exist."""
-        text = self.read_text(program)
-        return None if text is None else parse(text)
+        return None if (text := self.read_text(program)) is None else parse(text)
 
     def read_text(self, program: str) -> str | None:
         """The raw text of ``{program}.md`` or ``None``; InvalidDataError if it is not UTF-8 or not a file."""
@@ -139,25 +126,21 @@ class Store(abc.ABC):
         return texts
 
     def _read_together(self, at: str | None, programs: list[str]) -> dict[str, str]:
-        """The texts a store reads faster together than one by one (a git store: one batch); the rest, and every
-        one that fails, are read alone, so each error belongs to its own program."""
+        """Texts read faster together (one git batch); the rest, and any that fail, are read alone for their errors."""
         return {}
 
     def programs(self) -> dict[str, int]:
         """Every top-level ``*.md`` state file: program name (without ``.md``) → size in bytes."""
-        found = self._top_md().items()
-        return {name: size for name, (size, why) in sorted(found) if not why and is_program_name(name)}
+        return {name: size for name, (size, why) in sorted(self._top_md().items()) if not why and is_program_name(name)}
 
     def unreadable(self) -> dict[str, str]:
         """Top-level ``{name}.md`` entries that look like programs but cannot be read: name → why (one line)."""
         found: dict[str, str] = {}
         for name, (_, why) in sorted(self._top_md().items()):
-            # A name refused only because Windows reserves it (con, NUL) is worth reporting; "aux.old notes" is not
-            # a program at all, just another file beside them.
-            reserved = windows_reserved(name) and _PROGRAM_LIKE.fullmatch(name) is not None
-            if reserved and not is_program_name(name):
-                why = why or f"{name}.md {self.where}: {name!r} is a reserved device name on Windows; rename it"
-            if why and (is_program_name(name) or reserved):
+            # Refused only as a Windows device name (con, NUL): worth reporting; "aux.old notes" is no program at all.
+            if windows_reserved(name) and PROGRAM_RE.fullmatch(name):
+                found[name] = why or f"{name}.md {self.where}: {name!r} is a reserved device name on Windows; rename it"
+            elif why and is_program_name(name):
                 found[name] = why
         return found
 
@@ -180,15 +163,14 @@ class Store(abc.ABC):
         """Paths of ``program``'s archive parts in every layout, oldest first; the store's own layout last."""
         # The store's own layout through archive_parts: it refuses what is no archive, as every write does.
         own = [self.archive_path(program, part) for part in self.archive_parts(program)]
-        own_kind = self._layout(program).kind
-        found: dict[str, list[tuple[int, str]]] = {kind: [] for kind in LAYOUT_KINDS if kind != own_kind}
+        others = [ArchiveLayout(kind) for kind in LAYOUT_KINDS if kind != self._layout(program).kind]
+        found = []
         for path in self.paths():
             folder, _, name = path.rpartition("/")
-            for kind in found:
-                layout = ArchiveLayout(kind)
+            for rank, layout in enumerate(others):
                 if folder == layout.folder(program) and (part := layout.part_name(program, name)) is not None:
-                    found[kind].append((part_number(part) or 0, path))
-        return [path for kind in found for _, path in sorted(found[kind])] + own
+                    found.append((rank, part_number(part) or 0, path))
+        return [path for *_, path in sorted(found)] + own
 
     def read_path(self, path: str) -> str:
         """The text of the file at ``path`` (as :meth:`paths` lists it); NotFoundError when there is none."""
@@ -198,12 +180,10 @@ class Store(abc.ABC):
 
     def read_archive(self, program: str, part: str) -> str:
         """The text of one archive part; NotFoundError when it does not exist."""
-        try:
-            return self.read_path(self.archive_path(validate_program(program), validate_part(part)))
-        except NotFoundError:
-            raise NotFoundError(
-                f"archive part {part} of {program} is not {self.where}; list parts with archive_parts()"
-            ) from None
+        path = self.archive_path(validate_program(program), validate_part(part))
+        if (text := self._read_at(self._head(), path)) is None:
+            raise NotFoundError(f"archive part {part} of {program} is not {self.where}; list them with archive_parts()")
+        return text
 
     @abc.abstractmethod
     def read_all(self) -> dict[str, str]:
@@ -238,13 +218,13 @@ class Store(abc.ABC):
         """Store ``fn(document or None)`` for ``program`` atomically (``fn`` must be pure: it may run again); if it
         raises or is over ``max_bytes`` (BudgetError), nothing is written."""
 
-    def _plan(self, program: str, at: str | None, fn: UpdateFn[T], message: str) -> Plan[T]:
-        """The pure part of :meth:`update` at revision ``at``: the files to write, archive parts first."""
+    def _plan(self, program: str, at: str | None, fn: UpdateFn[T], message: str) -> tuple[dict[str, bytes], Change[T]]:
+        """The pure part of :meth:`update` at revision ``at``: the files to write (archive parts first, empty when
+        nothing changes) and the update function's :class:`Change`."""
         path = state_path(program)
         current = self._read_at(at, path)
         # PERF.md beside perf.md is one file on macOS and Windows: a checkout there would lose one of them.
-        twins = case_twins([path], self._names(at)) if current is None else []
-        if twins:
+        if current is None and (twins := case_twins([path], self._names(at))):
             twin = twins[0][1]
             raise UsageError(
                 f"program {program!r} would sit beside {twin}, a name that differs only in case — a checkout on macOS "
@@ -253,7 +233,7 @@ class Store(abc.ABC):
         result = fn(None if current is None else parse(current))
         if not isinstance(result, StateDocument | Change):
             raise TypeError(f"the update function returned {type(result).__name__}, not a StateDocument or Change")
-        change = Change(result) if isinstance(result, StateDocument) else result
+        change: Change[T] = Change(result) if isinstance(result, StateDocument) else result
         text = change.document.render()
         data = checked_bytes(text, path)
         if len(data) > self.max_bytes:
@@ -265,16 +245,15 @@ class Store(abc.ABC):
         if change.archive:
             when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             chunk = make_chunk(change.archive, when=when, what=change.archive_label or first_line(message) or "update")
-            parts = sorted_parts(self._names(at, program))
-            newest = parts[-1] if parts else None
-            text_of_newest = None if newest is None else self._read_at(at, self.archive_path(program, newest))
-            last = None if newest is None or text_of_newest is None else (newest, text_of_newest)
+            newest = next(reversed(sorted_parts(self._names(at, program))), None)
+            old = None if newest is None else self._read_at(at, self.archive_path(program, newest))
+            last = None if newest is None or old is None else (newest, old)
             for name, content in plan_append(program, last, chunk, self.max_bytes):
                 part_path = self.archive_path(program, name)
                 files[part_path] = checked_bytes(content, part_path)
         if files or text != current:
             files[path] = data
-        return Plan(files, change.message, change.document, change.detail)
+        return files, change
 
     @abc.abstractmethod
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:

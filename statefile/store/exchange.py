@@ -64,21 +64,17 @@ def import_json(data: Any) -> dict[str, str]:
     if data.get("format") != FORMAT:
         raise UsageError(f"not a statefile export: format is {data.get('format')!r}, expected {FORMAT!r}")
     version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise UsageError(f"export version {version!r} is not a number; the file is damaged")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise UsageError(f"export version {version!r} is not valid (it is not a number ≥ 1); the file is damaged")
     if version > VERSION:
         raise UsageError(f"export version {version} is newer than this statefile reads ({VERSION}); upgrade statefile")
-    if version < 1:
-        raise UsageError(f"export version {version} is not valid; the file is damaged")
     files = data.get("files")
     if not isinstance(files, dict):
         raise UsageError("export has no 'files' object; the file is damaged")
-    return {
-        check_path(path): _entry_bytes(path, entry).decode("utf-8", "surrogateescape") for path, entry in files.items()
-    }
+    return {check_path(path): _bytes(path, entry).decode("utf-8", "surrogateescape") for path, entry in files.items()}
 
 
-def _entry_bytes(path: str, entry: Any) -> bytes:
+def _bytes(path: str, entry: Any) -> bytes:
     import hashlib  # see export_json
 
     if not isinstance(entry, dict):
@@ -106,9 +102,7 @@ def _entry_bytes(path: str, entry: Any) -> bytes:
         raise UsageError(f"{path}: checksum mismatch; the export was edited or damaged, export it again")
     size = entry.get("bytes")
     if size is not None and size != len(data):
-        raise UsageError(
-            f"{path}: size {size_text(len(data))} does not match the recorded {size}; the export is damaged"
-        )
+        raise UsageError(f"{path}: size {size_text(len(data))} does not match the recorded {size}; it is damaged")
     return data
 
 

@@ -108,8 +108,7 @@ class FolderStore(Store):
         if not program:
             return os.listdir(self.root)
         layout = self.archive_layout(program)
-        where = layout.folder(program)
-        folder = self._folder(where.split("/"), create=False) if where else self.root
+        folder = self._folder(layout.folder(program).split("/"), create=False)  # "" is the folder itself
         names = os.listdir(folder) if folder is not None else []
         return [name for entry in names if (name := layout.part_name(program, entry)) is not None]
 
@@ -222,9 +221,9 @@ class FolderStore(Store):
     def update(self, program: str, fn: UpdateFn[T], message: str = "") -> UpdateResult[T]:
         """Apply ``fn`` under the folder lock and write the result atomically (``commit`` is ``None``)."""
         with self._locked():
-            plan = self._plan(program, None, fn, message)
-            self._write_batch(plan.files)
-        return UpdateResult(None, bool(plan.files), tuple(plan.files), plan.document, plan.detail)
+            files, change = self._plan(program, None, fn, message)
+            self._write_batch(files)
+        return UpdateResult(None, bool(files), tuple(files), change.document, change.detail)
 
     def write_files(self, files: Mapping[str, str | None], message: str) -> UpdateResult[None]:
         """Write ``files`` (path → text, ``None`` deletes) under the folder lock (``commit`` is ``None``)."""

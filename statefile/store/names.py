@@ -8,7 +8,6 @@ from collections.abc import Iterable
 
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import UsageError
-from statefile.model.archive import part_number
 
 MAX_PROGRAM_LENGTH = 100
 MAX_BRANCH_LENGTH = 255
@@ -16,7 +15,7 @@ MAX_PATH_LENGTH = 1024
 #: The longest name a checkout can write (Linux's NAME_MAX; APFS and NTFS hold 255 too): a git tree holds longer.
 MAX_COMPONENT_BYTES = 255
 
-_PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+PROGRAM_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # What git check-ref-format refuses anywhere in a ref: ASCII controls, space and ~ ^ : ? * [ \ (and DEL).
 _REF_BAD_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 _PATH_BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
@@ -29,7 +28,7 @@ _URL_RE = re.compile(r"(?i)(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9._~-]+@[A-
 _HFS_IGNORED = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
 # NTFS 8.3 short names (GIT~1 is .git, GITMOD~1 and gi7eba~1 are .gitmodules): any "~digit" is refused.
 _SHORT_NAME = re.compile(r"~[0-9]")
-# archive.part_number defines a part name; this also caps its length so a name cannot grow without bound.
+# A part name as archive.part_number reads it, with its length capped so a name cannot grow without bound.
 _PART_RE = re.compile(r"\d{4,9}\.md")
 # Names Windows reserves for devices, whatever the extension (CON, CON.md, con.x.md): no file can have them there.
 _WINDOWS_DEVICES = frozenset(
@@ -68,7 +67,7 @@ def _program_problem(name: object) -> str:
         ("/" in name or "\\" in name, "it contains a path separator"),
         (".." in name, "it contains '..'"),
         (name[0] in ".-_", f"it starts with {name[0]!r}"),
-        (not _PROGRAM_RE.fullmatch(name), "it contains a character other than letters, digits, '.', '_' and '-'"),
+        (not PROGRAM_RE.fullmatch(name), "it contains a character other than letters, digits, '.', '_' and '-'"),
         (name.lower().endswith(".md"), f"give the name without '.md' ({name[:-3]!r})"),
         (name.endswith("."), "it ends with '.'"),
         (windows_reserved(name), device),
@@ -199,6 +198,6 @@ def parse_identity(text: str) -> tuple[str, str]:
 
 def validate_part(part: str) -> str:
     """Return ``part`` if it is an archive part file name (``0001.md``), else raise UsageError."""
-    if not isinstance(part, str) or part_number(part) is None or not _PART_RE.fullmatch(part):
+    if not isinstance(part, str) or not _PART_RE.fullmatch(part):
         raise UsageError(f"invalid archive part {part!r}; part names look like 0001.md (see archive_parts())")
     return part

@@ -307,9 +307,9 @@ def test_gits_own_fsck_checks_what_an_import_writes(tmp_path: Path) -> None:
         data = blob(repo, b"x\n")
         bad = git(repo, "mktree", input=f"100644 blob {data}\tGIT~1\n".encode()).strip()
         good = git(repo, "mktree", input=f"100644 blob {data}\tperf.md\n".encode()).strip()
-        assert "hasDotgit" in store._writer.fsck(bad, None)  # type: ignore[attr-defined]  # the check git applies, whatever our own rules say
-        assert store._writer.fsck(good, None) == ""  # type: ignore[attr-defined]
-        assert store._writer.fsck(bad, bad) == ""  # type: ignore[attr-defined]  # only what the old tree lacks
+        assert "hasDotgit" in store._objects.fsck(bad, None)  # type: ignore[attr-defined]  # the check git applies, whatever our own rules say
+        assert store._objects.fsck(good, None) == ""  # type: ignore[attr-defined]
+        assert store._objects.fsck(bad, bad) == ""  # type: ignore[attr-defined]  # only what the old tree lacks
         store.write_files({"perf.md": "# perf\n", "archive/perf/0001.md": "# Archive\n"}, "statefile: import")
     git(repo, "prune", "--expire=now")  # the crafted trees above are garbage; the branch is what must be clean
     fsck_clean(repo)

@@ -27,7 +27,6 @@ class BranchState(NamedTuple):
     """The local branch against its remote-tracking copy (the remote's, as of the last fetch)."""
 
     local: str | None  # refs/heads/<branch>'s commit
-    tracking_ref: str  # the remote-tracking ref compared with, or ""
     tracking: str | None  # its commit (with a remote: None when the remote has no such branch)
     ahead: int  # commits the local branch has that the tracking copy lacks
     behind: int  # and the other way round

@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, NamedTuple
+from typing import NamedTuple
 
 from statefile.defaults import BOT_EMAIL, BOT_NAME
 from statefile.errors import GitError, InvalidDataError, StatefileError, UsageError
@@ -37,14 +37,6 @@ def missing_object(where: str, oid: str, branch: str) -> InvalidDataError:
         f"{what} on branch {branch} is missing from the repository; it is damaged — run `git fsck`, or fetch the "
         "branch again"
     )
-
-
-class ObjectMissing(Exception):
-    """An edit carried over an entry whose object is missing; the caller knows its path and says where."""
-
-    def __init__(self, oid: str) -> None:
-        super().__init__(f"object {oid} is missing")
-        self.oid = oid
 
 
 def is_file_mode(mode: str) -> bool:
@@ -79,20 +71,21 @@ Listing = dict[str, Entry]  # entry name → entry
 
 
 class ObjectTooLarge(Exception):
-    """An object is larger than the caller allowed; it was not read."""
-
-    def __init__(self, kind: str, size: int) -> None:
-        super().__init__(f"{kind} of {size} bytes")
-        self.size = size
-        self.index = 0  # which of the objects asked for (read_many)
+    """An object larger than the caller allowed, not read; ``args``: its index among those asked for, its size."""
 
 
-class CatFile:
-    """A long-lived ``git cat-file --batch``, started on first use and restarted if it ever stops."""
+class Objects:
+    """The objects of one branch's repository: read through a long-lived ``git cat-file --batch`` (started on first
+    use, restarted if it ever stops), tree listings cached by id, blobs of at most a read limit of ``max_bytes``;
+    and the trees and commits a write makes."""
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, branch: str, max_bytes: int) -> None:
         self._git = git
+        self._branch = branch
+        self._max_bytes = max_bytes
         self._proc: subprocess.Popen[bytes] | None = None
+        self._cache: dict[tuple[str, bool], Listing] = {}
+        self._identity: dict[str, str] = {}  # statefile's default identity, once git was found to have none
 
     def resolve(self, refs: Iterable[str]) -> list[str | None]:
         """The commit each of ``refs`` (full ref names, validated by the caller) points at, ``None`` if missing."""
@@ -123,34 +116,26 @@ class CatFile:
                 stdin.write(b"".join(name.encode("ascii") + b"\n" for name in names))
                 stdin.flush()
                 for _ in names:
-                    try:
-                        out.append(self._answer(stdout, limit))
-                    except ObjectTooLarge as exc:
-                        exc.index = len(out)
-                        raise
+                    header = stdout.readline()
+                    fields = header.split()
+                    if len(fields) == 2 and fields[1] in (b"missing", b"ambiguous"):
+                        out.append(None)
+                        continue
+                    if len(fields) != 3:
+                        raise ValueError(f"unexpected answer {header[:80]!r}" if header else "no answer")
+                    kind, size = fields[1].decode("ascii"), int(fields[2])
+                    if limit is not None and size > limit:
+                        # Reading and discarding it would still cost its whole size in time; stopping git does not.
+                        self.close()
+                        raise ObjectTooLarge(len(out), size)
+                    data = stdout.read(size)
+                    if len(data) != size or stdout.read(1) != b"\n":
+                        raise ValueError("short read")
+                    out.append((kind, data, fields[0].decode("ascii")))
         except (BrokenPipeError, ConnectionError, ValueError) as exc:
             self.close()
             raise GitError(f"git cat-file stopped unexpectedly ({exc}); run `git fsck` and retry") from None
         return out
-
-    def _answer(self, stdout: IO[bytes], limit: int | None) -> tuple[str, bytes, str] | None:
-        header = stdout.readline()
-        if not header:
-            raise ValueError("no answer")
-        fields = header.split()
-        if len(fields) == 2 and fields[1] in (b"missing", b"ambiguous"):
-            return None
-        if len(fields) != 3:
-            raise ValueError(f"unexpected answer {header[:80]!r}")
-        kind, size = fields[1].decode("ascii"), int(fields[2])
-        if limit is not None and size > limit:
-            # Reading and discarding it would still cost its whole size in time; stopping the process does not.
-            self.close()
-            raise ObjectTooLarge(kind, size)
-        data = stdout.read(size)
-        if len(data) != size or stdout.read(1) != b"\n":
-            raise ValueError("short read")
-        return kind, data, fields[0].decode("ascii")
 
     def close(self) -> None:
         """Stop the process (the next read starts a new one)."""
@@ -170,44 +155,35 @@ class CatFile:
         with contextlib.suppress(BaseException):
             self.close()
 
-
-class Trees:
-    """Tree listings, cached by id, and the blobs they name (at most a read limit of ``max_bytes`` each)."""
-
-    def __init__(self, git: Git, cat: CatFile, branch: str, max_bytes: int) -> None:
-        self._git = git
-        self._cat = cat
-        self._branch = branch
-        self._max_bytes = max_bytes
-        self._cache: dict[tuple[str, bool], Listing] = {}
-
     def listing(self, treeish: str, *, sizes: bool = False, path: str = "") -> Listing:
         """The entries of tree (or commit) ``treeish``; with ``sizes``, each blob's size too (``ls-tree -l``)."""
         cached = self._cache.get((treeish, sizes)) or (None if sizes else self._cache.get((treeish, True)))
         if cached is not None:
             return cached
-        if not sizes and (read := self._read(treeish)) is not None:
-            return self._remember(treeish, read)
-        result = self._git.call("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
-        if not result.ok:
-            raise self._damaged(result, treeish, path)
-        entries: Listing = {}
-        for record in filter(None, result.stdout.split(b"\0")):
-            if (match := _LS_TREE.fullmatch(record)) is None:
-                raise InvalidDataError(f"unexpected git ls-tree output {record[:80]!r}; run `git fsck`")
-            mode, kind, oid, size, name = (
-                bytes(group).decode("utf-8", "surrogateescape") for group in match.groups(b"-")
-            )
-            # With -l, git prints "-" for a tree or submodule, and cannot print a size for a missing blob.
-            entries[name] = Entry(mode, kind, oid, int(size) if size.isdigit() else None)
-        return self._remember(treeish, entries, sizes=sizes)
+        entries = None if sizes else self._read(treeish)
+        if entries is None:
+            result = self._git.call("ls-tree", "-z", "--full-tree", *(["-l"] if sizes else []), treeish)
+            if not result.ok:
+                raise self._damaged(result, treeish, path)
+            entries = {}
+            for record in filter(None, result.stdout.split(b"\0")):
+                if (match := _LS_TREE.fullmatch(record)) is None:
+                    raise InvalidDataError(f"unexpected git ls-tree output {record[:80]!r}; run `git fsck`")
+                mode, kind, oid, size, name = (
+                    bytes(group).decode("utf-8", "surrogateescape") for group in match.groups(b"-")
+                )
+                # With -l, git prints "-" for a tree or submodule, and cannot print a size for a missing blob.
+                entries[name] = Entry(mode, kind, oid, int(size) if size.isdigit() else None)
+        if len(self._cache) > _CACHE:
+            self._cache.clear()
+        self._cache[(treeish, sizes)] = entries
+        return entries
 
     def _read(self, treeish: str) -> Listing | None:
         """The entries read in the running ``cat-file``; ``None`` leaves it to ``ls-tree``, which explains damage."""
-        item = self._cat.read_many([treeish])[0] if is_oid(treeish) else None
+        item = self.read_many([treeish])[0] if is_oid(treeish) else None
         if item is not None and item[0] == "commit":
-            tree = _tree_of(item[1])
-            item = self._cat.read_many([tree])[0] if tree else None
+            item = self.read_many([tree])[0] if (tree := _tree_of(item[1])) else None
         if item is None or item[0] != "tree":
             return None
         data, size, entries, pos = item[1], len(treeish) // 2, {}, 0
@@ -224,7 +200,7 @@ class Trees:
 
     def root(self, commit: str) -> str:
         """The id of ``commit``'s top tree, read in the running ``cat-file`` ("" when it cannot be read)."""
-        item = self._cat.read_many([commit])[0] if is_oid(commit) else None
+        item = self.read_many([commit])[0] if is_oid(commit) else None
         return _tree_of(item[1]) if item is not None and item[0] == "commit" else ""
 
     def _damaged(self, result: Result, treeish: str, path: str) -> StatefileError:
@@ -237,19 +213,12 @@ class Trees:
         if not kind.ok:
             return missing_object(path or "the top folder", treeish, self._branch)
         if found == "commit":  # the commit is there, its top folder is not: name the tree, not the commit
-            tree = _tree_of(self._git.call("cat-file", "commit", treeish).stdout)
-            return missing_object(path or "the top folder", tree or treeish, self._branch)
+            return missing_object(path or "the top folder", self.root(treeish) or treeish, self._branch)
         where = f"{path} (object {treeish})" if path else f"object {treeish}"
         if found == "tree":  # there, and a tree, but git cannot read its entries: the object itself is damaged
             said = one_line(result.err, 120)
             return InvalidDataError(f"{where} on branch {self._branch} is a damaged tree ({said}); run `git fsck`")
         return InvalidDataError(f"{where} on branch {self._branch} is a {found}, expected a tree; run `git fsck`")
-
-    def _remember(self, treeish: str, entries: Listing, *, sizes: bool = False) -> Listing:
-        if len(self._cache) > _CACHE:
-            self._cache.clear()
-        self._cache[(treeish, sizes)] = entries
-        return entries
 
     def everything(self, treeish: str, path: str = "") -> Listing:
         """Every file and submodule below ``treeish`` (at ``path``): path → entry; a damaged folder raises, named."""
@@ -262,41 +231,35 @@ class Trees:
                 found[where] = entry
         return found
 
-    def objects(self, oids: list[str], kind: str, paths: list[str]) -> list[bytes]:
-        """The data of ``oids`` (all of ``kind``) in one batch; blobs over the read limit are refused unread."""
-        limit = read_limit(self._max_bytes) if kind == "blob" else None
+    def blobs(self, oids: list[str], paths: list[str]) -> list[bytes]:
+        """The data of blobs ``oids`` (at ``paths``) in one batch; those over the read limit are refused unread."""
         try:
-            found = self._cat.read_many(oids, limit)
+            found = self.read_many(oids, read_limit(self._max_bytes))
         except ObjectTooLarge as exc:
-            where = paths[exc.index] or f"object {oids[exc.index]}"
-            raise too_large(f"{where} on branch {self._branch}", exc.size, self._max_bytes) from None
+            index, size = exc.args
+            where = paths[index] or f"object {oids[index]}"
+            raise too_large(f"{where} on branch {self._branch}", size, self._max_bytes) from None
         out = []
         for oid, path, item in zip(oids, paths, found, strict=True):
             where = f"{path} (object {oid})" if path else f"object {oid}"
             if item is None:
                 raise missing_object(path, oid, self._branch)
-            if item[0] != kind:
-                raise InvalidDataError(f"{where} is a {item[0]}, expected a {kind}; run `git fsck`")
-            data = item[1]
-            out.append(check_lines(f"{where} on branch {self._branch}", data, self._max_bytes) if limit else data)
+            if item[0] != "blob":
+                raise InvalidDataError(f"{where} is a {item[0]}, expected a blob; run `git fsck`")
+            out.append(check_lines(f"{where} on branch {self._branch}", item[1], self._max_bytes))
         return out
 
     def lookup(self, commit: str | None, path: str, *, folder: bool = False) -> Entry | None:
         """The entry of ``path`` in ``commit``'s tree: a regular file (with ``folder``, a folder) or nothing."""
-        if commit is None:
-            return None
         parts = path.split("/")
-        listing = self.listing(commit)
+        entry = None if commit is None else Entry(MODE_TREE, "tree", commit)
         for index, part in enumerate(parts):
-            entry = listing.get(part)
             if entry is None:
                 return None
-            where = "/".join(parts[: index + 1])
-            self.require(entry, where, folder=folder or index < len(parts) - 1)
-            if index == len(parts) - 1:
-                return entry
-            listing = self.listing(entry.oid, path=where)
-        return None
+            entry = self.listing(entry.oid, path="/".join(parts[:index])).get(part)
+            if entry is not None:
+                self.require(entry, "/".join(parts[: index + 1]), folder=folder or index < len(parts) - 1)
+        return entry
 
     def require(self, entry: Entry, path: str, *, folder: bool = False) -> None:
         """Refuse anything but a regular file (with ``folder``, a folder): statefile follows no link or submodule."""
@@ -305,7 +268,7 @@ class Trees:
             raise InvalidDataError(f"{path} on branch {self._branch} is {kind_of(entry.mode)}, not {what}; "
                                    f"statefile will not follow it — replace it with {what}")  # fmt: skip
 
-    def edits(
+    def _edits(
         self, listing: Listing | None, changes: Mapping[str, bytes | None], prefix: str, kept: dict[str, str]
     ) -> list[bytes]:
         """fast-import commands: the folder's other entries (so git checks them; ``kept``: id → path), then changes."""
@@ -326,8 +289,7 @@ class Trees:
                 kept[entry.oid] = prefix + name
                 edits.append(f"M {canonical_mode(entry.mode)} {entry.oid} ".encode() + _quoted(prefix + name))
         for name, data in files.items():
-            current = entries.get(name)
-            if current is not None:
+            if (current := entries.get(name)) is not None:
                 self.require(current, prefix + name)
             if data is not None:
                 mode = canonical_mode(current.mode) if current else MODE_FILE
@@ -335,29 +297,17 @@ class Trees:
             elif current is not None:
                 edits.append(b"D " + _quoted(prefix + name))
         for name, sub in folders.items():
-            current = entries.get(name)
-            if current is not None:
+            if (current := entries.get(name)) is not None:
                 self.require(current, prefix + name, folder=True)
             below = self.listing(current.oid, path=prefix + name) if current is not None else None
-            edits += self.edits(below, sub, f"{prefix}{name}/", kept)
+            edits += self._edits(below, sub, f"{prefix}{name}/", kept)
         return edits
 
-
-def _tree_of(commit: bytes) -> str:
-    tree = commit.split(b"\n", 1)[0].removeprefix(b"tree ").decode("ascii", "replace")
-    return tree if commit.startswith(b"tree ") and is_oid(tree) else ""
-
-
-class Writer:
-    """Writes blobs, trees and commits with git's plumbing."""
-
-    def __init__(self, git: Git) -> None:
-        self._git = git
-        self._identity: dict[str, str] = {}  # statefile's default identity, once git was found to have none
-
-    def tree(self, base: str | None, edits: list[bytes]) -> str:
-        """Apply ``edits`` (``M``/``D`` commands) to ``base``'s tree in one ``fast-import``: the new top tree's id;
-        git checks every object an ``M`` names.  The scratch commit around them sets no ref (``reset``)."""
+    def write(self, base: str | None, changes: Mapping[str, bytes | None]) -> str:
+        """``base``'s tree with ``changes`` (path → bytes, ``None`` deletes) made by one ``fast-import``: the new top
+        tree's id; git checks every object the edits name.  The scratch commit sets no ref (``reset``)."""
+        kept: dict[str, str] = {}  # id → path of every entry carried over, to name a missing one
+        edits = self._edits(self.listing(base) if base else None, changes, "", kept)
         head = f"commit {_SCRATCH_REF}\ncommitter statefile <statefile> 0 +0000\ndata 0\n"
         stream = (head + (f"from {base}\n" if base else "")).encode("ascii") + b"".join(e + b"\n" for e in edits)
         # core.ignoreCase would make fast-import take one of two names differing only in case for the other.
@@ -368,7 +318,7 @@ class Writer:
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(self._git.cwd, crash[1].strip()))
             if (missing := _NOT_FOUND.search(result.err)) is not None:
-                raise ObjectMissing(missing[1])
+                raise missing_object(kept.get(missing[1], ""), missing[1], self._branch)
             raise self._git.failure(result, "check the repository and retry")
         fields = result.stdout.split()  # "040000 tree <id>\t"
         return self._oid(fields[2] if len(fields) == 3 else result.stdout, "fast-import")
@@ -410,6 +360,11 @@ class Writer:
         if not is_oid(oid):
             raise GitError(f"git {what} printed {oid[:80]!r}, not an object id; check the git installation")
         return oid
+
+
+def _tree_of(commit: bytes) -> str:
+    tree = commit.split(b"\n", 1)[0].removeprefix(b"tree ").decode("ascii", "replace")
+    return tree if commit.startswith(b"tree ") and is_oid(tree) else ""
 
 
 _IDENTITY_MISSING = ("auto-detection is disabled", "Author identity unknown", "Committer identity unknown",

@@ -8,7 +8,7 @@ import random
 import re
 import time
 from collections.abc import Callable
-from typing import Generic, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from statefile.errors import GitError, InvalidDataError, UsageError
 from statefile.store.git.runner import Git, Repository, Result, is_oid, one_line
@@ -26,10 +26,6 @@ class Outcome(enum.Enum):
     REMOTE_LOCKED = "remote locked"  # the remote could not lock its ref (a concurrent push, or a stale lock there)
     UNANSWERED = "unanswered"  # the remote could not be read (the connection just broke)
 
-    @property
-    def done(self) -> bool:
-        return self is Outcome.DONE
-
 
 class Backoff(NamedTuple):
     """How long to wait between tries: "full jitter" exponential backoff, bounded in tries and total time."""
@@ -44,14 +40,6 @@ class Backoff(NamedTuple):
         return 0.0 if attempt < 1 else rng.uniform(0.0, min(self.cap, self.first * 2 ** min(attempt - 1, 30)))
 
 
-class Tried(NamedTuple, Generic[T]):
-    """What :func:`retry` ended with: the last attempt's outcome and value, and how many attempts ran."""
-
-    outcome: Outcome
-    value: T
-    attempts: int
-
-
 def retry(
     attempt: Callable[[int], tuple[Outcome, T]],
     backoff: Backoff,
@@ -59,20 +47,21 @@ def retry(
     rng: random.Random | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> Tried[T]:
-    """Call ``attempt(n)`` until its outcome is :attr:`Outcome.DONE`, or the tries or the time run out."""
+) -> tuple[Outcome, T, int]:
+    """Call ``attempt(n)`` until its outcome is :attr:`Outcome.DONE`, or the tries or the time run out: the last
+    attempt's outcome and value, and how many attempts ran."""
     rng = rng or random.Random()
     start = clock()
     outcome, value = attempt(0)
     count = 1
-    while not outcome.done and count < backoff.tries:
+    while outcome is not Outcome.DONE and count < backoff.tries:
         wait = backoff.delay(count, rng)
         if clock() - start + wait > backoff.budget:
             break
         sleep(wait)
         outcome, value = attempt(count)
         count += 1
-    return Tried(outcome, value, count)
+    return outcome, value, count
 
 
 _FORMAT = "%(objectname)%00%(refname)%00%(symref)%00%(worktreepath)"
@@ -110,9 +99,8 @@ def lock_held(ref: str, where: str, stderr: str) -> GitError:
 
 def lock_busy(stderr: str) -> bool:
     """Whether a ref update failed because a lock is held, or a concurrent update moved the ref first."""
-    if ref_clash(stderr) is not None:
-        return False
-    return any(sign in stderr for sign in ("File exists", "Unable to create", "cannot lock ref", "but expected"))
+    signs = ("File exists", "Unable to create", "cannot lock ref", "but expected")
+    return ref_clash(stderr) is None and any(sign in stderr for sign in signs)
 
 
 class RefState(NamedTuple):
@@ -132,37 +120,35 @@ class RefState(NamedTuple):
 class Refs:
     """The refs of one branch in one repository: ``refs/heads/<branch>`` and its remote-tracking copies."""
 
-    def __init__(self, git: Git, repo: Repository, branch: str, tracking: list[str], prefer: tuple[str, ...] = ()):
+    def __init__(self, git: Git, repo: Repository, branch: str, tracking: str):
         self._git = git
         self._repo = repo
         self.branch = branch
         self.local_ref = f"refs/heads/{branch}"
-        self._tracking = tracking
-        self._prefer = prefer
+        self._tracking = tracking  # the remote-tracking copies: one ref, or a pattern with `*` for the remote
 
     def read(self) -> RefState:
         """The current :class:`RefState` (one git process)."""
-        out = self._git.run("for-each-ref", f"--format={_FORMAT}", self.local_ref, *self._tracking)
+        out = self._git.run("for-each-ref", f"--format={_FORMAT}", self.local_ref, self._tracking)
         local: str | None = None
         symref = checked_out = ""
-        tracking: list[tuple[str, str]] = []
-        patterns = [re.escape(pattern).replace(r"\*", "[^/]+") for pattern in self._tracking]
+        tracking: list[tuple[bool, str, str, str]] = []
+        pattern = re.escape(self._tracking).replace(r"\*", "[^/]+")
         for line in out.decode("utf-8", "surrogateescape").split("\n"):
             fields = line.split("\0")
             if len(fields) != 4 or not is_oid(fields[0]):
                 continue
             oid, name, target, worktree = fields
-            # for-each-ref also lists refs *below* a literal pattern; as in git's glob, `*` never spans a slash.
-            if name != self.local_ref and not any(re.fullmatch(pattern, name) for pattern in patterns):
-                continue
             if name == self.local_ref:
                 local, symref = oid, target
                 # A bare repository reports itself as where its HEAD's branch is "checked out": no work tree there.
                 if worktree and worktree != str(self._repo.common_dir):
                     checked_out = worktree
-            elif not target:
-                tracking.append((name, oid))
-        return RefState(local, symref, checked_out, dict(sorted(tracking, key=self._rank)))
+            # for-each-ref also lists refs *below* a literal pattern; as in git's glob, `*` never spans a slash.
+            elif not target and re.fullmatch(pattern, name):
+                remote = name.removeprefix("refs/remotes/").removesuffix(f"/{self.branch}")
+                tracking.append((remote != "origin", remote, name, oid))  # origin's first, then the others by name
+        return RefState(local, symref, checked_out, {name: oid for *_, name, oid in sorted(tracking)})
 
     def in_the_way(self) -> str:
         """A ref of this repository that keeps ``refs/heads/<branch>`` from being created, else ""."""
@@ -172,15 +158,6 @@ class Refs:
             if name and (self.local_ref.startswith(name + "/") or name.startswith(self.local_ref + "/")):
                 return name
         return ""
-
-    def _rank(self, item: tuple[str, str]) -> tuple[int, int, str]:
-        name = item[0]
-        exact = [i for i, ref in enumerate(self._tracking) if ref == name]
-        if exact:
-            return (0, exact[0], name)
-        remote = name.removeprefix("refs/remotes/").removesuffix(f"/{self.branch}")
-        rank = self._prefer.index(remote) if remote in self._prefer else len(self._prefer)
-        return (1, rank, remote)
 
     def check_name(self) -> None:
         """Ask git whether ``refs/heads/<branch>`` is a valid ref name (the pure checks ran before)."""
@@ -198,8 +175,7 @@ class Refs:
         now = self._git.call(*args).stdout.decode("ascii", "replace").strip()
         if (now if is_oid(now) else None) != old:  # moved (or deleted) since it was read: not a failure
             return Outcome.MOVED, result
-        clash = ref_clash(result.err)
-        if clash is not None:
+        if (clash := ref_clash(result.err)) is not None:
             raise clash_error(ref, clash)
         if lock_busy(result.err):
             return Outcome.LOCKED, result

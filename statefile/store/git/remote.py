@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from statefile.errors import GitError, InvalidDataError, NotFoundError, StatefileError
 from statefile.store.git.refs import Outcome, clash_error, ref_clash
-from statefile.store.git.runner import Git, Result, environment_failure, environment_problem, is_oid, one_line
+from statefile.store.git.runner import Git, Result, environment_error, is_oid, one_line
 from statefile.store.names import is_remote_url
 
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")  # where a token is taken from, in order
@@ -77,21 +77,20 @@ class Remote:
 
     def __init__(self, git: Git, spec: str, branch: str) -> None:
         self._git = git
-        self.spec = spec
+        self.spec = spec  # what git is given: the name, or the URL without credentials
         self.branch = branch
         self.is_url = is_remote_url(spec)
-        self.target = spec  # what git is given: the name, or the URL without credentials
-        self.tracking_ref = private_ref(self.target, branch) if self.is_url else f"refs/remotes/{spec}/{branch}"
+        self.tracking_ref = private_ref(self.spec, branch) if self.is_url else f"refs/remotes/{spec}/{branch}"
         self.remote_ref = f"refs/heads/{branch}"
         #: How messages name the remote (``origin``, or the URL without credentials) and its branch.
-        self.name = git.redact(self.target)
+        self.name = git.redact(self.spec)
         self.display = f"{self.name} {branch}" if self.is_url else f"{self.name}/{branch}"
 
     def advertised(self) -> str | None:
         """The remote branch's commit now (``None``: no such branch); InvalidDataError for a symbolic ref there,
         which only ``ls-remote --symref`` over protocol v2 tells."""
         result = self._git.call(
-            "-c", "protocol.version=2", "ls-remote", "--symref", "--end-of-options", self.target, self.remote_ref
+            "-c", "protocol.version=2", "ls-remote", "--symref", "--end-of-options", self.spec, self.remote_ref
         )
         if not result.ok:
             raise self.fetch_error(result)
@@ -112,7 +111,7 @@ class Remote:
         """``git fetch`` of the branch into :attr:`tracking_ref`; the caller decides what a failure means."""
         return self._git.call(
             "fetch", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--quiet", "--end-of-options",
-            self.target, f"+{self.remote_ref}:{self.tracking_ref}",
+            self.spec, f"+{self.remote_ref}:{self.tracking_ref}",
         )  # fmt: skip
 
     def fetch_error(self, result: Result) -> StatefileError:
@@ -124,8 +123,7 @@ class Remote:
                     f"remote {self.spec!r} is not configured in {self._git.cwd}; configured remotes: "
                     f"{', '.join(configured) or 'none'} (add one with `git remote add`, or pass a URL)"
                 )
-        existing = ref_clash(result.err)
-        if existing is not None:  # a copy of a branch since deleted on the remote is in the way of this one's copy
+        if (existing := ref_clash(result.err)) is not None:  # a copy of a branch deleted there is in the way
             fix = f"if it is a copy of a branch deleted on the remote, `git fetch --prune {self.name}` removes it; "
             return clash_error(self.tracking_ref, existing, fix=fix + "else use another --branch")
         if "mismatched algorithms" in result.err or "does not support this repository's hash" in result.err:
@@ -141,58 +139,42 @@ class Remote:
         """Push ``new``, never forced (``--no-verify``: pre-push hooks are about the user's code): REJECTED,
         REMOTE_LOCKED, or MOVED when git gave no verdict (the caller must look); other refusals raise."""
         target = f"{new}:{self.remote_ref}"
-        result = self._git.call("push", "--porcelain", "--no-verify", "--end-of-options", self.target, target)
+        result = self._git.call("push", "--porcelain", "--no-verify", "--end-of-options", self.spec, target)
         if result.ok:
             return Outcome.DONE, result
-        for line in result.stdout.decode("utf-8", "replace").splitlines():
-            if not line.startswith("!"):
-                continue
-            reason = line.split("\t")[-1].strip()
-            # "cannot lock ref …: is at X but expected Y": another push moved the ref while this one waited.
-            if any(word in reason for word in _PUSH_RACED) or "but expected" in result.err:
-                return Outcome.REJECTED, result
-            # Refused as "failed to lock" too, but no wait frees it: a ref on the remote is in the way of ours.
-            existing = ref_clash(remote_message(result.err))
-            if existing is not None:
-                raise clash_error(self.remote_ref, existing, where=f" on {self.name}")
-            if any(word in reason for word in _PUSH_LOCKED) and environment_problem(result.err) == "":
-                return Outcome.REMOTE_LOCKED, result
-            raise self.refused(reason, result)
-        return Outcome.MOVED, result
-
-    def refused(self, reason: str, result: Result) -> StatefileError:
-        """The error for a push the remote refused: what the remote (or its hook) said, on one line."""
+        refusal = next((line for line in result.stdout.decode("utf-8", "replace").splitlines() if line[:1] == "!"), "")
+        if not refusal:
+            return Outcome.MOVED, result
+        reason = refusal.split("\t")[-1].strip()
+        # "cannot lock ref …: is at X but expected Y": another push moved the ref while this one waited.
+        if any(word in reason for word in _PUSH_RACED) or "but expected" in result.err:
+            return Outcome.REJECTED, result
         said = remote_message(result.err)
+        # Refused as "failed to lock" too, but no wait frees it: a ref on the remote is in the way of ours.
+        if (existing := ref_clash(said)) is not None:
+            raise clash_error(self.remote_ref, existing, where=f" on {self.name}")
+        if any(word in reason for word in _PUSH_LOCKED) and environment_error("", result.err) is None:
+            return Outcome.REMOTE_LOCKED, result
         # A remote on this machine or over ssh writes some reasons straight to stderr, not as "remote:" lines.
-        problem = environment_problem(said or reason)
-        if problem:
-            return environment_failure(problem, f"the push to {self.display}", said or reason, remote=True)
+        if error := environment_error(f"the push to {self.display}", said or reason, remote=True):
+            raise error
         if "hook declined" in reason:
             detail = f"{reason}: {said}" if said else reason
-            return GitError(
+            raise GitError(
                 f"the push to {self.display} was refused by a hook on the remote ({one_line(detail)}); that hook "
                 "decides what this branch accepts — see its message"
             )
         detail = f"{reason}; the remote said: {said}" if said else reason
-        return GitError(
+        raise GitError(
             f"the push to {self.display} was refused ({one_line(detail)}); check branch protection and write "
             f"permission for {self.branch}"
         )
 
     def push_error(self, result: Result) -> StatefileError:
         """The error for a push that failed without a verdict on the ref (after the remote was checked)."""
-        said = remote_message(result.err)
-        if said and environment_problem(said):
-            return self.refused("the remote failed", result)
-        hint = f"check that {self.display} is reachable and writable"
-        return self._git.failure(result, hint, what=f"pushing to {self.display}")
-
-    def unverified_error(self, seconds: float, check: str) -> StatefileError:
-        """Not "failed": the commit may be there, and running the command again would record it twice."""
-        return GitError(
-            f"the push to {self.display} may have landed, but it could not be verified: the connection broke "
-            f"before git reported the outcome, and {self.display} could not be read back for {seconds:.0f} s; "
-            f"check with `{check}` before recording again, or the same change may be recorded twice"
+        what = f"the push to {self.display}"
+        return environment_error(what, remote_message(result.err), remote=True) or self._git.failure(
+            result, f"check that {self.display} is reachable and writable", what=f"pushing to {self.display}"
         )
 
     def locked_error(self, result: Result) -> StatefileError:
@@ -207,13 +189,12 @@ class Remote:
 
 def remote_message(stderr: str) -> str:
     """The remote's own words on one line: ``remote:`` lines and ``remote unpack failed`` (porcelain says less)."""
-    lines = []
-    for line in stderr.splitlines():
-        if line.startswith("remote:"):
-            lines.append(line[len("remote:") :].strip())
-        elif line.startswith(_UNPACK_FAILED):
-            lines.append("unpack failed: " + line[len(_UNPACK_FAILED) :].strip())
-    return one_line("\n".join(lines))
+    said = (
+        "unpack failed: " + line[len(_UNPACK_FAILED) :] if line.startswith(_UNPACK_FAILED) else line[len("remote:") :]
+        for line in stderr.splitlines()
+        if line.startswith(("remote:", _UNPACK_FAILED))
+    )
+    return one_line("\n".join(said))  # which strips each line
 
 
 def env_tokens() -> tuple[str, ...]:

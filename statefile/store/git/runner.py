@@ -56,29 +56,22 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def environment_problem(text: str) -> str:
-    """``"full"`` or ``"read-only"`` when git's (or the OS's) message says the disk is full or unwritable, else ""."""
-    lower = text.lower()
+def environment_error(what: str, detail: str, *, remote: bool = False) -> EnvironmentFailure | None:
+    """The error when ``detail`` (git's or the OS's words) says a disk, here or the remote's, is full or unwritable."""
+    lower = detail.lower()
     if any(sign in lower for sign in _NO_SPACE):
-        return "full"
+        said = "is full"
+        where, fix = ("the remote's disk", "free space on the remote") if remote else ("the disk", "free space")
     # ssh's "Permission denied (publickey)" is about credentials, not this machine's files.
-    if any(sign in lower for sign in _READ_ONLY) and "permission denied (" not in lower:
-        return "read-only"
-    return ""
-
-
-def environment_failure(problem: str, what: str, detail: str, *, remote: bool = False) -> EnvironmentFailure:
-    """The error for a full disk or an unwritable repository, here or on the remote: retrying will not help."""
-    there = " there" if remote else ""
-    if problem == "full":
-        where = "the remote's disk" if remote else "the disk"
-        fix = "free space on the remote" if remote else "free space"
-    else:
+    elif any(sign in lower for sign in _READ_ONLY) and "permission denied (" not in lower:
         where = "the remote repository" if remote else "the repository"
+        said = "cannot be written"
         fix = "fix its permissions (or its read-only or full disk)" if remote else "make it writable for this user"
-    said = "is full" if problem == "full" else "cannot be written"
-    return EnvironmentFailure(
-        f"{what} failed: {where} {said} ({detail}); {fix}, then run the command again — nothing was changed{there}"
+    else:
+        return None
+    return EnvironmentFailure(  # retrying will not help
+        f"{what} failed: {where} {said} ({detail}); {fix}, then run the command again — nothing was changed"
+        + (" there" if remote else "")
     )
 
 
@@ -171,10 +164,8 @@ class Git:
         # Redacted again where the error leaves: a Result need not come from call().
         detail = one_line(self.redact(result.err or result.stdout.decode("utf-8", "replace")))
         what = what or f"git {subcommand(result.args)}"
-        problem = environment_problem(detail)
-        if problem:
-            return environment_failure(problem, what, detail)
-        return GitError(f"{what} failed (exit {result.returncode}): {detail}; {hint}")
+        failed = f"{what} failed (exit {result.returncode}): {detail}; {hint}"
+        return environment_error(what, detail) or GitError(failed)
 
     def popen(self, *args: str, bufsize: int = -1) -> subprocess.Popen[bytes]:
         """Start ``git args…`` with pipes for stdin and stdout (stderr is discarded)."""
@@ -237,22 +228,17 @@ def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository
         proc = subprocess.run(
             [exe, *args], cwd=where, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
         )
-    except FileNotFoundError:
-        if not where.exists():
-            raise NotFoundError(f"{path}: no such folder; pass the path of a git repository") from None
-        raise GitError("cannot run git; install git and put it on PATH") from None
-    except NotADirectoryError:
-        raise NotFoundError(f"{path}: not a folder; pass the path of a git repository") from None
     except OSError as exc:
+        if not where.is_dir():
+            what = "not a folder" if where.exists() else "no such folder"
+            raise NotFoundError(f"{path}: {what}; pass the path of a git repository") from None
         raise GitError(f"cannot run git in {path} ({exc.strerror}); check the path and that git is installed") from None
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     err = proc.stderr.decode("utf-8", "replace")
     # --show-toplevel fails in a bare repository (and inside a .git folder) after printing the other answers.
     if len(lines) < 4 or (proc.returncode and "work tree" not in err):
         if "not a git repository" in err or not err:
-            raise NotFoundError(
-                f"{path}: not inside a git repository; run `git init` there, or use a folder store (--dir)"
-            )
+            raise NotFoundError(f"{path}: not inside a git repository; `git init` one, or use a folder store (--dir)")
         raise GitError(f"git rev-parse failed in {path}: {one_line(redact(err))}; check the repository")
     git_dir = Path(lines[0])
     # Without a fifth line, git was asked from inside the .git folder of a repository with a work tree.

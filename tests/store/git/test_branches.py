@@ -12,7 +12,7 @@ L, T = "1" * 40, "2" * 40  # a local and a remote-tracking commit
 
 def state(local: str | None, tracking: str | None, ahead: int, behind: int, remote: str | None) -> BranchState:
     name = "origin/memory/autoloop"
-    return BranchState(local, "refs/remotes/" + name, tracking, ahead, behind, name, "memory/autoloop", remote)
+    return BranchState(local, tracking, ahead, behind, name, "memory/autoloop", remote)
 
 
 # local, tracking, ahead, behind, --remote | relation | pin | the note says | a write is refused with

@@ -156,8 +156,8 @@ def test_git_judges_a_branch_name_before_the_branch_is_created(tmp_path: Path) -
     store = Store.open(repo, branch="memory/ok")
     # As if the pure rules had let a bad name by: git's own check-ref-format still stands in the way.
     with pytest.raises(UsageError, match="git refuses it"):
-        Refs(store._git, store.repository, "bad..name", []).check_name()
-    Refs(store._git, store.repository, "memory/ok", []).check_name()
+        Refs(store._git, store.repository, "bad..name", "").check_name()
+    Refs(store._git, store.repository, "memory/ok", "").check_name()
 
 
 class FakeTime:
@@ -177,14 +177,14 @@ def test_it_stops_at_the_first_done_and_counts_attempts() -> None:
     clock = FakeTime()
     outcomes = iter([Outcome.MOVED, Outcome.REJECTED, Outcome.DONE, Outcome.MOVED])
     tried = retry(lambda n: (next(outcomes), n), Backoff(10, 0.1, 4.0, 60.0), sleep=clock.sleep, clock=clock.clock)
-    assert (tried.outcome, tried.value, tried.attempts) == (Outcome.DONE, 2, 3)
+    assert tried == (Outcome.DONE, 2, 3)
     assert len(clock.waits) == 2 and all(w >= 0 for w in clock.waits)
 
 
 def test_it_gives_up_after_the_tries() -> None:
     clock = FakeTime()
     tried = retry(lambda n: (Outcome.LOCKED, n), Backoff(5, 0.01, 0.1, 60.0), sleep=clock.sleep, clock=clock.clock)
-    assert (tried.outcome, tried.attempts) == (Outcome.LOCKED, 5)
+    assert (tried[0], tried[2]) == (Outcome.LOCKED, 5)
 
 
 def test_it_gives_up_when_the_time_is_spent_and_never_sleeps_past_it() -> None:
@@ -195,7 +195,8 @@ def test_it_gives_up_when_the_time_is_spent_and_never_sleeps_past_it() -> None:
         return Outcome.REJECTED, n
 
     tried = retry(attempt, Backoff(1000, 0.5, 4.0, 20.0), rng=random.Random(3), sleep=clock.sleep, clock=clock.clock)
-    assert tried.outcome is Outcome.REJECTED and tried.attempts < 1000
+    outcome, _, attempts = tried
+    assert outcome is Outcome.REJECTED and attempts < 1000
     assert clock.now <= 20.0 + 1.0  # no wait starts that would end past the budget; the last attempt may run on
 
 
