@@ -33,7 +33,7 @@ from gitutil import make_repos
 from upstream import upstream_machine_state
 
 import statefile
-from statefile.app.config import option_docs, resolve_config
+from statefile.app.context import option_docs, resolve_config
 from statefile.cli import COMMANDS, cli
 from statefile.cli.run import invoke
 

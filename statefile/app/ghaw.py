@@ -14,16 +14,15 @@ from typing import Any
 from statefile.app.context import AppContext
 from statefile.app.reading import missing_program
 from statefile.app.writing import (
+    RecordOutcome,
     RunContext,
     autoloop_context,
     compaction_policy,
     compactor_for,
-    record_update,
-    run_update,
+    record_iteration,
 )
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import EXIT_INTERNAL, NotFoundError, StatefileError, UsageError
-from statefile.integrations.autoloop import read_json_object, write_text_atomic
 from statefile.integrations.ghaw import (
     InputError,
     clean_text,
@@ -32,9 +31,11 @@ from statefile.integrations.ghaw import (
     lines_value,
     number_value,
     read_agent_output,
+    read_json_object,
     reference_value,
     text_value,
     tool_type,
+    write_text_atomic,
 )
 from statefile.model.patterns import leading_status
 from statefile.numbers import plural
@@ -136,20 +137,21 @@ class ItemOutcome:
     status: str | None
     action: str
     marker: str
-    iteration: int | None = None
-    size: int | None = None
-    moved: int = 0
-    archived_bytes: int = 0
-    commit: str | None = None
-    attempts: int = 0
-    changes: dict[str, Any] = field(default_factory=dict)
+    record: RecordOutcome | None = None  # what was (or would be) recorded; None when failed or skipped
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     exit_code: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dict(self.__dict__)
+        """JSON-ready form: the record's numbers in the item's own keys, where ``record`` is (a commit "" is None)."""
+        items, r = list(self.__dict__.items()), self.record
+        at = [key for key, _ in items].index("record")
+        numbers = [(key, getattr(r, key) or default if r else default) for key, default in _UNSET.items()]
+        return dict(items[:at] + numbers + items[at + 1 :])
+
+
+#: The record's keys in an item's JSON, with the values an item without a record shows.
+_UNSET: dict[str, Any] = dict(iteration=None, size=None, moved=0, archived_bytes=0, commit=None, attempts=0, changes={})
 
 
 def item_marker(item: Mapping[str, Any], index: int, run_id: str | None, attempt: str | None) -> str:
@@ -188,8 +190,7 @@ def request_from_item(item: Mapping[str, Any], *, context: RunContext | None, ru
     if unknown:
         listed = ", ".join(cut_bytes(clean_text(str(k)[:200]), 40) for k in unknown[:5])  # cut, then cleaned
         warnings.append(f"not an input of the tool, ignored: {listed}" + (" …" if len(unknown) > 5 else ""))
-    pr, pr_warning = reference_value(item, "pr")
-    issue, issue_warning = reference_value(item, "issue")
+    (pr, pr_warning), (issue, issue_warning) = reference_value(item, "pr"), reference_value(item, "issue")
     warnings += [w for w in (pr_warning, issue_warning) if w]
     commit = _text(item, "commit", warnings)
     raw = text_value(item, "status")
@@ -224,11 +225,10 @@ def request_from_item(item: Mapping[str, Any], *, context: RunContext | None, ru
 
 @dataclass(frozen=True)
 class ApplyOutcome:
-    """One outcome per item, the items gh-aw dropped before the job, and the budget sizes are measured against."""
+    """One outcome per item, and the items gh-aw dropped before the job."""
 
     items: tuple[ItemOutcome, ...]
     dropped: tuple[str, ...] = ()
-    max_bytes: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -302,22 +302,16 @@ def apply(app: AppContext, agent_output: Path, *, item_type: str = ITEM_TYPE, co
                 known = set(store.programs()) if known is None else known
                 if program not in known:
                     raise missing_program(store, program, hint="nothing was written for this item")
-            update = record_update(
+            outcome.record = record = record_iteration(
                 store, program, request, policy, now=now, create=context is not None, keep_issue=True,
-                compactor=compactor_for(app, program),
+                compactor=compactor_for(app, program), dry_run=dry_run,
             )  # fmt: skip
-            done = run_update(store, program, update, dry_run=dry_run)
-            if done.detail is None:  # the item's entry is on the branch already (the job was re-run)
-                outcome.action = "skipped"
-                continue
-            outcome.action = "would-record" if dry_run else "recorded"
-            for key in ("iteration", "size", "moved", "archived_bytes", "changes"):  # the record's, as the item's
-                setattr(outcome, key, getattr(done.detail, key))
-            outcome.warnings.extend(done.detail.notes)
-            outcome.commit, outcome.attempts = done.commit, done.attempts
+            # None: the item's entry is on the branch already (the job was re-run)
+            outcome.action = "skipped" if record is None else "would-record" if dry_run else "recorded"
+            outcome.warnings.extend(record.notes if record else ())
         except StatefileError as exc:
-            outcome.action, outcome.error, outcome.exit_code = "failed", str(exc), exc.exit_code
+            outcome.error, outcome.exit_code = str(exc), exc.exit_code
         except Exception as exc:  # one item's bug must not stop the others: they are still tried
-            outcome.action, outcome.exit_code = "failed", EXIT_INTERNAL
+            outcome.exit_code = EXIT_INTERNAL
             outcome.error = f"internal error on this item ({type(exc).__name__}); nothing was written for it"
-    return ApplyOutcome(tuple(outcomes), dropped, store.max_bytes)
+    return ApplyOutcome(tuple(outcomes), dropped)

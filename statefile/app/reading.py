@@ -15,16 +15,13 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from statefile.app.config import Config
-from statefile.app.context import AppContext
+from statefile.app.context import AppContext, Config
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import InvalidDataError, NotFoundError, StatefileError, UsageError
-from statefile.integrations.autoloop import merge_report, program_report, read_json_object, write_text_atomic
-from statefile.integrations.ghaw import glob_matches
-from statefile.model.anomalies import history_gaps
+from statefile.integrations.ghaw import glob_matches, merge_report, program_report, read_json_object, write_text_atomic
 from statefile.model.archive import find_iteration_in_parts
-from statefile.model.document import StateDocument, parse, read_machine_state
-from statefile.model.spans import spans_text
+from statefile.model.document import StateDocument, history_gaps, parse, read_machine_state
+from statefile.model.history import spans_text
 from statefile.numbers import budget_text, percent
 from statefile.store import Store
 from statefile.store.atomic import read_state_file

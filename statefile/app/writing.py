@@ -1,4 +1,4 @@
-"""The write use cases, one atomic write each; updates are pure (a lost race calls them again)."""
+"""The write use cases and export, one atomic write each; updates are pure (a lost race calls them again)."""
 
 from __future__ import annotations
 
@@ -6,29 +6,29 @@ import re
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from statefile.app.config import Config
-from statefile.app.context import AppContext
-from statefile.app.reading import check_document, missing_program
+from statefile.app.context import AppContext, Config
+from statefile.app.reading import archive_texts, check_document, missing_program, read_program
 from statefile.defaults import SHARED_PROGRAM, SUMMARY_CAP
 from statefile.errors import BudgetError, ConflictError, NotFoundError, StatefileError, UsageError
-from statefile.integrations.autoloop import read_json_object
-from statefile.integrations.ghaw import InputError, number_value
+from statefile.integrations.ghaw import InputError, number_value, read_json_object
 from statefile.integrations.summarizer import command_summarizer
-from statefile.model.archive import make_chunk, plan_append
+from statefile.model.archive import make_chunk, plan_append, unwrap_chunk
 from statefile.model.document import StateDocument, parse
 from statefile.model.machine_state import state_changes
 from statefile.model.patterns import STATUS_GLYPHS, lesson_key
 from statefile.model.template import new_state_file
-from statefile.model.text import utf8_size
+from statefile.model.text import encode, utf8_size
 from statefile.numbers import number_text, plural
+from statefile.policy import lessons
 from statefile.policy.compaction import CompactionPolicy, CompactionReport, CompactionResult, compact, compact_within
+from statefile.policy.lessons import NumberedLesson, Tombstone
 from statefile.policy.repair import RepairResult, removed_by_edit, repair
 from statefile.policy.rules import (
     ITEM_TRAILER,
@@ -42,7 +42,8 @@ from statefile.policy.rules import (
 from statefile.store import Change, GitStore, Store, UpdateResult
 from statefile.store.atomic import INPUT_LIMIT, read_limit, read_regular_file
 from statefile.store.base import T
-from statefile.store.names import is_program_name, validate_program
+from statefile.store.exchange import dumps, export_json
+from statefile.store.names import case_twins, is_program_name, validate_program
 
 #: The trailers a record commit carries (``git log --format=%(trailers:key=…)`` reads them back; ``sync`` does).
 PROGRAM_TRAILER = "Statefile-Program"
@@ -178,13 +179,14 @@ def run_update(
 
 
 def record_iteration(store: Store, program: str, request: RecordRequest, policy: CompactionPolicy, *, now: datetime,
-                     compactor: Compactor | None = None, create: bool = False,
-                     dry_run: bool = False) -> RecordOutcome:  # fmt: skip
-    """Record one iteration and compact by policy in one atomic write; a missing program is created with ``create``."""
-    update = record_update(store, program, request, policy, now=now, compactor=compactor, create=create)
+                     compactor: Compactor | None = None, create: bool = False, keep_issue: bool = False,
+                     dry_run: bool = False) -> RecordOutcome | None:  # fmt: skip
+    """Record one iteration and compact by policy in one atomic write (``None``: ``request.marker`` is there)."""
+    update = record_update(
+        store, program, request, policy, now=now, compactor=compactor, create=create, keep_issue=keep_issue
+    )
     done = run_update(store, program, update, dry_run=dry_run)
-    assert done.detail is not None  # no marker: a record always makes an entry
-    return replace(done.detail, commit=done.commit or "", attempts=done.attempts, dry_run=dry_run)
+    return done.detail and replace(done.detail, commit=done.commit or "", attempts=done.attempts, dry_run=dry_run)
 
 
 def record_program(app: AppContext, program: str, request: RecordRequest, *, create: bool = False,
@@ -202,10 +204,12 @@ def record_program(app: AppContext, program: str, request: RecordRequest, *, cre
     # The scheduler's first run may start the configured branch, never a --branch flag's (a typo).
     store = app.writer(create=create or (own and not config.branch.source.startswith("flag")))
     now = datetime.now(timezone.utc)
-    return record_iteration(
-        store, program, request, compaction_policy(config, now=now), now=now,
-        compactor=compactor_for(app, program), create=create or own, dry_run=dry_run,
-    )  # fmt: skip
+    policy, compactor = compaction_policy(config, now=now), compactor_for(app, program)
+    done = record_iteration(
+        store, program, request, policy, now=now, compactor=compactor, create=create or own, dry_run=dry_run
+    )
+    assert done is not None  # no marker: a record always makes an entry
+    return done
 
 
 def change_lines(changes: dict[str, Any]) -> list[str]:
@@ -342,13 +346,6 @@ def compact_program(
     return replace(done.detail, commit=done.commit or "")
 
 
-def compact_target(app: AppContext, program: str, *, aggressive: bool, dry_run: bool, now: datetime) -> CompactOutcome:
-    """``statefile compact`` of one program of ``app``'s store."""
-    store = app.reader() if dry_run else app.writer()
-    policy = compaction_policy(app.config(), aggressive=aggressive, now=now)
-    return compact_program(store, program, policy, dry_run=dry_run, compactor=compactor_for(app, program))
-
-
 @dataclass(frozen=True)
 class RepairOutcome:
     """What ``repair`` did (or would do) to one program, and where its archive parts are."""
@@ -382,16 +379,15 @@ def repair_program(store: Store, program: str, *, dry_run: bool) -> RepairOutcom
 
 @dataclass(frozen=True)
 class EditOutcome:
-    """What ``edit`` saved (``commit`` "" when nothing changed), and whether it restored the heading."""
+    """What ``edit`` saved (``commit`` "" in a folder), and whether it restored the heading."""
 
     commit: str
-    changed: bool
     heading_restored: bool = False
 
 
 def edit_program(app: AppContext, program: str, run_editor: Callable[[str, int], str | None],
-                 keep: Callable[[str], Path], tell: Callable[[str], None]) -> EditOutcome:  # fmt: skip
-    """``statefile edit``: the edited text, validated, in one commit; a failed save keeps the text and says where."""
+                 keep: Callable[[str], Path], tell: Callable[[str], None]) -> EditOutcome | None:  # fmt: skip
+    """``statefile edit``: the edited text, validated, in one commit (``None``: unchanged); a failed save keeps it."""
     writable_program(program)
     store = app.writer()
     original = store.read_text(program)
@@ -399,7 +395,7 @@ def edit_program(app: AppContext, program: str, run_editor: Callable[[str, int],
         raise missing_program(store, program, hint=f"'statefile init {program}' creates it")
     edited = run_editor(original, read_limit(app.config().max_bytes.value))
     if edited is None or edited == original:
-        return EditOutcome("", False)
+        return None
     parsed = parse(edited)
     restored = restore_heading(parsed)
     if not (outcome := check_document(program, restored, store.max_bytes)).ok:
@@ -417,7 +413,7 @@ def edit_program(app: AppContext, program: str, run_editor: Callable[[str, int],
     except Exception:
         tell(f"your edited text is saved in {keep(edited)}")  # even with --quiet: the user's text is there
         raise
-    return EditOutcome(commit, True, restored is not parsed)
+    return EditOutcome(commit, restored is not parsed)
 
 
 def compactor_for(app: AppContext, program: str) -> Compactor | None:
@@ -459,6 +455,175 @@ def compactor_for(app: AppContext, program: str) -> Compactor | None:
         return result
 
     return run
+
+
+# -- lessons: list, add, remove, restore, pin, unpin, promote; each change is one commit ----------------------
+@dataclass(frozen=True)
+class LessonList:
+    """A program's lessons, numbered as the other lesson commands take them, and how many shared lessons there are."""
+
+    rows: tuple[NumberedLesson, ...]
+    shared: int = 0
+
+
+@dataclass(frozen=True)
+class LessonChange:
+    """What a lesson command did: ``changed`` the lessons, ``landed`` a commit, the lesson it names, the archive."""
+
+    changed: bool
+    landed: bool
+    commit: str = ""
+    lesson_id: str = ""
+    summary: str = ""
+    archive: str = ""
+
+
+def _selector(selector: str) -> int | str:
+    return int(selector) if selector.isdigit() else selector
+
+
+def list_lessons(app: AppContext, program: str) -> LessonList:
+    """``lesson list``: PROGRAM's lessons with their numbers and ids."""
+    doc = read_program(app.reader(), program)
+    shared = app.store().read(SHARED_PROGRAM) if program != SHARED_PROGRAM else None
+    return LessonList(tuple(lessons.numbered_lessons(doc)), len(lessons.numbered_lessons(shared)) if shared else 0)
+
+
+def _lesson_update(app: AppContext, program: str, message: str,
+                   change: Callable[[Store, StateDocument], Change[LessonChange]]) -> LessonChange:  # fmt: skip
+    """``change`` of an existing program's document in one commit (``message``): its detail, with the commit."""
+    store = app.writer()
+    result = store.update(program, on_existing(store, program, partial(change, store)), message)
+    assert result.detail is not None
+    return replace(result.detail, landed=result.landed, commit=result.commit or "" if result.landed else "")
+
+
+def _amend(app: AppContext, program: str, verb: str, fn: Callable[[StateDocument], StateDocument]) -> LessonChange:
+    def change(_: Store, doc: StateDocument) -> Change[LessonChange]:
+        new = fn(doc)
+        return Change(new, detail=LessonChange(new.render() != doc.render(), False))
+
+    return _lesson_update(app, program, f"statefile: {verb} a lesson of {program}", change)
+
+
+def add_lesson(app: AppContext, program: str, text: str, *, expires: date | None, pin: bool) -> LessonChange:
+    """``lesson add``: one that is already there changes nothing."""
+    return _amend(app, program, "add", lambda doc: lessons.add_lesson(doc, text, expires=expires, pinned=pin))
+
+
+def pin_lesson(app: AppContext, program: str, selector: str, *, pinned: bool = True) -> LessonChange:
+    """``lesson pin`` (compaction never prunes a pinned lesson), or with ``pinned=False`` ``lesson unpin``."""
+    verb = "pin" if pinned else "unpin"
+    return _amend(app, program, verb, lambda doc: lessons.pin_lesson(doc, _selector(selector), pinned=pinned))
+
+
+def remove_lesson(app: AppContext, program: str, selector: str, *, reason: str) -> LessonChange:
+    """``lesson remove``: the lesson goes to the archive with ``reason``, restorable."""
+    today = datetime.now(timezone.utc).date()
+
+    def change(store: Store, doc: StateDocument) -> Change[LessonChange]:
+        text = lessons.find_lesson(doc, _selector(selector)).text
+        new, chunk = lessons.remove_lesson(doc, _selector(selector), reason=reason, today=today)
+        what, body = unwrap_chunk(chunk)
+        done = LessonChange(
+            True, True, "", lessons.lesson_id(text), lessons.lesson_summary(text), store.archive_hint(program)
+        )
+        return Change(new, archive=body, archive_label=what or f"lesson removed from {program}.md", detail=done)
+
+    return _lesson_update(app, program, f"statefile: remove a lesson from {program}", change)
+
+
+def restorable_lessons(app: AppContext, program: str) -> list[Tombstone]:
+    """``lesson restore`` without a selector: the removed lessons that can be restored, numbered from 1."""
+    store = app.reader()
+    read_program(store, program)
+    return lessons.restorable_lessons([text for _, text in archive_texts(store, program)])
+
+
+def restore_lesson(app: AppContext, program: str, selector: str) -> LessonChange:
+    """``lesson restore``: a removed lesson back from the archive (an id already restored is refused)."""
+    today = datetime.now(timezone.utc).date()
+
+    def change(store: Store, doc: StateDocument) -> Change[LessonChange]:
+        # The archive as of this attempt: a concurrent restore of the same lesson must be refused.
+        tombstone = lessons.find_tombstone([text for _, text in archive_texts(store, program)], _selector(selector))
+        new, chunk = lessons.restore_lesson(doc, tombstone, today=today)
+        what, body = unwrap_chunk(chunk)
+        done = LessonChange(True, True, "", tombstone.lesson_id, tombstone.summary)
+        return Change(new, archive=body, archive_label=what, detail=done)
+
+    return _lesson_update(app, program, f"statefile: restore a lesson of {program}", change)
+
+
+def promote_lesson(app: AppContext, program: str, selector: str) -> LessonChange:
+    """``lesson promote``: a copy of the lesson in _shared.md, which ``render`` shows to every program."""
+    store = app.writer()
+    doc = read_program(store, program)
+    lesson = lessons.find_lesson(doc, _selector(selector)).text
+    promote = partial(lessons.promote_lesson, doc, _selector(selector), program=program)
+    result = store.update(SHARED_PROGRAM, promote, f"statefile: promote a lesson of {program} to _shared.md")
+    return LessonChange(result.landed, result.landed, result.commit or "", lessons.lesson_id(lesson),
+                        lessons.lesson_summary(lesson))  # fmt: skip
+
+
+# -- export and import: the whole memory as one JSON document, and back as one commit --------------------------
+def export_memory(store: Store) -> tuple[str, int]:
+    """The export of every file in ``store`` as JSON text, and how many files it holds."""
+    branch, commit = (store.branch, store.tip()) if isinstance(store, GitStore) else ("", None)
+    data = export_json(store.read_all(), branch=branch, commit=commit)
+    return dumps(data), len(data["files"])
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """What an import wrote (paths), its commit, the state files over ``budget`` and the headings it restored."""
+
+    files: int
+    written: list[str]
+    commit: str | None
+    over_budget: list[str]
+    headings_restored: list[str]
+
+
+def import_files(store: Store, files: dict[str, str], *, budget: int, force: bool) -> ImportOutcome:
+    """``files`` as one commit (overwriting only with ``force``), then drifted headings restored, a commit each."""
+    existing = store.read_all()
+    # Refused even with --force: overwriting replaces a file, but a name differing only in case adds a second.
+    if twins := case_twins([path for path in files if path not in existing], existing):
+        name, other = twins[0]
+        there = any(p == other or (other.endswith("/") and p.startswith(other)) for p in existing)
+        where = ("on the branch" if isinstance(store, GitStore) else "in the folder") if there else "in the export"
+        more = f" (and {plural(len(twins) - 1, 'other name')})" if len(twins) > 1 else ""
+        if name.rstrip("/") == other.rstrip("/"):  # perf.md and perf.md/x: a file and a folder of one name
+            kinds = ("a folder", "a file") if name.endswith("/") else ("a file", "a folder")
+            raise UsageError(
+                f"{other.rstrip('/')} is {kinds[0]} in the export and {kinds[1]} {where}{more} — no tree or file "
+                "system holds both; nothing was written — rename one of them"
+            )
+        raise UsageError(
+            f"{name} in the export differs only in case from {other} {where}{more} — a checkout on macOS or Windows "
+            "could hold only one of them; nothing was written — rename one of them"
+        )
+    if not force:
+        clashes = sorted(path for path, text in files.items() if path in existing and existing[path] != text)
+        if clashes:
+            shown = ", ".join(clashes[:3]) + (f" and {number_text(len(clashes) - 3)} more" if len(clashes) > 3 else "")
+            raise ConflictError(
+                f"{plural(len(clashes), 'file')} {'exists' if len(clashes) == 1 else 'exist'} with different "
+                f"content ({shown}); nothing was written — "
+                "import into an empty branch (--branch NEW) or pass --force to overwrite"
+            )
+    changed = {path: text for path, text in files.items() if existing.get(path) != text}
+    states = [path for path in changed if "/" not in path and path.endswith(".md")]
+    commit = store.write_files(changed, f"statefile: import {plural(len(changed), 'file')}").commit if changed else None
+    restored = []
+    for name in (n for n in (path[: -len(".md")] for path in states) if is_program_name(n) and n != SHARED_PROGRAM):
+        if (doc := store.read(name)) is not None and restore_heading(doc) is not doc:
+            restore = on_existing(store, name, Change)
+            store.update(name, restore, f"statefile: restore the Machine State heading of {name}")
+            restored.append(name)
+    over = sorted(path for path in states if len(encode(files[path])) > budget)
+    return ImportOutcome(len(files), sorted(changed), commit, over, restored)
 
 
 # -- sync: a local branch replayed onto the remote's (a record, found by its trailers, is recorded again) ----------
@@ -510,8 +675,7 @@ def sync(app: AppContext, *, dry_run: bool = False) -> SyncOutcome:
             program = next(iter(store.trailers(commit, PROGRAM_TRAILER)), None)
             number = next((int(n) for n in store.trailers(commit, ITERATION_TRAILER) if n.isdigit()), None)
             for path in paths:
-                archive = _ARCHIVE_PATH.match(path)
-                if program is not None and archive and archive.group(1) == program:
+                if (archive := _ARCHIVE_PATH.match(path)) and archive.group(1) == program:
                     continue  # what that record's compaction archived is still in the file or archive it came from
                 if number is not None and path == f"{program}.md":
                     outcome.steps.append(_replay_record(store, policy, commit, parent, number, path, now=now))

@@ -34,7 +34,7 @@ _MODULES = {
     "mcp_server": "mcp",
 }
 COMMANDS = {name: f"statefile.cli.{module}:{name}_cmd" for module, names in _MODULES.items() for name in names.split()}
-# Global options the group reads from the environment; app.config resolves the others, which are settings.
+# Global options the group reads from the environment; app.context resolves the others, which are settings.
 _GROUP_ENV = ("repo", "folder", "repo_memory", "no_fetch", "as_json", "quiet")
 
 

@@ -87,9 +87,6 @@ def build_server(app: AppContext) -> "MCPServer":
         total: int
         rows: list[HistoryRow]  # the rows of `statefile history --json`
 
-    def pick(model: type[BaseModel], data: dict[str, Any]) -> Any:
-        return model(**{key: value for key, value in data.items() if key in model.model_fields})
-
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)  # fmt: skip
     server: MCPServer = MCPServer(name="statefile", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
@@ -122,7 +119,7 @@ def build_server(app: AppContext) -> "MCPServer":
         """Ranked lines from every program's file, its archive and the shared lessons, each naming the file,
         line, section and iteration it comes from (`expand` shows a whole iteration)."""
         hits = call(reading.search_memory, query, program=program, limit=limit)
-        return SearchResult(query=query, hits=[pick(SearchHit, hit_dict(hit)) for hit in hits])
+        return SearchResult(query=query, hits=[SearchHit.model_validate(hit_dict(hit)) for hit in hits])
 
     def expand(program: Program, iteration: Annotated[int, Field(ge=1, description="The iteration number.")]) -> str:
         """Iteration ITERATION of PROGRAM verbatim, from the state file or, after compaction, from its archive."""
@@ -144,7 +141,7 @@ def build_server(app: AppContext) -> "MCPServer":
     def list_tool() -> ListResult:
         """Every program on the memory branch: size, % of budget, iteration count, last run, best metric, status."""
         rows, max_bytes = call(lambda store: (reading.list_programs(store, app.globs), store.max_bytes))
-        return ListResult(programs=[pick(ProgramRow, row) for row in rows], max_bytes=max_bytes)
+        return ListResult(programs=[ProgramRow.model_validate(row) for row in rows], max_bytes=max_bytes)
 
     tools: list[Callable[..., Any]] = [render, search, expand, history, status, list_tool]
     for name, tool in zip(READ_ONLY_TOOLS, tools, strict=True):

@@ -16,12 +16,11 @@ from typing import Any
 import click
 
 from statefile.app import reading
-from statefile.app.config import option_docs
-from statefile.app.context import AppContext
+from statefile.app.context import AppContext, option_docs
 from statefile.cli.run import WholeNumber, escaped, paint, shown
 from statefile.cli.support import Pager, command, echo, emit_json, plain, reader_options, say, table, without_checkout
 from statefile.errors import EXIT_CHECK_FAILED
-from statefile.model.anomalies import REPAIRABLE
+from statefile.model.document import REPAIRABLE
 from statefile.model.machine_state import label_for
 from statefile.model.text import clip
 from statefile.numbers import budget_text, number_text, percent_text, plural
@@ -314,9 +313,9 @@ def history_cmd(app: AppContext, program: str, as_csv: bool, last: int | None, p
     echo("\n".join(lines))
     for event in events:
         echo(escaped(f"iteration {event['iteration']}: {event['text']}"))
-    points, best = history.points(), history.best_points()
-    metric = f"; metric {plain(points[0][1])} → {plain(points[-1][1])}" if points else ""
-    metric += f", best {plain(best[-1][1])} ({history.direction} is better)" if points and best else ""
+    start, end, best = history.metric_ends() or (None, None, None)
+    metric = f"; metric {plain(start)} → {plain(end)}" if start is not None else ""
+    metric += f", best {plain(best)} ({history.direction} is better)" if best is not None else ""
     more = f"; showing the newest {number_text(len(rows))}" if len(rows) < len(history.rows) else ""
     say(app, f"{where_sentence(history)}{metric}{more}")
 

@@ -137,7 +137,7 @@ def hints_of(app: AppContext, style: str) -> Hints:
     given = {"--dir": app.folder, "--remote": app.remote, "--branch": app.branch, "--repo": app.repo}
     words = ["statefile", *(["--repo-memory"] if app.repo_memory else [])]
     words += [word for flag, value in given.items() if value is not None for word in (flag, redact(str(value)))]
-    return Hints("cli", prefix=shlex.join(words))
+    return Hints(prefix=shlex.join(words))
 
 
 def plain(value: Any) -> str:

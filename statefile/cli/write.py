@@ -21,16 +21,14 @@ from typing import Any, TypeVar
 
 import click
 
-from statefile.app import ghaw, lessons, writing
-from statefile.app.backup import export_memory, import_files
+from statefile.app import ghaw, writing
 from statefile.app.context import AppContext
 from statefile.app.reading import is_path_argument, resolve_targets
 from statefile.cli.run import GITHUB_NUMBER, WholeNumber, echo_error, escaped, invoke, paint, shown
 from statefile.cli.support import command, echo, emit_json, fit, say, without_checkout
 from statefile.defaults import SHARED_PROGRAM
 from statefile.errors import EnvironmentFailure, InvalidDataError, StatefileError, UsageError
-from statefile.integrations.autoloop import write_text_atomic
-from statefile.integrations.ghaw import tool_type
+from statefile.integrations.ghaw import tool_type, write_text_atomic
 from statefile.model.patterns import STATUS_GLYPHS
 from statefile.model.text import clip, encode, utf8_size
 from statefile.numbers import budget_text, number_text, plural, size_text
@@ -138,10 +136,10 @@ def compact_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, a
 
     TARGETS are program names, or state files' paths."""
     app = app.with_summarizer(summarizer)
-    now = datetime.now(timezone.utc)
-    results, failures = _each(app, targets, all_programs, dry_run, "compact",
-                              lambda ctx, name: writing.compact_target(ctx, name, aggressive=aggressive,
-                                                                       dry_run=dry_run, now=now))  # fmt: skip
+    policy = writing.compaction_policy(app.config(), aggressive=aggressive, now=datetime.now(timezone.utc))
+    results, failures = _each(app, targets, all_programs, dry_run, "compact", lambda ctx, name: writing.compact_program(
+        ctx.reader() if dry_run else ctx.writer(), name, policy, dry_run=dry_run,
+        compactor=writing.compactor_for(ctx, name)))  # fmt: skip
     if app.as_json:
         return [{"program": r.program, "target": label, "commit": r.commit, "dry_run": r.dry_run,
                  "heading_restored": r.heading_restored, **r.report.as_dict()} for label, r in results]  # fmt: skip
@@ -193,9 +191,8 @@ def _each(app: AppContext, names: tuple[str, ...], all_programs: bool, dry_run: 
 @click.option("--dry-run", is_flag=True, help=DRY_RUN)
 def repair_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, dry_run: bool) -> None:
     """Fix what `check` warns about that has one right answer; archive everything taken out."""
-    for name in targets:  # _shared.md is refused whether or not it exists: a usage error, not a missing file
-        if not is_path_argument(name):
-            writing.writable_program(name)
+    for name in (name for name in targets if not is_path_argument(name)):  # _shared.md: a usage error, missing or not
+        writing.writable_program(name)
     done, failures = _each(app, targets, all_programs, dry_run, "repair", lambda ctx, name: writing.repair_program(
         ctx.reader() if dry_run else ctx.writer(), name, dry_run=dry_run))  # fmt: skip
     outcomes = [o for _, o in done]
@@ -232,7 +229,7 @@ def edit_cmd(app: AppContext, program: str) -> None:
     outcome = writing.edit_program(app, program, lambda text, limit: _run_editor(program, text, limit),
                                    lambda text: _keep_text(program, text),
                                    lambda note: echo(f"statefile: {note}", err=True))  # fmt: skip
-    if not outcome.changed:
+    if outcome is None:
         say(app, "nothing changed: the editor left the text as it was")
         return
     restored = ["  restored the ⚙️ Machine State heading the scheduler looks for (the edit had changed it)"]
@@ -296,7 +293,7 @@ def _lesson(name: str, *examples: str, then: str = "selector") -> Callable[[Call
     )
 
 
-def _said(app: AppContext, done: lessons.LessonChange, said: str, noop: str) -> None:
+def _said(app: AppContext, done: writing.LessonChange, said: str, noop: str) -> None:
     if done.changed:
         say(app, f"{said}{_commit(done.commit)}")
     elif done.landed:
@@ -309,7 +306,7 @@ def _said(app: AppContext, done: lessons.LessonChange, said: str, noop: str) -> 
 @_lesson("list", "statefile lesson list perf", "statefile lesson list _shared --json", then="")
 def lesson_list(app: AppContext, program: str) -> Any:
     """List PROGRAM's lessons with the numbers and ids the other lesson commands take (📌 pinned, expiry dates)."""
-    listed = lessons.list_lessons(app, program)
+    listed = writing.list_lessons(app, program)
     if app.as_json:
         return [row.as_dict() for row in listed.rows]
     if not listed.rows:
@@ -330,7 +327,7 @@ def lesson_list(app: AppContext, program: str) -> Any:
 @click.option("--pin", is_flag=True, help="Pinned lessons are never pruned.")
 def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | None, pin: bool) -> None:
     """Add a lesson to PROGRAM (adding one that is already there changes nothing)."""
-    done = lessons.add(app, program, text, expires=expires.date() if expires else None, pin=pin)
+    done = writing.add_lesson(app, program, text, expires=expires.date() if expires else None, pin=pin)
     _said(app, done, f"added the lesson to {program}", f"{program} already has this lesson")
 
 
@@ -338,7 +335,7 @@ def lesson_add(app: AppContext, program: str, text: str, expires: dt.datetime | 
 @click.option("--reason", required=True, help="Why it is removed (kept in the archive with the lesson).")
 def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> None:
     """Move lesson SELECTOR (1-based number, id or unique text) of PROGRAM to the archive, with a reason."""
-    done = lessons.remove(app, program, selector, reason=reason)
+    done = writing.remove_lesson(app, program, selector, reason=reason)
     say(app, f"moved lesson {done.lesson_id} to {done.archive}{_commit(done.commit)}: {done.summary} "
              f"(undo: statefile lesson restore {program} {done.lesson_id})")  # fmt: skip
 
@@ -348,11 +345,11 @@ def lesson_remove(app: AppContext, program: str, selector: str, reason: str) -> 
 def lesson_restore(app: AppContext, program: str, selector: str | None) -> Any:
     """Restore a removed lesson of PROGRAM from its archive (no SELECTOR: list the restorable ones)."""
     if selector is not None:
-        done = lessons.restore(app, program, selector)
+        done = writing.restore_lesson(app, program, selector)
         named = f" {done.lesson_id}" if done.lesson_id else ""
         say(app, f"restored lesson{named}{_commit(done.commit)}" + (f": {done.summary}" if done.lesson_id else ""))
         return
-    candidates = lessons.restorable(app, program)
+    candidates = writing.restorable_lessons(app, program)
     if app.as_json:
         return [{"number": n, "lesson_id": c.lesson_id, **c.__dict__} for n, c in enumerate(candidates, 1)]
     if not candidates:
@@ -364,20 +361,21 @@ def lesson_restore(app: AppContext, program: str, selector: str | None) -> Any:
 @_lesson("pin", 'statefile lesson pin perf "typed arrays"')
 def lesson_pin(app: AppContext, program: str, selector: str) -> None:
     """Pin lesson SELECTOR of PROGRAM so compaction never prunes it."""
-    done = lessons.pin(app, program, selector)
+    done = writing.pin_lesson(app, program, selector)
     _said(app, done, "pinned the lesson (compaction never prunes it)", "the lesson is already pinned")
 
 
 @_lesson("unpin", "statefile lesson unpin perf 2")
 def lesson_unpin(app: AppContext, program: str, selector: str) -> None:
     """Unpin lesson SELECTOR of PROGRAM (compaction may prune it again)."""
-    _said(app, lessons.pin(app, program, selector, pinned=False), "unpinned the lesson", "the lesson is not pinned")
+    done = writing.pin_lesson(app, program, selector, pinned=False)
+    _said(app, done, "unpinned the lesson", "the lesson is not pinned")
 
 
 @_lesson("promote", 'statefile lesson promote perf "use for...of over typed arrays"')
 def lesson_promote(app: AppContext, program: str, selector: str) -> None:
     """Copy lesson SELECTOR of PROGRAM into _shared.md, which `render` shows to every program."""
-    done = lessons.promote(app, program, selector)
+    done = writing.promote_lesson(app, program, selector)
     say(app, f"promoted lesson {done.lesson_id} to _shared.md{_commit(done.commit)}: {done.summary}" if done.landed
         else "nothing changed: _shared.md already has this lesson")  # fmt: skip
 
@@ -405,7 +403,7 @@ def sync_cmd(app: AppContext, dry_run: bool) -> Any:
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Write here instead of stdout.")
 def export_cmd(app: AppContext, out: Path | None) -> None:
     """Export every program and archive as one JSON document."""
-    text, count = export_memory(app.reader())
+    text, count = writing.export_memory(app.reader())
     if out is None:
         # C1 controls and bidi marks \u-escaped (the same JSON); a file written with --out keeps dumps' bytes.
         click.echo(escaped(text, in_json=True), nl=False)
@@ -430,7 +428,7 @@ def import_cmd(app: AppContext, source: Path, force: bool) -> Any:
     largest = max((len(encode(text)) for text in files.values()), default=0)
     # Restore what the export holds, whatever its size; compaction is a later step.
     store = app.with_max_bytes(largest if largest > budget else None).writer(create=True)
-    done = import_files(store, files, budget=budget, force=force)
+    done = writing.import_files(store, files, budget=budget, force=force)
     if app.as_json:
         return dataclasses.asdict(done)
     same = done.files - len(done.written)
@@ -511,18 +509,17 @@ def apply_cmd(app: AppContext, agent_output: Path, item_type: str, context_path:
             say(app, f"{who}: already on the branch ({o.marker}); skipped")
         if o.action == "failed":
             _problem(app, "error", f"{who}: {o.error}")
-        if o.action in ("failed", "skipped"):
+        if (r := o.record) is None:  # failed or skipped
             continue
-        size = budget_text(o.size, done.max_bytes) if o.size is not None else "size unknown"
-        staged = o.action == "would-record"  # nothing was written
-        line = f"{who}: {'would record' if staged else 'recorded'} iteration {o.iteration} ({o.status}), {size}"
-        if o.moved:
-            line += f"; compaction {'would archive' if staged else 'archived'} {plural(o.moved, 'item')}, "
-            line += size_text(o.archived_bytes)
-        line += f" [{o.commit[:10]}]" if o.commit else ""
-        say(app, line + (f" after {number_text(o.attempts)} tries" if o.attempts > 1 else ""))
+        line = f"{who}: {'would record' if r.dry_run else 'recorded'} iteration {r.iteration} ({o.status}), "
+        line += budget_text(r.size, r.max_bytes)
+        if r.moved:
+            line += f"; compaction {'would archive' if r.dry_run else 'archived'} {plural(r.moved, 'item')}, "
+            line += size_text(r.archived_bytes)
+        line += f" [{r.commit[:10]}]" if r.commit else ""
+        say(app, line + (f" after {number_text(r.attempts)} tries" if r.attempts > 1 else ""))
         # Never silent: an un-pause (with the reason it cleared), a pause, a completion, a new best.
-        say(app, *(f"{who}: {change}" for change in writing.change_lines(o.changes)))
+        say(app, *(f"{who}: {change}" for change in writing.change_lines(r.changes)))
     if done.exit_code:
         sys.exit(done.exit_code)
 

@@ -1,4 +1,6 @@
-"""One repository discovery, by git, for the configuration and the store; one commit identity rule.
+"""What a command runs with (statefile.app.context): settings resolution (precedence, sources, file formats, gh-aw
+frontmatter, errors), and one repository discovery, by git, for the configuration and the store; one commit identity
+rule.
 
 ``--repo sub`` and ``cd sub`` find the same repository (and so the same ``.statefile.toml``); ``GIT_DIR`` is
 honoured as git honours it; commits are made by statefile's author setting, else git's own identity
@@ -7,19 +9,530 @@ honoured as git honours it; commits are made by statefile's author setting, else
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MEMORY_BRANCH, GuardRepo, guard_run, refs_unchanged
+from conftest import MEMORY_BRANCH, GuardRepo, guard_run, only_error_line, refs_unchanged
+from gitutil import Repos, make_repos, run_statefile
 from gitutil import git as repo_git
-from gitutil import make_repos, run_statefile
 from storeutil import LOCAL, appender, git, make_repo, rev
 from upstream import upstream_machine_state
 
-from statefile.defaults import BOT_EMAIL, BOT_NAME
+from statefile.app.context import OPTIONS, Config, option_docs, resolve_config
+from statefile.defaults import BOT_EMAIL, BOT_NAME, parse_size
+from statefile.errors import EXIT_USAGE, UsageError
 from statefile.store import GitStore, discover, find_repository
+
+WORKFLOW = """\
+---
+description: |
+  Runs the loop.
+on:
+  schedule: every 6h
+  workflow_dispatch:
+permissions: read-all
+tools:
+  bash: true
+  repo-memory:
+{memory}
+---
+
+# Autoloop
+
+The prompt.
+"""
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def workflow(root: Path, memory: str, name: str = "autoloop.md") -> None:
+    indented = "\n".join("    " + line for line in memory.strip("\n").splitlines())
+    write(root, f".github/workflows/{name}", WORKFLOW.format(memory=indented))
+
+
+def resolve(
+    root: Path | None = None, flags: dict[str, object] | None = None, env: dict[str, str] | None = None
+) -> Config:
+    return resolve_config(root, flags or {}, env or {})
+
+
+# -- defaults and precedence ----------------------------------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    config = resolve()
+    assert config.max_bytes.value == 30720
+    assert config.branch.value == "memory/autoloop"
+    assert config.remote.value is None
+    assert config.file_glob.value == ("*.md",)
+    assert config.keep_recent.value == 10
+    assert config.aggressive_at.value == 0.8
+    assert config.aggressive_keep.value == 5
+    assert config.summarizer.value is None
+    assert config.summarizer_timeout.value == 30.0
+    assert config.author_name.value is None
+    assert {source for _, _, source in config.describe()} == {"default"}
+
+
+def test_empty_repository_root_gives_defaults(tmp_path: Path) -> None:
+    assert resolve(tmp_path) == resolve()
+
+
+def test_each_layer_wins_over_the_ones_below(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 1000")
+    assert resolve(tmp_path).max_bytes == dataclasses.replace(
+        resolve().max_bytes, value=1000, source=".github/workflows/autoloop.md frontmatter"
+    )
+    write(tmp_path, "pyproject.toml", "[project]\nname = 'x'\n\n[tool.statefile]\nmax-bytes = 2000\n")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.max_bytes.source) == (2000, "pyproject.toml [tool.statefile]")
+    write(tmp_path, ".statefile.toml", "max-bytes = 3000\n")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.max_bytes.source) == (3000, ".statefile.toml")
+    config = resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "4KB"})
+    assert (config.max_bytes.value, config.max_bytes.source) == (4096, "env STATEFILE_MAX_BYTES")
+    config = resolve(tmp_path, flags={"max_bytes": 5000}, env={"STATEFILE_MAX_BYTES": "4KB"})
+    assert (config.max_bytes.value, config.max_bytes.source) == (5000, "flag --max-bytes")
+
+
+def test_layers_merge_per_key(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.statefile]\nremote = 'upstream'\nkeep-recent = 8\n")
+    write(tmp_path, ".statefile.toml", "keep-recent = 12\n")
+    config = resolve(tmp_path, env={"STATEFILE_BRANCH": "memory/other"})
+    assert (config.remote.value, config.remote.source) == ("upstream", "pyproject.toml [tool.statefile]")
+    assert (config.keep_recent.value, config.keep_recent.source) == (12, ".statefile.toml")
+    assert (config.branch.value, config.branch.source) == ("memory/other", "env STATEFILE_BRANCH")
+    assert (config.max_bytes.value, config.max_bytes.source) == (30720, "default")
+
+
+def test_flags_none_and_unrelated_keys_are_ignored() -> None:
+    config = resolve(flags={"max_bytes": None, "program": "perf", "max-bytes": None, "keep-recent": 7})
+    assert config.max_bytes.source == "default"
+    assert (config.keep_recent.value, config.keep_recent.source) == (7, "flag --keep-recent")
+
+
+def test_empty_environment_values_count_as_unset() -> None:
+    config = resolve(env={"STATEFILE_MAX_BYTES": "", "STATEFILE_BRANCH": "  "})
+    assert config.max_bytes.source == "default"
+    assert config.branch.source == "default"
+
+
+def test_every_option_reads_its_environment_variable() -> None:
+    env = {
+        "STATEFILE_MAX_BYTES": "20000",
+        "STATEFILE_BRANCH": "refs/heads/memory/x",
+        "STATEFILE_REMOTE": "mirror",
+        "STATEFILE_FILE_GLOB": "*.md, notes/*.md",
+        "STATEFILE_KEEP_RECENT": "12",
+        "STATEFILE_AGGRESSIVE_AT": "0.9",
+        "STATEFILE_AGGRESSIVE_KEEP": "4",
+        "STATEFILE_SUMMARIZER": "llm -m small",
+        "STATEFILE_SUMMARIZER_TIMEOUT": "2.5",
+        "STATEFILE_AUTHOR_NAME": "Loop Bot",
+        "STATEFILE_AUTHOR_EMAIL": "bot@example.invalid",
+        "STATEFILE_MAX_PATCH_SIZE": "8KB",
+        "STATEFILE_MAX_FILE_COUNT": "50",
+        "STATEFILE_REPO_MEMORY_DIR": "/tmp/gh-aw/repo-memory/notes",
+    }
+    assert {option.env for option in OPTIONS} == set(env)
+    config = resolve(env=env)
+    assert [value for _, value, _ in config.describe()] == [
+        20000,
+        "memory/x",
+        "mirror",
+        ("*.md", "notes/*.md"),
+        12,
+        0.9,
+        4,
+        "llm -m small",
+        2.5,
+        "Loop Bot",
+        "bot@example.invalid",
+        8192,
+        50,
+        "/tmp/gh-aw/repo-memory/notes",
+    ]
+    assert all(source.startswith("env STATEFILE_") for _, _, source in config.describe())
+
+
+def test_describe_lists_every_option_with_its_documentation() -> None:
+    config = resolve(flags={"branch": "memory/b"})
+    rows = config.describe()
+    assert [key for key, _, _ in rows] == [option.key for option in OPTIONS]
+    assert ("branch", "memory/b", "flag --branch") in rows
+    docs = option_docs()
+    assert [d[0] for d in docs] == [key for key, _, _ in rows]
+    assert all(doc.strip() and flag.startswith("--") and env.startswith("STATEFILE_") for _, flag, env, _, doc in docs)
+
+
+def test_config_is_immutable() -> None:
+    config = resolve()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_bytes = config.branch  # type: ignore[misc, assignment]
+
+
+# -- values -----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [
+        (30720, 30720),
+        ("30720", 30720),
+        ("30KB", 30720),
+        ("30 kb", 30720),
+        ("30K", 30720),
+        ("1.5MiB", 1572864),
+        ("1M", 1048576),
+        ("100b", 100),
+        (" 7 ", 7),
+    ],
+)
+def test_sizes(raw: object, size: int) -> None:
+    assert parse_size(raw) == size
+
+
+@pytest.mark.parametrize("raw", ["lots", "30 XB", "", 0, -5, "0KB", True, 3.5, None, "KB"])
+def test_bad_sizes(raw: object) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        parse_size(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [("1G", 1024**3), ("1073741823.9999999999", 1073741823), ("0.5K", 512), ("0" * 400 + "7", 7), ("2.50KB", 2560)],
+)
+def test_sizes_are_parsed_exactly(raw: str, size: int) -> None:
+    """Issue 15: sizes went through float(): 309 nines became infinity (exit 70), and .9999999999 rounded up."""
+    assert parse_size(raw) == size
+
+
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        ("9" * 309, "at most 1,073,741,824 bytes (1 GiB), got a number of 309 digits"),
+        ("9" * 307 + "KB", "got a number of 307 digits"),
+        ("1073741825", "got 1,073,741,825 bytes"),
+        ("1.5G", "got 1,610,612,736 bytes"),
+        (10**5000, "got a number of more than 30 digits"),
+        ("1." + "0" * 5000 + "1", "at most 12 digits after the point"),
+    ],
+    ids=["309-digits", "307-digits-KB", "just-over", "1.5G", "huge-int", "long-fraction"],
+)
+def test_absurd_sizes_are_a_clear_value_error(raw: object, needle: str) -> None:
+    with pytest.raises(ValueError, match="must ") as info:
+        parse_size(raw)
+    assert needle in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"max_bytes": "huge"}, "flag --max-bytes: max-bytes must be a number of bytes"),
+        ({"branch": "memory/a..b"}, "flag --branch: branch 'memory/a..b' is not a valid git branch name"),
+        ({"branch": "has space"}, "not a valid git branch name"),
+        ({"branch": "memory/x.lock"}, "not a valid git branch name"),
+        ({"remote": "two words"}, "remote must be a single word"),
+        ({"keep_recent": 0}, "keep-recent must be a whole number of 1 or more"),
+        ({"keep_recent": True}, "keep-recent must be a whole number"),
+        ({"aggressive_at": 1.5}, "aggressive-at must be a fraction"),
+        ({"aggressive_at": "abc"}, "aggressive-at must be a fraction"),
+        ({"summarizer_timeout": 0}, "summarizer-timeout must be a number of seconds"),
+        ({"summarizer_timeout": "inf"}, "summarizer-timeout must be a number of seconds"),
+        ({"file_glob": []}, "file-glob must be a glob"),
+        ({"file_glob": ["*.md", 3]}, "file-glob must be a glob"),
+        ({"author_name": 5}, "author-name must be text"),
+    ],
+)
+def test_bad_values_name_their_source_and_key(flags: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace(".", r"\.").replace("(", r"\(")) as info:
+        resolve(flags=flags)
+    assert "\n" not in str(info.value)
+
+
+def test_aggressive_keep_must_not_exceed_keep_recent(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "keep-recent = 3\n")
+    # Only keep-recent set: the default aggressive-keep follows it down.
+    capped = resolve(tmp_path).aggressive_keep
+    assert (capped.value, capped.source) == (3, "default (capped at keep-recent)")
+    with pytest.raises(UsageError, match=r"aggressive-keep \(4, flag --aggressive-keep\) is larger than keep-recent"):
+        resolve(tmp_path, flags={"aggressive_keep": 4})
+    assert resolve(tmp_path, flags={"aggressive_keep": 3}).aggressive_keep.value == 3
+
+
+# -- TOML files ----------------------------------------------------------------------------------------------------
+
+
+def test_unknown_keys_list_the_valid_ones(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.statefile]\nmax-byte = 10\n")
+    with pytest.raises(UsageError) as info:
+        resolve(tmp_path)
+    message = str(info.value)
+    assert message.startswith("pyproject.toml [tool.statefile]: unknown key 'max-byte' (did you mean 'max-bytes'?)")
+    assert "valid keys: aggressive-at, aggressive-keep, author-email, author-name, branch, file-glob" in (message)
+
+
+def test_underscore_spelling_is_accepted_but_not_twice(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "max_bytes = 999\n")
+    assert resolve(tmp_path).max_bytes.value == 999
+    write(tmp_path, ".statefile.toml", "max_bytes = 999\nmax-bytes = 998\n")
+    with pytest.raises(UsageError, match="'max-bytes' is set twice"):
+        resolve(tmp_path)
+
+
+def test_wrong_types_in_toml_name_the_file_and_key(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "keep-recent = 'ten'\n")
+    with pytest.raises(UsageError, match=r"^\.statefile\.toml: keep-recent must be a whole number of 1 or more"):
+        resolve(tmp_path)
+
+
+def test_toml_lists_and_sizes(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "file-glob = ['*.md', 'extra/*.md']\nmax-bytes = '20KB'\n")
+    config = resolve(tmp_path)
+    assert config.file_glob.value == ("*.md", "extra/*.md")
+    assert config.max_bytes.value == 20480
+
+
+def test_invalid_toml_is_a_usage_error(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.statefile\nmax-bytes = 1\n")
+    with pytest.raises(UsageError, match=r"^pyproject\.toml: invalid TOML \(.*line 1.*\); fix the file$"):
+        resolve(tmp_path)
+
+
+def test_toml_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / ".statefile.toml").write_bytes(b"remote = '\xff'\n")
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        resolve(tmp_path)
+
+
+def test_tool_table_in_the_dedicated_file_gets_a_hint(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", "[tool.statefile]\nmax-bytes = 1\n")
+    with pytest.raises(UsageError, match="put the settings at the top level"):
+        resolve(tmp_path)
+
+
+def test_pyproject_without_our_table_is_ignored_and_a_non_table_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "[tool.ruff]\nline-length = 100\n")
+    assert resolve(tmp_path) == resolve()
+    write(tmp_path, "pyproject.toml", "[tool]\nstatefile = 3\n")
+    with pytest.raises(UsageError, match=r"pyproject\.toml \[tool\.statefile\]: must be a table"):
+        resolve(tmp_path)
+
+
+# -- gh-aw workflow frontmatter ------------------------------------------------------------------------------------
+
+
+def test_upstream_workflow_mapping(tmp_path: Path) -> None:
+    workflow(tmp_path, 'branch-name: memory/autoloop\nfile-glob: ["*.md"]\nmax-file-size: 30720')
+    config = resolve(tmp_path)
+    source = ".github/workflows/autoloop.md frontmatter"
+    assert (config.max_bytes.value, config.max_bytes.source) == (30720, source)
+    assert (config.branch.value, config.branch.source) == ("memory/autoloop", source)
+    assert (config.file_glob.value, config.file_glob.source) == (("*.md",), source)
+    assert config.remote.source == "default"
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"), [('"30KB"', 30720), ('"30720"', 30720), ("20480", 20480), ('"1 MB"', 1048576)]
+)
+def test_max_file_size_as_int_or_text(tmp_path: Path, raw: str, size: int) -> None:
+    workflow(tmp_path, f"branch-name: memory/autoloop\nmax-file-size: {raw}")
+    assert resolve(tmp_path).max_bytes.value == size
+
+
+def test_a_list_of_memories_picks_ours(tmp_path: Path) -> None:
+    workflow(
+        tmp_path,
+        """
+- id: notes
+  max-file-size: 1000
+- branch-name: memory/autoloop
+  max-file-size: 25KB
+  file-glob: "*.md"
+""",
+    )
+    config = resolve(tmp_path)
+    assert config.max_bytes.value == 25600
+    assert config.file_glob.value == ("*.md",)
+
+
+def test_the_configured_branch_picks_its_memory(tmp_path: Path) -> None:
+    workflow(tmp_path, "- id: notes\n  max-file-size: 1000\n- branch-name: memory/autoloop\n  max-file-size: 2000")
+    config = resolve(tmp_path, env={"STATEFILE_BRANCH": "memory/notes"})
+    assert (config.max_bytes.value, config.branch.source) == (1000, "env STATEFILE_BRANCH")
+    # A branch no workflow writes: the workflows say nothing about it.
+    assert resolve(tmp_path, flags={"branch": "memory/elsewhere"}).max_bytes.source == "default"
+
+
+def test_the_only_memory_is_used(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/loop\nmax-file-size: 4000")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.branch.value) == (4000, "memory/loop")
+
+
+def test_an_id_and_prefix_give_the_branch(tmp_path: Path) -> None:
+    workflow(tmp_path, "id: autoloop\nmax-file-size: 4000")
+    config = resolve(tmp_path)
+    assert (config.branch.value, config.max_bytes.value) == ("memory/autoloop", 4000)
+    workflow(tmp_path, "id: loop\nbranch-prefix: track\nmax-file-size: 4000")
+    assert resolve(tmp_path).branch.value == "track/loop"
+
+
+def test_repo_memory_true_is_gh_aws_default_memory(tmp_path: Path) -> None:
+    write(tmp_path, ".github/workflows/other.md", "---\ntools:\n  repo-memory: true\n---\nbody\n")
+    config = resolve(tmp_path)
+    assert config.branch.value == "memory/default"
+    assert config.max_bytes.source == "default"
+
+
+def test_several_unrelated_memories_say_nothing(tmp_path: Path) -> None:
+    workflow(tmp_path, "- id: a\n  max-file-size: 1\n- id: b\n  max-file-size: 2")
+    assert resolve(tmp_path) == resolve()
+
+
+def test_autoloop_md_wins_over_other_workflows(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 111", name="aaa.md")
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 222")
+    config = resolve(tmp_path)
+    assert (config.max_bytes.value, config.max_bytes.source) == (222, ".github/workflows/autoloop.md frontmatter")
+
+
+def test_files_that_are_not_workflows_are_skipped(tmp_path: Path) -> None:
+    write(tmp_path, ".github/workflows/README.md", "---\n: : not yaml [\n---\n# Notes\n")
+    write(tmp_path, ".github/workflows/plain.md", "# No frontmatter\n")
+    write(tmp_path, ".github/workflows/list.md", "---\n- just\n- a list\n---\n")
+    write(tmp_path, ".github/workflows/ci.yml", "on: push\n")
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: 5000")
+    assert resolve(tmp_path).max_bytes.value == 5000
+
+
+def test_bad_frontmatter_values_name_the_file_and_key(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: lots")
+    with pytest.raises(UsageError) as info:
+        resolve(tmp_path)
+    assert str(info.value) == (
+        ".github/workflows/autoloop.md frontmatter: tools.repo-memory.max-file-size must be a number of bytes "
+        "such as 30720 or '30KB', got 'lots'"
+    )
+    workflow(tmp_path, "- 3")
+    with pytest.raises(UsageError, match=r"tools\.repo-memory entries must be mappings"):
+        resolve(tmp_path)
+
+
+def test_a_higher_layer_hides_a_bad_frontmatter_value(tmp_path: Path) -> None:
+    workflow(tmp_path, "branch-name: memory/autoloop\nmax-file-size: lots")
+    assert resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "100"}).max_bytes.value == 100
+
+
+# -- issue 22: an explicit --dir outranks a remote from a file; messages name the key --------------------------------
+
+
+def test_sources_name_the_key_in_their_file(tmp_path: Path) -> None:
+    write(tmp_path, ".statefile.toml", 'remote = "origin"\nkeep-recent = 3\n')
+    workflow(tmp_path, 'branch-name: memory/autoloop\nfile-glob: ["*.md"]')
+    config = resolve(tmp_path, env={"STATEFILE_MAX_BYTES": "20000"})
+    assert config.origin("remote") == "remote in .statefile.toml"
+    assert config.origin("file_glob") == "tools.repo-memory.file-glob in .github/workflows/autoloop.md frontmatter"
+    assert config.origin("max_bytes") == "env STATEFILE_MAX_BYTES"
+    assert config.origin("summarizer") == "default"
+    assert not config.explicit("remote") and config.explicit("max_bytes")
+    with pytest.raises(UsageError, match=r"keep-recent \(3, keep-recent in \.statefile\.toml\)"):
+        resolve(tmp_path, flags={"aggressive_keep": 4})
+
+
+def _repo_with_remote_in_toml(tmp_path: Path) -> tuple[Path, Path]:
+    import subprocess
+
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    write(work, ".statefile.toml", 'remote = "origin"\n')
+    folder = tmp_path / "repo-memory" / "autoloop"
+    write(folder, "perf.md", "# Autoloop: perf\n")
+    return work, folder
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_an_explicit_dir_wins_over_a_remote_from_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], how: str
+) -> None:
+    """As seen: after `remote = "origin"` in .statefile.toml, the component's `statefile --dir
+    /tmp/gh-aw/repo-memory/autoloop list` exited 2 (`--dir … cannot use a remote`)."""
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    work, folder = _repo_with_remote_in_toml(tmp_path)
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("STATEFILE_REMOTE", raising=False)
+    if how == "env":
+        monkeypatch.setenv("STATEFILE_DIR", str(folder))
+        args = ["list"]
+    else:
+        monkeypatch.delenv("STATEFILE_DIR", raising=False)
+        args = ["--dir", str(folder), "list"]
+    assert invoke(cli, args) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith("PROGRAM") and "perf" in out and err == ""
+    # A remote given for this run is a real clash, and the message says where it came from.
+    monkeypatch.setenv("STATEFILE_REMOTE", "origin")
+    assert invoke(cli, args) == 2
+    _, err = capfd.readouterr()
+    assert "cannot use a remote (env STATEFILE_REMOTE)" in err and len(err.splitlines()) == 1
+
+
+def test_a_missing_folder_names_the_config_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from statefile.cli import cli
+    from statefile.cli.run import invoke
+
+    work, _ = _repo_with_remote_in_toml(tmp_path)
+    write(work, ".statefile.toml", f'repo-memory-dir = "{tmp_path / "nowhere"}"\n')
+    monkeypatch.chdir(work)
+    for name in ("STATEFILE_DIR", "STATEFILE_REMOTE", "STATEFILE_REPO_MEMORY_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert invoke(cli, ["--repo-memory", "list"]) == 3
+    _, err = capfd.readouterr()
+    assert "(repo-memory-dir in .statefile.toml)" in err, err
+
+
+@pytest.mark.parametrize("name", [".statefile.toml", "pyproject.toml"])
+def test_a_fifo_as_a_config_file_is_an_error_not_a_hang(initialized_repos: Repos, name: str) -> None:
+    """Found by the hostile run (issue 15): a fifo as a config file is an error not a hang."""
+    os.mkfifo(initialized_repos.work / name)
+    proc = run_statefile("list", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE
+    assert "is a FIFO, not a regular file" in only_error_line(proc) and name in proc.stderr
+
+
+def test_a_fifo_as_the_workflow_is_an_error_not_a_hang(initialized_repos: Repos) -> None:
+    """Found by the hostile run (issue 15): a fifo as the workflow is an error not a hang."""
+    workflows = initialized_repos.work / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    os.mkfifo(workflows / "autoloop.md")
+    proc = run_statefile("--repo-memory", "config", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and "FIFO" in only_error_line(proc)
+
+
+def test_a_billion_laughs_workflow_is_an_error_not_a_hang(initialized_repos: Repos) -> None:
+    """The error message printed the entry with repr(): nine levels of nine aliases is 9**9 strings."""
+    laughs = "\n".join(
+        [f"a0: &a0 [{', '.join(['lol'] * 9)}]"]
+        + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    )
+    workflows = initialized_repos.work / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "autoloop.md").write_text(f"---\n{laughs}\ntools:\n  repo-memory: *a9\n---\nbody\n")
+    proc = run_statefile("--repo-memory", "list", cwd=initialized_repos.work)
+    assert proc.returncode == EXIT_USAGE and "must be mappings, got a sequence" in only_error_line(proc)
 
 
 def sf(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import GuardRepo, entry_text, guard_run, refs_unchanged, state_file_text
 
-from statefile.app.config import resolve_config
+from statefile.app.context import resolve_config
 from statefile.app.reading import (
     Target,
     all_status,

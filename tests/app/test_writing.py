@@ -48,11 +48,12 @@ def test_a_dry_run_is_the_real_run_without_the_write(tmp_path: Path) -> None:
     request = RecordRequest(status="accepted", metric=1.5, change="Try radix")
     would = record_iteration(store, "perf", request, policy, now=NOW, dry_run=True)
     planned = compact_program(store, "perf", policy, dry_run=True)
-    assert would.dry_run and would.commit == "" and planned.dry_run and planned.report.changed
+    assert would is not None and would.dry_run and would.commit == "" and planned.dry_run and planned.report.changed
     before = (tmp_path / "perf.md").read_text(encoding="utf-8")
     assert record_iteration(store, "perf", request, policy, now=NOW, dry_run=True) == would
     assert (tmp_path / "perf.md").read_text(encoding="utf-8") == before  # nothing was written
     done = record_iteration(store, "perf", request, policy, now=NOW)
+    assert done is not None
     assert (done.iteration, done.size, done.compaction) == (would.iteration, would.size, would.compaction)
 
 
@@ -151,10 +152,10 @@ def test_a_record_that_creates_the_program_has_no_lesson_note(tmp_path: Path) ->
     policy = CompactionPolicy(max_bytes=30_000)
     done = record_iteration(FolderStore(tmp_path), "perf", RecordRequest(status="rejected"), policy, now=NOW,
                             create=True)  # fmt: skip
-    assert done.created and done.notes == ()
+    assert done is not None and done.created and done.notes == ()
     again = record_iteration(FolderStore(tmp_path), "perf", RecordRequest(status="rejected", lessons=("a", "A")),
                              policy, now=NOW)  # fmt: skip
-    assert again.notes == ("1 lesson not added: repeats a lesson already there",)
+    assert again is not None and again.notes == ("1 lesson not added: repeats a lesson already there",)
 
 
 def test_a_record_is_replayed_from_its_trailers_and_a_look_alike_subject_is_a_file_change(
