@@ -301,6 +301,7 @@ def replay(name: str, steps: list[Step], workdir: Path) -> Replay:
                                 change=step.change, notes=step.notes, commit=step.commit, lesson=step.lesson,
                                 at=now, new_status=step.status not in UPSTREAM_STATUSES)  # fmt: skip
         outcome = record_iteration(store, program, request, policy, now=now)
+        assert outcome is not None  # no item marker: a record always makes an entry
         record_iteration(raw_store, program, request, keep_all, now=now)
         result.raw_file.append(utf8_size(raw_store.read_text(program) or ""))
         after = store.read_text(program) or ""

@@ -59,7 +59,7 @@ from statefile.cli import cli
 from statefile.cli.run import invoke
 from statefile.model.archive import make_chunk, part_header
 from statefile.model.document import parse
-from statefile.policy.pruning import is_important, is_pinned
+from statefile.policy.compaction import is_important, is_pinned
 
 BRANCH = "memory/autoloop"
 #: A payload run as a process must finish within this (seconds); the slowest takes about one.

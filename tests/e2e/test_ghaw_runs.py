@@ -77,7 +77,7 @@ from e2e.test_ghaw_hostile import MAINTAINER_LESSONS as HOSTILE_LESSONS
 from statefile.app.ghaw import CONTEXT_ARTIFACT, CONTEXT_FILE
 from statefile.app.writing import CONTEXT_VERSION
 from statefile.model.document import StateDocument
-from statefile.policy.pruning import is_important, is_pinned
+from statefile.policy.compaction import is_important, is_pinned
 from statefile.views.render import TOOL_NAMES
 
 pytestmark = pytest.mark.slow  # whole gh-aw runs re-stated, job by job

@@ -592,18 +592,18 @@ def test_a_command_closes_the_git_readers_it_opened(tmp_path: Path, monkeypatch:
 
     from statefile.cli import cli
     from statefile.cli.run import invoke
-    from statefile.store.git.objects import CatFile
+    from statefile.store.git.objects import Objects
 
     left: list[str] = []  # readers the garbage collector found still running: nobody closed their store
 
-    def collected(self: CatFile) -> None:
+    def collected(self: Objects) -> None:
         if self._proc is not None:
             left.append("a git cat-file reader")
             self.close()
 
     work, _ = _interrupt_repos(tmp_path)
     monkeypatch.chdir(work)
-    monkeypatch.setattr(CatFile, "__del__", collected)
+    monkeypatch.setattr(Objects, "__del__", collected)
     assert invoke(cli, ["--remote", "origin", "record", "perf", "--status", "rejected"]) == 0
     assert invoke(cli, ["--remote", "origin", "list"]) == 0
     gc.collect()
