@@ -31,6 +31,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -47,7 +48,7 @@ except ImportError:  # the alternative measured against; the extra 'bench' insta
 
 pygit2: ModuleType | None
 try:
-    import pygit2
+    import pygit2  # type: ignore[import-not-found, no-redef, unused-ignore]  # optional: no stubs when absent
 except ImportError:  # the floor row is optional: pip install pygit2 to measure it
     pygit2 = None
 
@@ -112,7 +113,7 @@ def naive_pull(kept: Path, path: str, counter: list[int], message: str) -> None:
     sh(kept, "push", "-q", "origin", f"HEAD:{BRANCH}")
 
 
-def pygit2_floor(repo_path: Path, counter: list[int], message: str) -> object:
+def pygit2_floor(repo_path: Path, counter: list[int], message: str) -> Callable[[], None]:
     """The in-process floor: libgit2 reads perf.md, the same edit, then blob, tree, commit and a CAS ref update.
 
     Returns the function making one update; ``repo_path`` must have the branch as a local branch.
