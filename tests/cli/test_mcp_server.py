@@ -13,17 +13,19 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from conftest import SAMPLES, pinned_identity
 from gitutil import STATEFILE, Repos, make_repos, run_statefile
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import CallToolResult, TextContent
 
 from statefile.cli.mcp_server import SDK_REQUIREMENT
 from statefile.store import Store
+
+if TYPE_CHECKING:  # the SDK takes most of a second to import: each worker pays it only when these tests run
+    from mcp import ClientSession
+    from mcp.types import CallToolResult
 
 PACKAGE = Path(__file__).resolve().parents[2] / "statefile"
 TOOLS = {"render", "search", "expand", "history", "status", "list"}
@@ -52,6 +54,8 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> Repos:
 
 @pytest.fixture(scope="module")
 async def session(memory: Repos, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ClientSession]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
     errlog = tmp_path_factory.mktemp("mcp-log") / "server-stderr.log"
     params = StdioServerParameters(command=STATEFILE, args=["--remote", "origin", "mcp"], cwd=str(memory.work))
     # stdio_client hands errlog to the child as its stderr, so it must be a real file.
@@ -64,6 +68,8 @@ async def session(memory: Repos, tmp_path_factory: pytest.TempPathFactory) -> As
 
 
 def text_of(result: CallToolResult) -> str:
+    from mcp.types import TextContent
+
     block = result.content[0]
     assert isinstance(block, TextContent)
     return block.text

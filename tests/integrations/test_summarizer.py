@@ -48,6 +48,7 @@ def test_failing_command_falls_back_with_reason() -> None:
     assert summarize.last_reason == "exited with status 3: model unavailable"
 
 
+@pytest.mark.slow  # fault injection: waits out a remote that stalls, a stale lock or a timeout
 def test_slow_command_is_killed_with_what_it_started(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     code = (

@@ -295,6 +295,7 @@ def test_a_remote_branch_that_is_a_symbolic_ref_is_refused_before_anything_is_fe
         store.fetch()
 
 
+@pytest.mark.slow  # fault injection: waits out a remote that stalls, a stale lock or a timeout
 def test_a_stale_lock_on_the_remote_is_named_as_such(tmp_path: Path) -> None:
     """Found by the adversarial run (issue 15): a stale lock on the remote is named as such."""
     remote = make_remote(tmp_path)
@@ -331,6 +332,7 @@ def test_a_very_long_hook_message_is_cut_to_one_line(tmp_path: Path) -> None:
     assert proc.returncode == EXIT_GIT and len(one_error_line(proc)) < 1000
 
 
+@pytest.mark.slow  # fault injection: waits out a remote that stalls, a stale lock or a timeout
 def test_remote_reads_never_use_a_local_branch_a_stale_lock_keeps_behind(tmp_path: Path) -> None:
     """Found by the adversarial run (issue 15): remote reads never use a local branch a stale lock keeps behind."""
     remote = make_remote(tmp_path)

@@ -683,6 +683,7 @@ def wait_for(path: Path, seconds: float = 30) -> None:
 # -- a push whose outcome cannot be read straight away --------------------------------------------------------------
 
 
+@pytest.mark.slow  # fault injection: waits out a remote that stalls, a stale lock or a timeout
 def test_a_push_that_landed_is_verified_once_the_remote_answers_again(tmp_path: Path) -> None:
     remote = make_remote(tmp_path)
     work = clone(remote, tmp_path / "work")
@@ -695,6 +696,7 @@ def test_a_push_that_landed_is_verified_once_the_remote_answers_again(tmp_path: 
     assert rev(work, LOCAL) == rev(remote, LOCAL) == rev(work, TRACKING)
 
 
+@pytest.mark.slow  # fault injection: waits out a remote that stalls, a stale lock or a timeout
 def test_a_push_that_cannot_be_verified_says_so_and_never_that_it_failed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -718,6 +720,7 @@ def test_a_push_that_cannot_be_verified_says_so_and_never_that_it_failed(
     assert rev(work, LOCAL) == before  # nothing here claims it did
 
 
+@pytest.mark.slow  # fault injection: waits out a remote that stalls, a stale lock or a timeout
 def test_a_stale_lock_on_the_remote_is_given_up_on_without_the_whole_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
