@@ -108,7 +108,8 @@ class FolderStore(Store):
         if not program:
             return os.listdir(self.root)
         layout = self.archive_layout(program)
-        folder = self._folder(layout.folder(program).split("/"), create=False)  # "" is the folder itself
+        where = layout.folder(program)  # "": the store's own folder, which may be a link (gh-aw's repo-memory)
+        folder = self._folder(where.split("/"), create=False) if where else self.root
         names = os.listdir(folder) if folder is not None else []
         return [name for entry in names if (name := layout.part_name(program, entry)) is not None]
 

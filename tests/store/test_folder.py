@@ -25,6 +25,7 @@ from statefile.errors import (
     NotFoundError,
     UsageError,
 )
+from statefile.model.archive import ArchiveLayout
 from statefile.model.document import StateDocument, parse
 from statefile.store import Change, FolderStore, Store
 from statefile.store.folder import LOCK_NAME, STALE_TEMP_SECONDS
@@ -264,3 +265,17 @@ def test_the_folder_store_removes_temporary_files_a_killed_writer_left(tmp_path:
         os.utime(path, (past, past))
     store.update("perf", lambda doc: Change(parse("# Autoloop: perf\n\n- two\n"), archive="- one\n"), "statefile: two")
     assert not any(p.exists() for p in old) and fresh.exists() and unrelated.exists()
+
+
+def test_a_folder_that_is_a_link_keeps_its_root_archive(tmp_path: Path) -> None:
+    """Issue 23 review: gh-aw's repo-memory folder may be a link to a folder; with the ``root`` archive layout (the
+    parts beside the state files) a write that archives, and reading the parts back, work through it."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    store = FolderStore(tmp_path / "link", archive_layout=lambda program: ArchiveLayout("root"))
+    store.write_files({"perf.md": "# Autoloop: perf\n\n- one\n- two\n"}, "seed")
+    store.update("perf", lambda doc: Change(parse("# Autoloop: perf\n\n- two\n"), archive="- one\n"), "fold one")
+    assert store.archive_parts("perf") == ["0001.md"]
+    assert "- one" in (real / "_archive.perf.0001.md").read_text(encoding="utf-8")
+    assert (real / "perf.md").read_text(encoding="utf-8") == "# Autoloop: perf\n\n- two\n"
