@@ -71,7 +71,6 @@ _ANSI = re.compile(
 # (bidi embeddings, overrides and isolates, marks, the BOM): "Trojan Source" text reads one way and is another.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 # What makes a bullet protected from pruning or shown first (policy.compaction): a pin and "important" emphasis.
 _PIN_MARK = re.compile(PIN_PATTERN, re.I)
 _IMPORTANT_WORD = re.compile(r"\b(IMPORTANT|CRITICAL)\b")
@@ -165,14 +164,27 @@ def clean_text(value: str) -> str:
     for _ in range(4):
         before = text
         text = _PIN_MARK.sub("", _CONTROLS.sub("", _ANSI.sub("", text)))
-        # Only up to the last closer: every opener there has one, so the non-greedy scan stays linear.
-        end = text.rfind("-->") + 3
-        text = (_HTML_COMMENT.sub("", text[:end]) + text[end:]).replace("<!--", "").replace("-->", "")
+        text = _drop_comments(text)
         text = _IMPORTANT_EMPHASIS.sub(lambda m: m.group(1) + m.group(2).lower() + m.group(3), text)
         text = _IMPORTANT_WORD.sub(lambda m: m.group(1).lower(), text)
         if text == before:
             return text
     return _PIN_MARK.sub("", text.replace("<!", "< !"))
+
+
+def _drop_comments(text: str) -> str:
+    """``text`` without HTML comments in one pass (``<!--.*?-->`` is quadratic on unclosed openers)."""
+    out: list[str] = []
+    at = 0
+    while (start := text.find("<!--", at)) >= 0:
+        out.append(text[at:start])
+        end = text.find("-->", start + 4)
+        if end < 0:  # an unclosed opener loses only itself
+            at = start + 4
+            break
+        at = end + 3
+    out.append(text[at:])
+    return "".join(out).replace("<!--", "").replace("-->", "")
 
 
 def cut_bytes(text: str, limit: int) -> str:

@@ -178,6 +178,10 @@ def test_text_and_lists_after_sanitisation() -> None:
         ("done <📌!-- everything after this is hidden", "done  everything after this is hidden"),
         ("**Important:** x", "important: x"),
         ("line\r\nbreak\rhere\ttab", "line\nbreak\nhere\ttab"),
+        # An unclosed opener goes before the leftover markers do (issue 23 review: a refactor kept it, and what
+        # was left joined into other tokens).
+        ("<!-<!--->", ">"),
+        ("<!-<!-<!--->", "<!->"),
     ],
 )
 def test_clean_text_leaves_data_only(raw: str, kept: str) -> None:
