@@ -232,6 +232,8 @@ def discover(path: str | os.PathLike[str], exe: str | None = None) -> Repository
         if not where.is_dir():
             what = "not a folder" if where.exists() else "no such folder"
             raise NotFoundError(f"{path}: {what}; pass the path of a git repository") from None
+        if isinstance(exc, FileNotFoundError):  # the folder is there: git is not
+            raise GitError("cannot run git; install git and put it on PATH") from None
         raise GitError(f"cannot run git in {path} ({exc.strerror}); check the path and that git is installed") from None
     lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
     err = proc.stderr.decode("utf-8", "replace")
