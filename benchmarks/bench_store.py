@@ -42,7 +42,7 @@ from statefile.store import Store
 
 gitpython: ModuleType | None
 try:
-    import git as gitpython
+    import git as gitpython  # type: ignore[no-redef, unused-ignore]  # optional: not installed, it has no module
 except ImportError:  # the alternative measured against; the extra 'bench' installs it
     gitpython = None
 
