@@ -13,6 +13,7 @@ Two corpora of state files:
 from __future__ import annotations
 
 import compileall
+import difflib
 import os
 import shutil
 import subprocess
@@ -347,6 +348,12 @@ def state_file_text(entries: str, **fields: object) -> str:
 
 def covered_numbers(text: str) -> set[int]:
     return {n for e in parse(text).history for n in e.covers}
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    """Lines removed or added between two texts (keepends)."""
+    diff = difflib.ndiff(before.splitlines(keepends=True), after.splitlines(keepends=True))
+    return [line for line in diff if line[:1] in "+-"]
 
 
 SECTION_PREFIXES = ["", "📚 ", "[WIP] ", "3. ", "2) ", "IV. ", "#4 ", "🧠 [agent] 1. ", "**", "Section 5: ", "— ", "» "]

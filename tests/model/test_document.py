@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from conftest import (
     FIXTURES,
     TESTS,
     all_corpus_files,
+    changed_lines,
     corpus_files,
     corpus_params,
     covered_numbers,
@@ -26,7 +26,7 @@ from conftest import (
 from gitutil import invoke_statefile, make_repos, run_statefile
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from upstream import meaningful, upstream_machine_state
+from upstream import upstream_machine_state
 
 import statefile
 from statefile.errors import UsageError
@@ -41,15 +41,6 @@ from statefile.store import Store
 def test_corpus_round_trips_byte_for_byte(path: Path) -> None:
     text = read_raw(path)
     assert parse(text).render() == text
-
-
-@pytest.mark.parametrize("path", corpus_params())
-def test_corpus_machine_state_agrees_with_upstream(path: Path) -> None:
-    text = read_raw(path)
-    upstream = meaningful(upstream_machine_state(text))
-    ours = parse(text).machine_state
-    assert upstream, "every corpus file has the exact heading"
-    assert ours == upstream
 
 
 def test_fixture_corpus_is_complete_and_documented() -> None:
@@ -76,21 +67,6 @@ def test_machine_state_found_under_drifted_heading() -> None:
         assert doc.render().startswith("# Autoloop: x\n\n## ⚙️ Machine State\n")
         assert upstream_machine_state(doc.render())["iteration_count"] == 4
     assert not any(w.code == "machine-state-heading" for w in parse(good).warnings)
-
-
-def test_machine_state_conventions() -> None:
-    text = (
-        "## ⚙️ Machine State\n\n| Field | Value |\n|-------|-------|\n"
-        "| Iteration Count | seven |\n| Paused | True |\n| Completed | no |\n| PR | — |\n| Issue | - |\n"
-        "| Pause Reason |  |\n| Recent Statuses | Accepted,rejected , ERROR |\n| Branch | `autoloop/x` |\n"
-        "| Iteration Count | 9 |\n"
-    )
-    state = parse(text).machine_state
-    assert state["iteration_count"] == 9  # a later duplicate row wins
-    assert state["paused"] is True and state["completed"] is False
-    assert state["pr"] is None and state["issue"] is None and state["pause_reason"] is None
-    assert state["recent_statuses"] == ["accepted", "rejected", "error"]
-    assert state["branch"] == "`autoloop/x`"
 
 
 def test_heading_inside_code_fence_is_text() -> None:
@@ -222,22 +198,6 @@ def test_parse_is_total_and_lossless_on_odd_text(text: str) -> None:
     assert doc.render() == text
     doc.warnings  # noqa: B018 - computing the views must not raise either
     doc.history  # noqa: B018
-
-
-def test_new_state_file_reads_back_through_upstream() -> None:
-    text = statefile.new_state_file("perf", metric_direction="lower", target_metric=0.5, issue="#3")
-    state = meaningful(upstream_machine_state(text))
-    assert state["iteration_count"] == 0
-    assert state["metric_direction"] == "lower"
-    assert state["target_metric"] == "0.5"
-    assert state["issue"] == "#3"
-    assert state["branch"] == "`autoloop/perf`"
-    assert state["recent_statuses"] == []
-    assert parse(text).machine_state == state
-    assert [s.kind for s in parse(text).sections] == [
-        "title", "machine_state", "program_info", "priorities", "lessons", "foreclosed", "future", "history",
-    ]  # fmt: skip
-    assert parse(text).warnings == ()
 
 
 def test_an_unclosed_fence_is_an_anomaly() -> None:
@@ -387,45 +347,6 @@ def test_a_level_two_range_heading_is_an_entry_not_a_second_history(tmp_path: Pa
 
 
 CORPUS = all_corpus_files()
-
-
-def changed_lines(before: str, after: str) -> list[str]:
-    """Lines removed or added between two texts (keepends)."""
-    diff = difflib.ndiff(before.splitlines(keepends=True), after.splitlines(keepends=True))
-    return [line for line in diff if line[:1] in "+-"]
-
-
-@pytest.mark.parametrize("path", corpus_params())
-def test_set_field_changes_one_row(path: Path) -> None:
-    text = read_raw(path)
-    doc = parse(text)
-    doc = doc.with_field("Iteration Count", 999)
-    diff = changed_lines(text, doc.render())
-    assert len(diff) == 2, diff
-    assert "| 999" in diff[1] or "|999" in diff[1]
-    assert doc.machine_state["iteration_count"] == 999
-    assert meaningful(upstream_machine_state(doc.render()))["iteration_count"] == 999
-
-
-def test_missing_row_is_added_in_canonical_order_with_table_style() -> None:
-    text = "## ⚙️ Machine State\n\n|Field|Value|\n|---|---|\n|Last Run|—|\n|Branch|x|\n|Custom|keep|\n\n## Next\n"
-    doc = parse(text)
-    doc = doc.with_fields({"metric_direction": "lower", "Paused": True})
-    out = doc.render()
-    assert out == (
-        "## ⚙️ Machine State\n\n|Field|Value|\n|---|---|\n|Last Run|—|\n|Metric Direction|lower|\n|Branch|x|\n"
-        "|Paused|true|\n|Custom|keep|\n\n## Next\n"
-    )
-
-
-def test_set_field_keeps_crlf_and_missing_final_newline() -> None:
-    text = "## ⚙️ Machine State\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Iteration Count | 1 |"
-    doc = parse(text)
-    doc = doc.with_field("iteration_count", 2)
-    doc = doc.with_field("Paused", False)
-    assert doc.render() == (
-        "## ⚙️ Machine State\r\n\r\n| Field | Value |\r\n|---|---|\r\n| Iteration Count | 2 |\r\n| Paused | false |"
-    )
 
 
 def test_missing_machine_state_section_is_created_after_title() -> None:

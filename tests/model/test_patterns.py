@@ -1,53 +1,16 @@
-"""The format's words (statefile.model.patterns): section names, placeholders, metric direction."""
+"""The format's words (statefile.model.patterns): placeholders, metric direction (section names: through
+``section_kind``, in tests/model/test_template.py)."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import SECTION_PREFIXES, SECTION_SUFFIXES, examples
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from statefile.model.document import parse
-from statefile.model.patterns import is_placeholder, section_name, state_direction
-from statefile.model.template import SECTION_KINDS, new_state_file, section_kind
+from statefile.model.patterns import is_placeholder, state_direction
+from statefile.model.template import new_state_file
 from statefile.policy.lessons import add_lesson, lessons
 from statefile.views.history import pressure
 from statefile.views.render import render_view
-
-NAMES = [(name, kind) for kind, (_, names) in SECTION_KINDS.items() for name in names]
-
-
-@settings(max_examples=examples(200))
-@given(
-    prefix=st.sampled_from(SECTION_PREFIXES),
-    named=st.sampled_from(NAMES),
-    suffix=st.sampled_from(SECTION_SUFFIXES),
-    case=st.sampled_from([str.title, str.lower, str.upper]),
-)
-def test_known_sections_are_recognised_however_decorated(
-    prefix: str, named: tuple[str, str], suffix: str, case: object
-) -> None:
-    """As seen in issue 11: known sections are recognised however decorated."""
-    name, kind = named
-    assert callable(case)
-    title = f"{prefix}{case(name)}{suffix}"
-    assert section_kind(title, 2) == kind, (title, section_name(title))
-
-
-@pytest.mark.parametrize(
-    ("title", "kind"),
-    [
-        ("📚 Key Lessons", "lessons"),
-        ("📜 Iterations", "history"),
-        ("📊 Recent Iterations", "history"),
-        ("🧬 Population (summary)", "other"),
-        ("Notes", "other"),
-        ("Foreclosed / Ruled-out Avenues", "foreclosed"),
-    ],
-)
-def test_decorated_names_from_the_fixture_report(title: str, kind: str) -> None:
-    """As seen in issue 11: decorated names from the fixture report."""
-    assert section_kind(title, 2) == kind
 
 
 def test_none_is_a_placeholder_everywhere() -> None:
