@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from statefile import __version__
-from statefile.cli.run import SIZE, invoke
+from statefile.cli.run import SIZE, invoke, lost_interrupt
 
 # Each module's commands (command NAME is its attribute NAME_cmd); a module is imported only when one of them runs.
 _MODULES = {
@@ -130,4 +130,5 @@ if _BEFORE_LOADING is not None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI; statefile errors become one line on stderr and a documented exit code."""
+    sys.unraisablehook = lost_interrupt
     sys.exit(invoke(cli, argv))

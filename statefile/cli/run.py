@@ -75,6 +75,15 @@ def echo_error(message: str, code: int = EXIT_USAGE) -> int:
     return code
 
 
+def lost_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
+    """The console's ``sys.unraisablehook``: a Ctrl-C that lands where Python cannot raise it (a callback while a
+    module loads) is dropped and the command goes on; say that in one line instead of a traceback."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.stderr.write("statefile: note: a Ctrl-C came where Python could not stop the command; it went on\n")
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
 def invoke(command: click.Command, argv: list[str] | None) -> int:
     """Run ``command`` as the console script does: every failure is one line and a documented exit code."""
     try:

@@ -214,3 +214,27 @@ def test_a_path_error_anywhere_is_a_usage_error_naming_the_path(code: int, capsy
     assert invoke(probe, []) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and os.strerror(code) in err and "internal error" not in err and len(err) < 400
+
+
+def test_a_ctrl_c_python_cannot_raise_is_one_line_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 CI: a Ctrl-C landing in a callback while a module loads (importlib's module-lock weakref) cannot be
+    raised; Python drops it and printed "Exception ignored … Traceback".  The console says so in one line."""
+    from statefile.cli import main
+    from statefile.cli.run import lost_interrupt
+
+    code = (
+        "import sys, weakref\n"
+        "from statefile.cli.run import lost_interrupt\n"
+        "sys.unraisablehook = lost_interrupt\n"
+        "class Lock: pass\n"
+        "def interrupted(ref): raise KeyboardInterrupt\n"
+        "lock = Lock(); ref = weakref.ref(lock, interrupted); del lock\n"
+        "print('went on')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, "went on\n"), done.stderr
+    assert done.stderr == "statefile: note: a Ctrl-C came where Python could not stop the command; it went on\n"
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert sys.unraisablehook is lost_interrupt  # the console entry point installs it
