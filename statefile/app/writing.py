@@ -346,6 +346,13 @@ def compact_program(
     return replace(done.detail, commit=done.commit or "")
 
 
+def compact_target(app: AppContext, program: str, *, aggressive: bool, dry_run: bool, now: datetime) -> CompactOutcome:
+    """``statefile compact`` of one target, with its own settings: a bad summarizer fails for this target only."""
+    policy = compaction_policy(app.config(), aggressive=aggressive, now=now)
+    store = app.reader() if dry_run else app.writer()
+    return compact_program(store, program, policy, dry_run=dry_run, compactor=compactor_for(app, program))
+
+
 @dataclass(frozen=True)
 class RepairOutcome:
     """What ``repair`` did (or would do) to one program, and where its archive parts are."""

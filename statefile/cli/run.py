@@ -76,8 +76,7 @@ def echo_error(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def lost_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
-    """The console's ``sys.unraisablehook``: a Ctrl-C that lands where Python cannot raise it (a callback while a
-    module loads) is dropped and the command goes on; say that in one line instead of a traceback."""
+    """The console's ``sys.unraisablehook``: a Ctrl-C Python cannot raise (in a callback) is a line, not a traceback."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
         sys.stderr.write("statefile: note: a Ctrl-C came where Python could not stop the command; it went on\n")
     else:

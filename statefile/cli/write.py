@@ -136,10 +136,8 @@ def compact_cmd(app: AppContext, targets: tuple[str, ...], all_programs: bool, a
 
     TARGETS are program names, or state files' paths."""
     app, now = app.with_summarizer(summarizer), datetime.now(timezone.utc)
-    # Each target's own policy and summarizer: a bad setting fails after the targets are found, and per target.
-    results, failures = _each(app, targets, all_programs, dry_run, "compact", lambda ctx, name: writing.compact_program(
-        ctx.reader() if dry_run else ctx.writer(), name, writing.compaction_policy(ctx.config(), aggressive=aggressive,
-        now=now), dry_run=dry_run, compactor=writing.compactor_for(ctx, name)))  # fmt: skip
+    results, failures = _each(app, targets, all_programs, dry_run, "compact", lambda ctx, name: writing.compact_target(
+        ctx, name, aggressive=aggressive, dry_run=dry_run, now=now))  # fmt: skip
     if app.as_json:
         return [{"program": r.program, "target": label, "commit": r.commit, "dry_run": r.dry_run,
                  "heading_restored": r.heading_restored, **r.report.as_dict()} for label, r in results]  # fmt: skip

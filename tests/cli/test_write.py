@@ -559,3 +559,19 @@ def test_demo_echoes_command_lines_a_shell_reads_back_as_run() -> None:
         "--metric", "131.5",
     ] in commands  # fmt: skip
     assert "$ statefile record messy --status error --change 'Parallel parse (CI timed out)'" in "\n".join(lines)
+
+
+def test_a_bad_summarizer_fails_per_target_after_the_targets_are_found(tmp_path: Path) -> None:
+    """Issue 23 review: compact builds each target's policy (and summarizer) when it reaches that target, so a
+    missing program is still "not found" (exit 3) and with --all each program says the summarizer is bad."""
+    repos = make_repos(tmp_path)
+    for program in ("perf", "other"):
+        assert run_statefile("init", program, cwd=repos.work).returncode == 0
+    bad = ("--summarizer", 'a "')
+    missing = run_statefile("compact", "nope", *bad, cwd=repos.work)
+    assert missing.returncode == 3 and "no program 'nope'" in missing.stderr, missing.stderr
+    every = run_statefile("compact", "--all", *bad, cwd=repos.work)
+    lines = every.stderr.splitlines()
+    assert every.returncode == EXIT_USAGE and len(lines) == 2, every.stderr
+    assert lines[0].startswith("statefile: error: other: cannot parse --summarizer"), lines
+    assert lines[1].startswith("statefile: error: perf: cannot parse --summarizer"), lines
