@@ -1,1 +1,1 @@
-"""Formats of the tools statefile works with: the scheduler's autoloop.json and an outside summarizer command."""
+"""Formats of the tools statefile works with: gh-aw's (repo-memory, agent output, autoloop.json), a summarizer."""

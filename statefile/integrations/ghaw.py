@@ -178,8 +178,7 @@ def _drop_comments(text: str) -> str:
     at = 0
     while (start := text.find("<!--", at)) >= 0:
         out.append(text[at:start])
-        end = text.find("-->", start + 4)
-        if end < 0:  # an unclosed opener loses only itself
+        if (end := text.find("-->", start + 4)) < 0:  # an unclosed opener loses only itself
             at = start + 4
             break
         at = end + 3

@@ -1,4 +1,2 @@
-"""What statefile decides: the upstream record rules, range lines, compaction, pruning, lessons, repair.
-
-Pure functions from documents to documents; imports only :mod:`statefile.model` and the base modules.
-"""
+"""What statefile decides, pure from documents to documents: the upstream record rules, range lines, compaction
+(and list pruning), lessons, repair. It imports only :mod:`statefile.model` and the base modules."""
